@@ -1,0 +1,69 @@
+//! Chess layer: the packed position codec, Polyglot keys, FENs and move codes, and the
+//! [`ChessCodec`] that plugs chess into the game-independent store.
+
+pub mod packed;
+pub mod position;
+
+pub use packed::{PLANES, PosState, to_hex};
+pub use position::{
+    MoveCode, decode_move, encode_move, legal_move, move_uci, parse_fen, parse_move, polyglot_key,
+};
+
+use crate::store::PositionCodec;
+
+/// Chess positions in the packed format of DESIGN.md §2.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ChessCodec;
+
+pub const CODEC_NAME: &str = "chess-packed-v1";
+
+impl PositionCodec for ChessCodec {
+    fn name(&self) -> &'static str {
+        CODEC_NAME
+    }
+    fn planes(&self) -> usize {
+        PLANES
+    }
+    fn key(&self, pos: &[u8]) -> Result<u64, String> {
+        Ok(PosState::unpack(pos).map_err(|e| e.to_string())?.key())
+    }
+    fn to_planes(&self, pos: &[u8], out: &mut [u8]) -> Result<(), String> {
+        let s = PosState::unpack(pos).map_err(|e| e.to_string())?;
+        let out: &mut [u8; PLANES] = out
+            .try_into()
+            .map_err(|_| format!("plane buffer must be {PLANES} bytes"))?;
+        s.to_planes(out);
+        Ok(())
+    }
+    fn from_planes(&self, planes: &[u8]) -> Result<Vec<u8>, String> {
+        let s = PosState::from_planes(planes).ok_or("plane values out of range")?;
+        Ok(s.pack().0)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+    use shakmaty::{Chess, Position};
+
+    /// A few dozen real positions (a short game plus an en-passant case).
+    pub fn sample_positions() -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for line in [
+            "e4 c5 Nf3 d6 d4 cxd4 Nxd4 Nf6 Nc3 a6 Be3 e5 Nb3 Be6 f3 Be7 Qd2 O-O O-O-O Nbd7 g4 b5",
+            "e4 d5 e5 f5 exf6 e5 a4 b5 h4 b4 c4 bxc3 bxc3",
+            "d4 Nf6 c4 e6 Nc3 Bb4 e3 O-O Bd3 d5 Nf3 c5 O-O Nc6 a3 Bxc3 bxc3 dxc4 Bxc4 Qc7",
+        ] {
+            let mut pos = Chess::default();
+            out.push(PosState::from_chess(&pos).pack().0);
+            for m in line.split_whitespace() {
+                let mv = parse_move(&pos, m).expect("legal sample move");
+                pos.play_unchecked(mv);
+                out.push(PosState::from_chess(&pos).pack().0);
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+}

@@ -1,0 +1,242 @@
+//! Book entries: one position (or a bare key) with its move records.
+
+use std::cmp::Ordering;
+
+/// Polyglot fields kept for moves imported from `.bin` books.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PolyglotExtra {
+    pub weight: u16,
+    pub learn: u32,
+}
+
+/// Statistics of one move from one position.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct MoveRec {
+    /// Game-specific move code (for chess see `chess::position::MoveCode`).
+    pub mv: u16,
+    pub white: u64,
+    pub draws: u64,
+    pub black: u64,
+    pub unknown: u64,
+    /// Sum and count of the mover's rating over the games that played this move.
+    pub rating_sum: u64,
+    pub rating_count: u64,
+    pub polyglot: Option<PolyglotExtra>,
+}
+
+impl MoveRec {
+    pub fn games(&self) -> u64 {
+        self.white
+            .saturating_add(self.draws)
+            .saturating_add(self.black)
+            .saturating_add(self.unknown)
+    }
+
+    /// Adds another record of the same move (counts are exact sums; saturating never triggers
+    /// below 2^64 games).
+    pub fn add(&mut self, o: &MoveRec) {
+        self.white = self.white.saturating_add(o.white);
+        self.draws = self.draws.saturating_add(o.draws);
+        self.black = self.black.saturating_add(o.black);
+        self.unknown = self.unknown.saturating_add(o.unknown);
+        self.rating_sum = self.rating_sum.saturating_add(o.rating_sum);
+        self.rating_count = self.rating_count.saturating_add(o.rating_count);
+        self.polyglot = match (self.polyglot, o.polyglot) {
+            (Some(a), Some(b)) => Some(PolyglotExtra {
+                weight: a.weight.saturating_add(b.weight),
+                learn: a.learn.max(b.learn),
+            }),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
+/// A position with its moves. `pos == None` marks a key-only entry (a Polyglot entry whose
+/// position could not be reconstructed); it orders before positioned entries of the same key.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Entry {
+    pub key: u64,
+    pub pos: Option<Vec<u8>>,
+    /// Sorted by move code, no duplicates.
+    pub moves: Vec<MoveRec>,
+}
+
+impl Entry {
+    pub fn cmp_id(&self, other: &Entry) -> Ordering {
+        self.key
+            .cmp(&other.key)
+            .then_with(|| self.pos.cmp(&other.pos))
+    }
+
+    pub fn same_id(&self, other: &Entry) -> bool {
+        self.key == other.key && self.pos == other.pos
+    }
+
+    pub fn games(&self) -> u64 {
+        self.moves.iter().map(MoveRec::games).sum()
+    }
+
+    pub fn has_polyglot(&self) -> bool {
+        self.moves.iter().any(|m| m.polyglot.is_some())
+    }
+
+    /// Merges the moves of an entry with the same identity (sorted merge by move code).
+    pub fn merge(&mut self, other: Entry) {
+        debug_assert!(self.same_id(&other));
+        if other.moves.is_empty() {
+            return;
+        }
+        let mine = std::mem::take(&mut self.moves);
+        let mut out = Vec::with_capacity(mine.len() + other.moves.len());
+        let mut a = mine.into_iter().peekable();
+        let mut b = other.moves.into_iter().peekable();
+        loop {
+            match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) => match x.mv.cmp(&y.mv) {
+                    Ordering::Less => out.push(a.next().unwrap_or_default()),
+                    Ordering::Greater => out.push(b.next().unwrap_or_default()),
+                    Ordering::Equal => {
+                        let mut x = a.next().unwrap_or_default();
+                        if let Some(y) = b.next() {
+                            x.add(&y);
+                        }
+                        out.push(x);
+                    }
+                },
+                (Some(_), None) => out.extend(a.by_ref()),
+                (None, Some(_)) => out.extend(b.by_ref()),
+                (None, None) => break,
+            }
+        }
+        self.moves = out;
+    }
+
+    /// Sorts moves and merges duplicates.
+    pub fn normalize(&mut self) {
+        self.moves.sort_by_key(|m| m.mv);
+        let mut out: Vec<MoveRec> = Vec::with_capacity(self.moves.len());
+        for m in self.moves.drain(..) {
+            match out.last_mut() {
+                Some(last) if last.mv == m.mv => last.add(&m),
+                _ => out.push(m),
+            }
+        }
+        self.moves = out;
+    }
+}
+
+/// Merges any number of entry streams, each sorted by identity, into one sorted stream in
+/// which equal identities are combined. Memory: one entry per input.
+pub struct MergeIter<I: Iterator<Item = Result<Entry, E>>, E> {
+    inputs: Vec<I>,
+    heads: Vec<Option<Entry>>,
+    started: bool,
+    failed: bool,
+}
+
+impl<I: Iterator<Item = Result<Entry, E>>, E> MergeIter<I, E> {
+    pub fn new(inputs: Vec<I>) -> Self {
+        let n = inputs.len();
+        MergeIter {
+            inputs,
+            heads: (0..n).map(|_| None).collect(),
+            started: false,
+            failed: false,
+        }
+    }
+
+    fn refill(&mut self, i: usize) -> Result<(), E> {
+        self.heads[i] = self.inputs[i].next().transpose()?;
+        Ok(())
+    }
+}
+
+impl<I: Iterator<Item = Result<Entry, E>>, E> Iterator for MergeIter<I, E> {
+    type Item = Result<Entry, E>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        if !self.started {
+            self.started = true;
+            for i in 0..self.inputs.len() {
+                if let Err(e) = self.refill(i) {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+        let mut best: Option<usize> = None;
+        for (i, h) in self.heads.iter().enumerate() {
+            if let Some(e) = h {
+                let better = match best.and_then(|b| self.heads[b].as_ref()) {
+                    None => true,
+                    Some(be) => e.cmp_id(be) == Ordering::Less,
+                };
+                if better {
+                    best = Some(i);
+                }
+            }
+        }
+        let b = best?;
+        let mut out = self.heads[b].take()?;
+        if let Err(e) = self.refill(b) {
+            self.failed = true;
+            return Some(Err(e));
+        }
+        for i in 0..self.inputs.len() {
+            while self.heads[i].as_ref().is_some_and(|e| e.same_id(&out)) {
+                if let Some(e) = self.heads[i].take() {
+                    out.merge(e);
+                }
+                if let Err(e) = self.refill(i) {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+        Some(Ok(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(key: u64, pos: u8, moves: &[(u16, u64)]) -> Entry {
+        Entry {
+            key,
+            pos: Some(vec![pos]),
+            moves: moves
+                .iter()
+                .map(|&(mv, w)| MoveRec {
+                    mv,
+                    white: w,
+                    ..Default::default()
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn merge_streams() {
+        let a = vec![e(1, 1, &[(1, 1)]), e(3, 1, &[(2, 1)])];
+        let b = vec![e(1, 1, &[(1, 2), (5, 1)]), e(1, 2, &[(1, 1)]), e(4, 1, &[])];
+        let merged: Vec<Entry> = MergeIter::new(vec![
+            a.into_iter().map(Ok::<_, ()>),
+            b.into_iter().map(Ok::<_, ()>),
+        ])
+        .map(Result::unwrap)
+        .collect();
+        assert_eq!(
+            merged,
+            vec![
+                e(1, 1, &[(1, 3), (5, 1)]),
+                e(1, 2, &[(1, 1)]),
+                e(3, 1, &[(2, 1)]),
+                e(4, 1, &[])
+            ]
+        );
+    }
+}
