@@ -1,1 +1,278 @@
-fn main() {}
+//! The `bookdb` command line: parses arguments, calls the library, maps errors to exit codes.
+//!
+//! Exit codes: 0 success; 1 error; 2 usage; 3 the book is corrupt (or `verify` found a
+//! problem); 4 the file is not a book or has an unsupported version.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+use bookdb::chess::{PosState, to_hex};
+use bookdb::ops::{import, query, verify};
+use bookdb::store::Book;
+
+#[derive(Parser)]
+#[command(name = "bookdb", version, about = "Persistent chess opening-book database")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Count games from PGN files (plain, .zst, .gz, .bz2, or - for stdin) into a book.
+    Import {
+        #[arg(required = true)]
+        inputs: Vec<String>,
+        #[arg(long)]
+        book: PathBuf,
+        /// Count only the first N plies of each game.
+        #[arg(long, default_value_t = import::DEFAULT_MAX_PLY)]
+        max_ply: usize,
+        /// Skip games unless both players are rated at least R.
+        #[arg(long)]
+        min_rating: Option<u32>,
+        /// Skip games identical to an earlier one (tags White/Black/Date/Round/Event/Site,
+        /// result and moves).
+        #[arg(long)]
+        dedupe: bool,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Memory budget in MiB for aggregation.
+        #[arg(long, default_value_t = 256)]
+        memory: usize,
+        /// Write every skipped game (file:line, reason) to this file.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+        /// No progress bar, no skipped-game lines on stderr.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Show the moves of a position (start position unless --fen/--moves).
+    Probe {
+        #[arg(long)]
+        book: PathBuf,
+        #[arg(long)]
+        fen: Option<String>,
+        /// Moves from the start (or from --fen), SAN or UCI: "e4 e5 Nf3".
+        #[arg(long)]
+        moves: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print every position as a JSON line, ascending key.
+    Dump {
+        #[arg(long)]
+        book: PathBuf,
+    },
+    /// Print a position's key, bit count and packed bytes.
+    Pack {
+        #[arg(long)]
+        fen: String,
+    },
+    /// Show book statistics.
+    Stats {
+        #[arg(long)]
+        book: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the whole book; exit 0 only if every check passes.
+    Verify {
+        #[arg(long)]
+        book: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Prints skipped games: the first few on stderr, all into the report file.
+fn report_skipped(
+    summary: &import::ImportSummary,
+    report: Option<&PathBuf>,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    const SHOWN: usize = 10;
+    if !quiet {
+        for s in summary.skipped.iter().take(SHOWN) {
+            eprintln!("skipped {}:{}: {}", s.file, s.line, s.detail);
+        }
+        if summary.games_skipped as usize > SHOWN {
+            eprintln!(
+                "… {} more skipped game(s){}",
+                summary.games_skipped as usize - SHOWN,
+                if report.is_some() { " (all listed in the report)" } else { "; use --report FILE to list all" }
+            );
+        }
+    }
+    if let Some(path) = report {
+        let mut f = std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("creating report {}", path.display()))?,
+        );
+        for s in &summary.skipped {
+            writeln!(f, "{}:{}\t{}\t{}", s.file, s.line, s.reason, s.detail)?;
+        }
+        f.flush()?;
+    }
+    Ok(())
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let codec = bookdb::chess_codec();
+    match cli.cmd {
+        Cmd::Import {
+            inputs,
+            book,
+            max_ply,
+            min_rating,
+            dedupe,
+            jobs: _,
+            memory: _,
+            report,
+            json,
+            quiet,
+        } => {
+            let opts = import::ImportOptions {
+                rules: bookdb::ops::pgn::CountRules { max_ply, min_rating },
+                dedupe,
+                show_progress: !quiet && !json,
+                ..Default::default()
+            };
+            let summary = import::import(&book, &inputs, &opts)?;
+            report_skipped(&summary, report.as_ref(), quiet || json)?;
+            if json {
+                println!("{}", serde_json::to_string(&summary)?);
+            } else if !quiet {
+                println!(
+                    "{} games read, {} imported, {} skipped{}",
+                    summary.games_read,
+                    summary.games_imported,
+                    summary.games_skipped,
+                    if summary.skipped_by_reason.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " ({})",
+                            summary
+                                .skipped_by_reason
+                                .iter()
+                                .map(|(k, v)| format!("{k}: {v}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    }
+                );
+                println!(
+                    "+{} positions, +{} (position, move) pairs; book {}: {} positions, {} pairs, {} bytes ({:.2} bytes/pair) in {:.2}s",
+                    summary.positions_added,
+                    summary.pairs_added,
+                    book.display(),
+                    summary.book.positions,
+                    summary.book.pairs,
+                    summary.book_bytes,
+                    summary.book_bytes as f64 / summary.book.pairs.max(1) as f64,
+                    summary.elapsed_secs
+                );
+            }
+        }
+        Cmd::Probe { book, fen, moves, json } => {
+            let b = Book::open(&book, codec)?;
+            let pos = query::resolve_position(fen.as_deref(), moves.as_deref())?;
+            let answer = query::probe(&b, &pos)?;
+            if json {
+                println!("{}", serde_json::to_string(&answer.json()?)?);
+            } else {
+                print!("{}", answer.table()?);
+            }
+        }
+        Cmd::Dump { book } => {
+            let b = Book::open(&book, codec)?;
+            let out = std::io::stdout();
+            let mut out = std::io::BufWriter::new(out.lock());
+            for e in b.iter()? {
+                let j = query::entry_json(&e?, false)?;
+                serde_json::to_writer(&mut out, &j)?;
+                if let Err(e) = out.write_all(b"\n") {
+                    if e.kind() == std::io::ErrorKind::BrokenPipe {
+                        return Ok(ExitCode::SUCCESS);
+                    }
+                    return Err(e.into());
+                }
+            }
+            out.flush().or_else(|e| if e.kind() == std::io::ErrorKind::BrokenPipe { Ok(()) } else { Err(e) })?;
+        }
+        Cmd::Pack { fen } => {
+            let pos = bookdb::chess::parse_fen(&fen)?;
+            let s = PosState::from_chess(&pos);
+            let (bytes, bits) = s.pack();
+            println!("{:016x} {} {}", s.key(), bits, to_hex(&bytes));
+        }
+        Cmd::Stats { book, json } => {
+            let s = verify::stats(&book)?;
+            if json {
+                println!("{}", serde_json::to_string(&s)?);
+            } else {
+                println!("book              {}", s.path);
+                println!("format version    {}", s.format_version);
+                println!("games             {}", s.games);
+                println!("positions         {}", s.positions);
+                println!("key-only entries  {}", s.key_only);
+                println!("(position, move)  {}", s.pairs);
+                println!("key collisions    {}", s.collisions);
+                println!("blocks            {}", s.blocks);
+                println!("raw payload       {} bytes", s.raw_bytes);
+                println!("stored blocks     {} bytes ({:.2} per pair)", s.stored_bytes, s.stored_bytes_per_pair);
+                println!("dictionary        {} bytes", s.dictionary_bytes);
+                println!("file              {} bytes ({:.2} per pair)", s.file_bytes, s.bytes_per_pair);
+            }
+        }
+        Cmd::Verify { book, json } => {
+            let r = verify::verify(&book)?;
+            if json {
+                println!("{}", serde_json::to_string(&r)?);
+            } else {
+                for p in &r.problems {
+                    eprintln!("FAIL {p}");
+                }
+                if r.problems_total as usize > r.problems.len() {
+                    eprintln!("… {} more problem(s)", r.problems_total as usize - r.problems.len());
+                }
+                println!(
+                    "{}: {} blocks, {} entries, {} pairs checked; {}",
+                    book.display(),
+                    r.blocks,
+                    r.entries,
+                    r.pairs,
+                    if r.ok() { "OK".to_string() } else { format!("{} problem(s)", r.problems_total) }
+                );
+            }
+            if !r.ok() {
+                return Ok(ExitCode::from(3));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("bookdb: error: {e:#}");
+            let code = match e.downcast_ref::<bookdb::Error>() {
+                Some(bookdb::Error::Corrupt(_)) => 3,
+                Some(bookdb::Error::NotABook { .. } | bookdb::Error::UnsupportedVersion { .. }) => 4,
+                _ => 1,
+            };
+            ExitCode::from(code)
+        }
+    }
+}

@@ -1,1 +1,8 @@
+//! Book operations on top of the store: import, probe, dump, stats, verify.
 
+pub mod import;
+pub mod input;
+pub mod pgn;
+pub mod progress;
+pub mod query;
+pub mod verify;

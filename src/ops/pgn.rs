@@ -1,0 +1,340 @@
+//! Reading games from PGN (tags and mainline SAN only, with the line each game starts on) and
+//! replaying them into (position, move) pairs under the counting rules of DESIGN.md §2.
+
+use std::cell::Cell;
+use std::io::{self, Read};
+use std::ops::ControlFlow;
+use std::rc::Rc;
+
+use pgn_reader::{RawTag, Reader, SanPlus, Visitor};
+use shakmaty::{Chess, Position};
+
+use crate::chess::{PosState, encode_move, parse_fen};
+
+/// Result of a game by its `Result` tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GameResult {
+    White,
+    Black,
+    Draw,
+    Unknown,
+}
+
+impl GameResult {
+    pub fn from_tag(v: &[u8]) -> GameResult {
+        match v.trim_ascii() {
+            b"1-0" => GameResult::White,
+            b"0-1" => GameResult::Black,
+            b"1/2-1/2" => GameResult::Draw,
+            _ => GameResult::Unknown,
+        }
+    }
+}
+
+/// The tags the importer needs, and the raw mainline.
+#[derive(Clone, Debug, Default)]
+pub struct RawGame {
+    /// 1-based line of the game's first tag (or first move for tagless games).
+    pub line: u64,
+    pub variant: Option<String>,
+    pub fen: Option<String>,
+    pub result: Option<Vec<u8>>,
+    pub white_elo: Option<u32>,
+    pub black_elo: Option<u32>,
+    /// White, Black, Date, Round, Event: the identity used by `--dedupe`.
+    pub ident: Vec<u8>,
+    pub sans: Vec<SanPlus>,
+}
+
+struct RawVisitor;
+
+fn parse_elo(v: &[u8]) -> Option<u32> {
+    let s = std::str::from_utf8(v.trim_ascii()).ok()?;
+    s.parse::<u32>().ok().filter(|&e| e > 0 && e < 5000)
+}
+
+impl Visitor for RawVisitor {
+    type Tags = RawGame;
+    type Movetext = RawGame;
+    type Output = RawGame;
+
+    fn begin_tags(&mut self) -> ControlFlow<RawGame, RawGame> {
+        ControlFlow::Continue(RawGame::default())
+    }
+
+    fn tag(&mut self, g: &mut RawGame, name: &[u8], value: RawTag<'_>) -> ControlFlow<RawGame> {
+        let v = value.decode();
+        match name {
+            b"Variant" => g.variant = Some(String::from_utf8_lossy(&v).trim().to_string()),
+            b"FEN" => g.fen = Some(String::from_utf8_lossy(&v).trim().to_string()),
+            b"Result" => g.result = Some(v.to_vec()),
+            b"WhiteElo" => g.white_elo = parse_elo(&v),
+            b"BlackElo" => g.black_elo = parse_elo(&v),
+            b"White" | b"Black" | b"Date" | b"Round" | b"Event" | b"Site" => {
+                g.ident.extend_from_slice(name);
+                g.ident.push(0);
+                g.ident.extend_from_slice(&v);
+                g.ident.push(0);
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn begin_movetext(&mut self, g: RawGame) -> ControlFlow<RawGame, RawGame> {
+        ControlFlow::Continue(g)
+    }
+
+    fn san(&mut self, g: &mut RawGame, san: SanPlus) -> ControlFlow<RawGame> {
+        g.sans.push(san);
+        ControlFlow::Continue(())
+    }
+
+    fn end_game(&mut self, g: RawGame) -> RawGame {
+        g
+    }
+}
+
+/// Counts newlines of the bytes handed to the PGN reader, so game start lines can be computed.
+struct LineCounter<R> {
+    inner: R,
+    newlines: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for LineCounter<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let nl = buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        self.newlines.set(self.newlines.get() + nl);
+        Ok(n)
+    }
+}
+
+/// Streams [`RawGame`]s from a byte stream.
+pub struct GameReader<R: Read> {
+    reader: Reader<LineCounter<R>>,
+    newlines: Rc<Cell<u64>>,
+}
+
+impl<R: Read> GameReader<R> {
+    pub fn new(inner: R) -> Self {
+        let newlines = Rc::new(Cell::new(0));
+        let reader = Reader::build(LineCounter {
+            inner,
+            newlines: newlines.clone(),
+        })
+        .set_supported_tag_line_length(4096)
+        .finish();
+        GameReader { reader, newlines }
+    }
+
+    /// The next game, `Ok(None)` at the end of input.
+    pub fn next_game(&mut self) -> io::Result<Option<RawGame>> {
+        if !self.reader.has_more()? {
+            return Ok(None);
+        }
+        let pending = self.reader.buffer().iter().filter(|&&b| b == b'\n').count() as u64;
+        let line = 1 + self.newlines.get() - pending;
+        let game = self.reader.read_game(&mut RawVisitor)?;
+        Ok(game.map(|mut g| {
+            g.line = line;
+            g
+        }))
+    }
+}
+
+/// Why a game was not counted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SkipReason {
+    Variant(String),
+    BadFen(String),
+    IllegalMove { ply: usize, san: String },
+    MinRating,
+    Duplicate,
+}
+
+impl SkipReason {
+    /// Short stable name used in summaries.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SkipReason::Variant(_) => "variant",
+            SkipReason::BadFen(_) => "bad-fen",
+            SkipReason::IllegalMove { .. } => "illegal-move",
+            SkipReason::MinRating => "min-rating",
+            SkipReason::Duplicate => "duplicate",
+        }
+    }
+}
+
+impl std::fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SkipReason::Variant(v) => write!(f, "variant {v:?} is not standard chess"),
+            SkipReason::BadFen(e) => write!(f, "unusable FEN tag: {e}"),
+            SkipReason::IllegalMove { ply, san } => {
+                let number = ply / 2 + 1;
+                let dots = if ply % 2 == 0 { "." } else { "..." };
+                write!(f, "illegal or unreadable move {number}{dots}{san} (ply {})", ply + 1)
+            }
+            SkipReason::MinRating => write!(f, "a player is rated below --min-rating or unrated"),
+            SkipReason::Duplicate => write!(f, "duplicate of an earlier game (--dedupe)"),
+        }
+    }
+}
+
+/// One counted (position, move) occurrence.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Pair {
+    pub key: u64,
+    pub pos: Vec<u8>,
+    pub mv: u16,
+}
+
+/// A replayed game ready for aggregation.
+#[derive(Clone, Debug)]
+pub struct CountedGame {
+    pub result: GameResult,
+    pub white_elo: Option<u32>,
+    pub black_elo: Option<u32>,
+    /// Distinct pairs of the first `max_ply` plies; `white_moved` tells the mover.
+    pub pairs: Vec<(Pair, bool)>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct CountRules {
+    pub max_ply: usize,
+    pub min_rating: Option<u32>,
+}
+
+fn is_standard_variant(v: &str) -> bool {
+    let v = v.trim().to_ascii_lowercase();
+    matches!(
+        v.as_str(),
+        "" | "standard" | "chess" | "normal" | "from position" | "fromposition" | "standard chess"
+    )
+}
+
+/// Replays a game's mainline and collects the pairs it counts, or says why it is skipped.
+pub fn replay(g: &RawGame, rules: &CountRules) -> Result<CountedGame, SkipReason> {
+    if let Some(v) = &g.variant
+        && !is_standard_variant(v)
+    {
+        return Err(SkipReason::Variant(v.clone()));
+    }
+    if let Some(min) = rules.min_rating
+        && !(g.white_elo.is_some_and(|e| e >= min) && g.black_elo.is_some_and(|e| e >= min))
+    {
+        return Err(SkipReason::MinRating);
+    }
+    let mut pos = match g.fen.as_deref() {
+        Some(fen) if !fen.is_empty() => {
+            parse_fen(fen).map_err(|e| SkipReason::BadFen(e.to_string()))?
+        }
+        _ => Chess::default(),
+    };
+    let mut pairs: Vec<(Pair, bool)> = Vec::with_capacity(g.sans.len().min(rules.max_ply));
+    for (ply, san) in g.sans.iter().enumerate() {
+        let m = san.san.to_move(&pos).map_err(|_| SkipReason::IllegalMove {
+            ply,
+            san: san.to_string(),
+        })?;
+        if ply < rules.max_ply {
+            let state = PosState::from_chess(&pos);
+            let white = !state.black_to_move;
+            pairs.push((
+                Pair {
+                    key: state.key(),
+                    pos: state.pack().0,
+                    mv: encode_move(&m),
+                },
+                white,
+            ));
+        }
+        pos.play_unchecked(m);
+    }
+    // A game counts each (position, move) pair at most once.
+    pairs.sort();
+    pairs.dedup_by(|a, b| a.0 == b.0);
+    Ok(CountedGame {
+        result: g
+            .result
+            .as_deref()
+            .map_or(GameResult::Unknown, GameResult::from_tag),
+        white_elo: g.white_elo,
+        black_elo: g.black_elo,
+        pairs,
+    })
+}
+
+/// A 64-bit fingerprint of a game for `--dedupe`: identity tags, result and mainline.
+pub fn game_fingerprint(g: &RawGame) -> u128 {
+    use std::hash::{Hash, Hasher};
+    let mut a = std::collections::hash_map::DefaultHasher::new();
+    let mut b = std::collections::hash_map::DefaultHasher::new();
+    0xb00cu16.hash(&mut b);
+    for h in [&mut a, &mut b] {
+        g.ident.hash(h);
+        g.result.hash(h);
+        g.fen.hash(h);
+        for s in &g.sans {
+            s.to_string().hash(h);
+        }
+    }
+    (u128::from(a.finish()) << 64) | u128::from(b.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn games(pgn: &str) -> Vec<RawGame> {
+        let mut r = GameReader::new(pgn.as_bytes());
+        let mut out = Vec::new();
+        while let Some(g) = r.next_game().unwrap() {
+            out.push(g);
+        }
+        out
+    }
+
+    const RULES: CountRules = CountRules {
+        max_ply: 100,
+        min_rating: None,
+    };
+
+    #[test]
+    fn lines_and_tags() {
+        let pgn = "[Event \"a\"]\n[Result \"1-0\"]\n[WhiteElo \"2400\"]\n\n1. e4 e5 (1... c5 2. Nf3) 2. Nf3 {c} 1-0\n\n\n[Event \"b\"]\n[Variant \"Crazyhouse\"]\n\n1. e4 *\n\n1. d4 d5 *\n";
+        let g = games(pgn);
+        assert_eq!(g.len(), 3);
+        assert_eq!(g[0].line, 1);
+        assert_eq!(g[1].line, 8);
+        assert_eq!(g[2].line, 12);
+        assert_eq!(g[0].sans.len(), 3);
+        assert_eq!(g[0].white_elo, Some(2400));
+        let c = replay(&g[0], &RULES).unwrap();
+        assert_eq!(c.result, GameResult::White);
+        assert_eq!(c.pairs.len(), 3);
+        assert_eq!(replay(&g[1], &RULES).unwrap_err().kind(), "variant");
+    }
+
+    #[test]
+    fn illegal_and_repeats() {
+        let g = games("1. e4 e5 2. Ke2 Ke7 3. Ke1 Ke8 4. Ke2 Ke7 *\n\n1. e4 e4 *\n");
+        let c = replay(&g[0], &RULES).unwrap();
+        // Ply 1-4 and 5-8 repeat positions and moves except the first pair of each side.
+        assert_eq!(c.pairs.len(), 6);
+        let err = replay(&g[1], &RULES).unwrap_err();
+        assert_eq!(err, SkipReason::IllegalMove { ply: 1, san: "e4".into() });
+        assert_eq!(err.to_string(), "illegal or unreadable move 1...e4 (ply 2)");
+    }
+
+    #[test]
+    fn fen_start_and_crlf() {
+        let pgn = "[SetUp \"1\"]\r\n[FEN \"4k3/8/8/8/8/8/4P3/4K3 w - - 0 1\"]\r\n\r\n1. e4 Kd7 *\r\n";
+        let g = games(pgn);
+        let c = replay(&g[0], &RULES).unwrap();
+        assert_eq!(c.pairs.len(), 2);
+        let bad = games("[FEN \"garbage\"]\n\n1. e4 *\n");
+        assert_eq!(replay(&bad[0], &RULES).unwrap_err().kind(), "bad-fen");
+    }
+}

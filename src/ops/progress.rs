@@ -1,0 +1,67 @@
+//! Progress display: an indicatif bar on a TTY, nothing when piped or with `--quiet`.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub struct Progress {
+    bar: ProgressBar,
+}
+
+impl Progress {
+    /// `wanted` is the caller's choice (not `--quiet`, not `--json`); the bar also needs a TTY.
+    pub fn new(wanted: bool) -> Progress {
+        let bar = if wanted && std::io::stderr().is_terminal() {
+            let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(4));
+            b.enable_steady_tick(Duration::from_millis(250));
+            b
+        } else {
+            ProgressBar::hidden()
+        };
+        Progress { bar }
+    }
+
+    pub fn start_input(&self, name: &str, size: Option<u64>) {
+        self.bar.set_position(0);
+        match size {
+            Some(len) => {
+                self.bar.set_length(len);
+                self.bar.set_style(
+                    ProgressStyle::with_template(
+                        "{prefix} [{bar:30}] {bytes}/{total_bytes} {msg} ETA {eta}",
+                    )
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+                );
+            }
+            None => {
+                self.bar.unset_length();
+                self.bar.set_style(
+                    ProgressStyle::with_template("{prefix} {spinner} {bytes} read {msg}")
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                );
+            }
+        }
+        self.bar.set_prefix(name.to_string());
+    }
+
+    pub fn update(&self, games: u64, raw_bytes: u64) {
+        self.bar.set_position(raw_bytes);
+        let secs = self.bar.elapsed().as_secs_f64().max(1e-3);
+        self.bar
+            .set_message(format!("{games} games, {:.0} games/s", games as f64 / secs));
+    }
+
+    pub fn finish_reading(&self, games: u64) {
+        self.bar.set_message(format!("{games} games read; writing book"));
+    }
+
+    pub fn phase(&self, msg: &str) {
+        self.bar.set_message(msg.to_string());
+    }
+
+    pub fn clear(&self) {
+        self.bar.finish_and_clear();
+    }
+}

@@ -1,0 +1,189 @@
+//! Reading answers out of a book: `probe` and `dump` (JSON shapes of DESIGN.md §3).
+
+use serde::Serialize;
+use shakmaty::san::SanPlus;
+use shakmaty::{Chess, Position};
+
+use crate::chess::{PosState, legal_move, move_uci, parse_fen, parse_move, to_hex};
+use crate::error::{Error, PositionError, Result};
+use crate::store::{Book, Entry, MoveRec};
+
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct MoveJson {
+    pub uci: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub san: Option<String>,
+    pub white: u64,
+    pub draws: u64,
+    pub black: u64,
+    pub unknown: u64,
+    pub games: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub avg_rating: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub learn: Option<u32>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct EntryJson {
+    pub key: String,
+    /// Four-field FEN; `null` for key-only entries.
+    pub fen: Option<String>,
+    pub moves: Vec<MoveJson>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub key_only: bool,
+}
+
+fn move_json(m: &MoveRec, pos: Option<&Chess>) -> MoveJson {
+    let san = pos.and_then(|p| {
+        legal_move(p, m.mv).map(|mv| SanPlus::from_move(p.clone(), mv).to_string())
+    });
+    MoveJson {
+        uci: move_uci(m.mv),
+        san,
+        white: m.white,
+        draws: m.draws,
+        black: m.black,
+        unknown: m.unknown,
+        games: m.games(),
+        avg_rating: (m.rating_count > 0).then(|| m.rating_sum / m.rating_count),
+        weight: m.polyglot.map(|p| p.weight),
+        learn: m.polyglot.map(|p| p.learn),
+    }
+}
+
+/// Moves ordered for display: most games first, then by UCI.
+pub fn sorted_moves(e: &Entry) -> Vec<&MoveRec> {
+    let mut v: Vec<&MoveRec> = e.moves.iter().collect();
+    v.sort_by(|a, b| {
+        b.games()
+            .cmp(&a.games())
+            .then_with(|| move_uci(a.mv).cmp(&move_uci(b.mv)))
+    });
+    v
+}
+
+/// JSON form of an entry. With `with_san`, moves also carry SAN (needs a position replay).
+pub fn entry_json(e: &Entry, with_san: bool) -> Result<EntryJson> {
+    let (fen, chess) = match &e.pos {
+        Some(p) => {
+            let s = PosState::unpack(p)?;
+            let chess = if with_san { s.to_chess().ok() } else { None };
+            (Some(s.fen()), chess)
+        }
+        None => (None, None),
+    };
+    Ok(EntryJson {
+        key: format!("{:016x}", e.key),
+        fen,
+        moves: sorted_moves(e)
+            .into_iter()
+            .map(|m| move_json(m, chess.as_ref()))
+            .collect(),
+        key_only: e.pos.is_none(),
+    })
+}
+
+/// Resolves `--fen` / `--moves` to a position (start position if neither).
+pub fn resolve_position(fen: Option<&str>, moves: Option<&str>) -> Result<Chess> {
+    let mut pos = match fen {
+        Some(f) => parse_fen(f)?,
+        None => Chess::default(),
+    };
+    if let Some(line) = moves {
+        for (i, tok) in line
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|t| !t.is_empty())
+            .filter(|t| !t.trim_end_matches('.').chars().all(|c| c.is_ascii_digit()))
+            .enumerate()
+        {
+            let tok = tok.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+            let m = parse_move(&pos, tok).map_err(|e| {
+                Error::Position(PositionError::Illegal(format!("--moves, move {}: {e}", i + 1)))
+            })?;
+            pos.play_unchecked(m);
+        }
+    }
+    Ok(pos)
+}
+
+/// The probe answer for a position: its entry if the book holds it.
+pub struct ProbeAnswer {
+    pub key: u64,
+    pub state: PosState,
+    pub entry: Option<Entry>,
+    /// Other positions sharing the key (collisions), for information.
+    pub same_key_others: usize,
+}
+
+pub fn probe(book: &Book, pos: &Chess) -> Result<ProbeAnswer> {
+    let state = PosState::from_chess(pos);
+    let packed = state.pack().0;
+    let key = state.key();
+    let mut all = book.get(key)?;
+    let idx = all.iter().position(|e| e.pos.as_deref() == Some(&packed[..]));
+    let entry = idx.map(|i| all.swap_remove(i));
+    Ok(ProbeAnswer {
+        key,
+        state,
+        entry,
+        same_key_others: all.len(),
+    })
+}
+
+impl ProbeAnswer {
+    pub fn json(&self) -> Result<EntryJson> {
+        let empty = Entry {
+            key: self.key,
+            pos: Some(self.state.pack().0),
+            moves: Vec::new(),
+        };
+        entry_json(self.entry.as_ref().unwrap_or(&empty), true)
+    }
+
+    /// Human-readable table.
+    pub fn table(&self) -> Result<String> {
+        use std::fmt::Write;
+        let j = self.json()?;
+        let mut s = String::new();
+        let _ = writeln!(s, "position  {}", self.state.fen());
+        let _ = writeln!(s, "key       {}   packed {}", j.key, to_hex(&self.state.pack().0));
+        if j.moves.is_empty() {
+            let _ = writeln!(s, "not in book");
+            return Ok(s);
+        }
+        let total: u64 = j.moves.iter().map(|m| m.games).sum();
+        let _ = writeln!(s, "games     {total}");
+        let _ = writeln!(
+            s,
+            "\n{:<8} {:<6} {:>9} {:>6}  {:>6} {:>6} {:>6}  {:>7}",
+            "move", "uci", "games", "share", "white", "draw", "black", "avg elo"
+        );
+        for m in &j.moves {
+            let decided = (m.white + m.draws + m.black).max(1) as f64;
+            let pct = |x: u64| format!("{:.1}%", 100.0 * x as f64 / decided);
+            let _ = writeln!(
+                s,
+                "{:<8} {:<6} {:>9} {:>6}  {:>6} {:>6} {:>6}  {:>7}",
+                m.san.as_deref().unwrap_or("?"),
+                m.uci,
+                m.games,
+                format!("{:.1}%", 100.0 * m.games as f64 / total.max(1) as f64),
+                pct(m.white),
+                pct(m.draws),
+                pct(m.black),
+                m.avg_rating.map_or("-".to_string(), |r| r.to_string()),
+            );
+        }
+        if self.same_key_others > 0 {
+            let _ = writeln!(
+                s,
+                "\nnote: {} other position(s) in the book share this key",
+                self.same_key_others
+            );
+        }
+        Ok(s)
+    }
+}

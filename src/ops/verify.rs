@@ -1,0 +1,220 @@
+//! `bookdb verify` and `bookdb stats`.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::chess::{PosState, legal_move, move_uci};
+use crate::error::{Corruption, Error, Result};
+use crate::store::{Book, BookMeta, Entry};
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct VerifyReport {
+    pub blocks: u64,
+    pub entries: u64,
+    pub pairs: u64,
+    /// Every failed check, most precise first; empty means the book is sound.
+    pub problems: Vec<String>,
+    /// Problems beyond the first `MAX_PROBLEMS` are only counted.
+    pub problems_total: u64,
+}
+
+impl VerifyReport {
+    pub fn ok(&self) -> bool {
+        self.problems_total == 0
+    }
+    fn problem(&mut self, p: impl Into<String>) {
+        self.problems_total += 1;
+        if self.problems.len() < MAX_PROBLEMS {
+            self.problems.push(p.into());
+        }
+    }
+}
+
+const MAX_PROBLEMS: usize = 200;
+
+/// Checks everything: redb integrity, block checksums and headers, every entry decodes, keys
+/// recompute to the stored ones, global order, positions legal, moves legal, meta counters.
+pub fn verify(path: &Path) -> Result<VerifyReport> {
+    let mut report = VerifyReport::default();
+    // redb's own page checksums and tree structure (needs a writable handle).
+    match redb::Database::open(path) {
+        Ok(mut db) => match db.check_integrity() {
+            Ok(true) => {}
+            Ok(false) => report.problem("redb integrity check repaired the file (it was not cleanly closed or was damaged)"),
+            Err(e) => report.problem(format!("redb integrity check failed: {e}")),
+        },
+        Err(redb::DatabaseError::DatabaseAlreadyOpen) => {}
+        Err(e) => {
+            if !path.exists() {
+                return Err(Error::BookNotFound { path: path.to_path_buf() });
+            }
+            report.problem(format!("redb cannot open the file: {e}"));
+            return Ok(report);
+        }
+    }
+    let book = Book::open(path, crate::chess_codec())?;
+    let mut counted = BookMeta::default();
+    let mut last: Option<(u64, Option<Vec<u8>>)> = None;
+    book.for_each_block(|block_key, bytes| {
+        report.blocks += 1;
+        counted.blocks += 1;
+        counted.stored_bytes += bytes.len() as u64;
+        if let Ok(h) = crate::store::BlockHeader::parse(block_key, bytes) {
+            counted.raw_bytes += u64::from(h.raw_len);
+        }
+        let entries = match book.decode_block(block_key, bytes) {
+            Ok(e) => e,
+            Err(c) => {
+                report.problem(c.to_string());
+                return Ok(());
+            }
+        };
+        if entries.first().map(|e| e.key) != Some(block_key) {
+            report.problem(
+                Corruption::Header {
+                    block_key,
+                    reason: format!(
+                        "first entry key {:016x} differs from the block's table key",
+                        entries.first().map_or(0, |e| e.key)
+                    ),
+                }
+                .to_string(),
+            );
+        }
+        if let Some((k, _)) = &last
+            && *k == block_key
+        {
+            report.problem(format!(
+                "block {block_key:016x}: key {k:016x} is split across two blocks"
+            ));
+        }
+        for (i, e) in entries.iter().enumerate() {
+            report.entries += 1;
+            report.pairs += e.moves.len() as u64;
+            if let Some((k, p)) = &last {
+                let ord = k.cmp(&e.key).then_with(|| p.as_deref().cmp(&e.pos.as_deref()));
+                if ord != std::cmp::Ordering::Less {
+                    report.problem(format!(
+                        "block {block_key:016x}, entry {i}: key {:016x} out of order after {k:016x}",
+                        e.key
+                    ));
+                }
+                if *k == e.key {
+                    counted.collisions += 1;
+                }
+            }
+            check_entry(block_key, i, e, &mut report);
+            if e.pos.is_some() {
+                counted.positions += 1;
+            } else {
+                counted.key_only += 1;
+            }
+            counted.pairs += e.moves.len() as u64;
+            last = Some((e.key, e.pos.clone()));
+        }
+        Ok(())
+    })?;
+    let meta = book.meta();
+    counted.games = meta.games;
+    if *meta != counted {
+        report.problem(format!(
+            "meta counters disagree with the blocks: stored {meta:?}, counted {counted:?}"
+        ));
+    }
+    Ok(report)
+}
+
+fn check_entry(block_key: u64, index: usize, e: &Entry, report: &mut VerifyReport) {
+    let bad = |reason: String| {
+        Corruption::Entry {
+            block_key,
+            index,
+            reason,
+        }
+        .to_string()
+    };
+    if e.moves.is_empty() {
+        report.problem(bad(format!("key {:016x} has no moves", e.key)));
+    }
+    if e.moves.windows(2).any(|w| w[0].mv >= w[1].mv) {
+        report.problem(bad(format!("key {:016x}: moves unsorted or repeated", e.key)));
+    }
+    for m in &e.moves {
+        if m.games() == 0 && m.polyglot.is_none() {
+            report.problem(bad(format!("key {:016x}: move {} has no games", e.key, move_uci(m.mv))));
+        }
+        if m.rating_count > m.games() {
+            report.problem(bad(format!(
+                "key {:016x}: move {} has more ratings than games",
+                e.key,
+                move_uci(m.mv)
+            )));
+        }
+    }
+    let Some(p) = &e.pos else { return };
+    let state = match PosState::unpack(p) {
+        Ok(s) => s,
+        Err(err) => {
+            report.problem(bad(format!("key {:016x}: packed position invalid: {err}", e.key)));
+            return;
+        }
+    };
+    let chess = match state.to_chess() {
+        Ok(c) => c,
+        Err(err) => {
+            report.problem(bad(format!("{}: {err}", state.fen())));
+            return;
+        }
+    };
+    for m in &e.moves {
+        if legal_move(&chess, m.mv).is_none() {
+            report.problem(bad(format!(
+                "{}: move {} is not legal",
+                state.fen(),
+                move_uci(m.mv)
+            )));
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Stats {
+    pub path: String,
+    pub format_version: u32,
+    pub games: u64,
+    pub positions: u64,
+    pub key_only: u64,
+    pub pairs: u64,
+    pub collisions: u64,
+    pub blocks: u64,
+    pub raw_bytes: u64,
+    pub stored_bytes: u64,
+    pub dictionary_bytes: u64,
+    pub file_bytes: u64,
+    pub bytes_per_pair: f64,
+    pub stored_bytes_per_pair: f64,
+}
+
+pub fn stats(path: &Path) -> Result<Stats> {
+    let book = Book::open(path, crate::chess_codec())?;
+    let m = book.meta();
+    let file_bytes = book.file_bytes();
+    let per = |b: u64| if m.pairs == 0 { 0.0 } else { b as f64 / m.pairs as f64 };
+    Ok(Stats {
+        path: path.display().to_string(),
+        format_version: crate::store::book::FORMAT_VERSION,
+        games: m.games,
+        positions: m.positions,
+        key_only: m.key_only,
+        pairs: m.pairs,
+        collisions: m.collisions,
+        blocks: m.blocks,
+        raw_bytes: m.raw_bytes,
+        stored_bytes: m.stored_bytes,
+        dictionary_bytes: book.dictionaries().values().map(|d| d.len() as u64).sum(),
+        file_bytes,
+        bytes_per_pair: per(file_bytes),
+        stored_bytes_per_pair: per(m.stored_bytes),
+    })
+}
