@@ -45,6 +45,9 @@ enum Cmd {
         /// Memory budget in MiB for aggregation.
         #[arg(long, default_value_t = 256)]
         memory: usize,
+        /// Target stored size of a value block in bytes (advanced; see docs/PERFORMANCE.md).
+        #[arg(long, default_value_t = bookdb::store::WriterOptions::default().target_block_bytes, hide = true)]
+        block_bytes: usize,
         /// Write every skipped game (file:line, reason) to this file.
         #[arg(long)]
         report: Option<PathBuf>,
@@ -135,6 +138,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             dedupe,
             jobs: _,
             memory: _,
+            block_bytes,
             report,
             json,
             quiet,
@@ -143,6 +147,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 rules: bookdb::ops::pgn::CountRules { max_ply, min_rating },
                 dedupe,
                 show_progress: !quiet && !json,
+                writer: bookdb::store::WriterOptions {
+                    target_block_bytes: block_bytes,
+                    ..Default::default()
+                },
                 ..Default::default()
             };
             let summary = import::import(&book, &inputs, &opts)?;

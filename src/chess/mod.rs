@@ -1,15 +1,20 @@
 //! Chess layer: the packed position codec, Polyglot keys, FENs and move codes, and the
 //! [`ChessCodec`] that plugs chess into the game-independent store.
 
+pub mod model;
 pub mod packed;
 pub mod position;
+pub mod rangecoder;
 
 pub use packed::{PLANES, PosState, to_hex};
+pub use model::ChessModel;
 pub use position::{
     MoveCode, decode_move, encode_move, legal_move, move_uci, parse_fen, parse_move, polyglot_key,
 };
 
-use crate::store::PositionCodec;
+use std::sync::Arc;
+
+use crate::store::{PositionCodec, PositionModel};
 
 /// Chess positions in the packed format of DESIGN.md §2.
 #[derive(Clone, Copy, Debug, Default)]
@@ -21,23 +26,18 @@ impl PositionCodec for ChessCodec {
     fn name(&self) -> &'static str {
         CODEC_NAME
     }
-    fn planes(&self) -> usize {
-        PLANES
-    }
     fn key(&self, pos: &[u8]) -> Result<u64, String> {
         Ok(PosState::unpack(pos).map_err(|e| e.to_string())?.key())
     }
-    fn to_planes(&self, pos: &[u8], out: &mut [u8]) -> Result<(), String> {
-        let s = PosState::unpack(pos).map_err(|e| e.to_string())?;
-        let out: &mut [u8; PLANES] = out
-            .try_into()
-            .map_err(|_| format!("plane buffer must be {PLANES} bytes"))?;
-        s.to_planes(out);
-        Ok(())
+    fn train(&self, samples: &[&[u8]]) -> Result<Vec<u8>, String> {
+        let states = samples
+            .iter()
+            .map(|p| PosState::unpack(p).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(model::ChessModel::train(&states).to_bytes())
     }
-    fn from_planes(&self, planes: &[u8]) -> Result<Vec<u8>, String> {
-        let s = PosState::from_planes(planes).ok_or("plane values out of range")?;
-        Ok(s.pack().0)
+    fn load_model(&self, bytes: &[u8]) -> Result<Arc<dyn PositionModel>, String> {
+        Ok(Arc::new(model::ChessModel::from_bytes(bytes)?))
     }
 }
 

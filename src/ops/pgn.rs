@@ -308,7 +308,7 @@ mod tests {
         assert_eq!(g.len(), 3);
         assert_eq!(g[0].line, 1);
         assert_eq!(g[1].line, 8);
-        assert_eq!(g[2].line, 12);
+        assert_eq!(g[2].line, 13);
         assert_eq!(g[0].sans.len(), 3);
         assert_eq!(g[0].white_elo, Some(2400));
         let c = replay(&g[0], &RULES).unwrap();
@@ -319,10 +319,10 @@ mod tests {
 
     #[test]
     fn illegal_and_repeats() {
-        let g = games("1. e4 e5 2. Ke2 Ke7 3. Ke1 Ke8 4. Ke2 Ke7 *\n\n1. e4 e4 *\n");
+        let g = games("1. Nf3 Nf6 2. Ng1 Ng8 3. Nf3 Nf6 4. Ng1 Ng8 *\n\n1. e4 e4 *\n");
         let c = replay(&g[0], &RULES).unwrap();
-        // Ply 1-4 and 5-8 repeat positions and moves except the first pair of each side.
-        assert_eq!(c.pairs.len(), 6);
+        // Plies 5-8 repeat the (position, move) pairs of plies 1-4.
+        assert_eq!(c.pairs.len(), 4);
         let err = replay(&g[1], &RULES).unwrap_err();
         assert_eq!(err, SkipReason::IllegalMove { ply: 1, san: "e4".into() });
         assert_eq!(err.to_string(), "illegal or unreadable move 1...e4 (ply 2)");

@@ -61,7 +61,8 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
         counted.blocks += 1;
         counted.stored_bytes += bytes.len() as u64;
         if let Ok(h) = crate::store::BlockHeader::parse(block_key, bytes) {
-            counted.raw_bytes += u64::from(h.raw_len);
+            let b_len = bytes.len() - crate::store::block::HEADER_LEN - h.a_len as usize;
+            counted.raw_bytes += u64::from(h.raw_len) + b_len as u64;
         }
         let entries = match book.decode_block(block_key, bytes) {
             Ok(e) => e,

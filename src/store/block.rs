@@ -1,12 +1,12 @@
-//! Value blocks: a 16-byte header and a (usually zstd-compressed) columnar payload of entries
-//! sorted by (key, position). Byte maps are in docs/FORMAT.md §3.
+//! Value blocks: a 24-byte header, section A (zstd-compressed columns) and section B (positions
+//! coded by the book's position model), entries sorted by (key, position). Byte maps are in docs/FORMAT.md §3.
 
 use super::entry::{Entry, MoveRec, PolyglotExtra};
-use super::{PositionCodec, varint};
+use super::{PositionCodec, PositionModel, varint};
 use crate::error::Corruption;
 
 pub const BLOCK_VERSION: u8 = 1;
-pub const HEADER_LEN: usize = 16;
+pub const HEADER_LEN: usize = 24;
 /// Largest raw payload a reader accepts (guards allocations against corrupt headers).
 pub const MAX_RAW_LEN: usize = 64 << 20;
 pub const COLUMNS: usize = 14;
@@ -24,9 +24,15 @@ pub enum Compression {
 pub struct BlockHeader {
     pub version: u8,
     pub compression: Compression,
+    /// zstd dictionary of section A (0 = none).
     pub dict_id: u16,
+    /// Position model of section B (0 = identity).
+    pub model_id: u16,
     pub count: u32,
+    /// Section A length once decompressed.
     pub raw_len: u32,
+    /// Section A length as stored.
+    pub a_len: u32,
     pub crc: u32,
 }
 
@@ -48,12 +54,24 @@ impl BlockHeader {
                 c => return Err(bad(format!("unknown compression id {c}"))),
             },
             dict_id: u16::from_le_bytes([bytes[2], bytes[3]]),
-            count: u32_at(4),
-            raw_len: u32_at(8),
-            crc: u32_at(12),
+            model_id: u16::from_le_bytes([bytes[4], bytes[5]]),
+            count: u32_at(8),
+            raw_len: u32_at(12),
+            a_len: u32_at(16),
+            crc: u32_at(20),
         };
         if h.version != BLOCK_VERSION {
             return Err(bad(format!("unknown block version {}", h.version)));
+        }
+        if bytes[6] != 0 || bytes[7] != 0 {
+            return Err(bad("reserved header bytes are not zero".into()));
+        }
+        if h.a_len as usize > bytes.len() - HEADER_LEN {
+            return Err(bad(format!(
+                "section A length {} exceeds the block ({} bytes)",
+                h.a_len,
+                bytes.len()
+            )));
         }
         Ok(h)
     }
@@ -62,42 +80,57 @@ impl BlockHeader {
         out.push(self.version);
         out.push(self.compression as u8);
         out.extend_from_slice(&self.dict_id.to_le_bytes());
+        out.extend_from_slice(&self.model_id.to_le_bytes());
+        out.extend_from_slice(&[0, 0]);
         out.extend_from_slice(&self.count.to_le_bytes());
         out.extend_from_slice(&self.raw_len.to_le_bytes());
+        out.extend_from_slice(&self.a_len.to_le_bytes());
         out.extend_from_slice(&self.crc.to_le_bytes());
     }
 }
 
-fn block_crc(header12: &[u8], payload: &[u8]) -> u32 {
+fn block_crc(header: &[u8], payload: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
-    h.update(header12);
+    h.update(header);
     h.update(payload);
     h.finalize()
 }
 
-/// Builds the raw (uncompressed) columnar payload of sorted entries.
-pub fn build_payload(entries: &[Entry], codec: &dyn PositionCodec) -> Result<Vec<u8>, String> {
-    let width = codec.planes();
+/// The two sections of an unsealed block: A (columns, to be compressed) and B (positions as
+/// coded by the block's model).
+pub struct Payload {
+    pub count: usize,
+    pub a: Vec<u8>,
+    pub b: Vec<u8>,
+}
+
+/// Builds the payload of sorted entries, coding positions with `model`.
+pub fn build_payload(entries: &[Entry], model: &dyn PositionModel) -> Result<Payload, String> {
+    build_payload_with(entries, &mut |_, pos, out| model.encode(pos, out))
+}
+
+/// Builds the payload; `code(i, pos, out)` appends the coded form of entry i's position.
+pub fn build_payload_with(
+    entries: &[Entry],
+    code: &mut dyn FnMut(usize, &[u8], &mut Vec<u8>) -> Result<(), String>,
+) -> Result<Payload, String> {
     let mut cols: [Vec<u8>; COLUMNS] = Default::default();
-    let positioned: Vec<&Vec<u8>> = entries.iter().filter_map(|e| e.pos.as_ref()).collect();
-    let m = positioned.len();
-    let mut planes = vec![0u8; width * m];
-    let mut one = vec![0u8; width];
-    for (j, pos) in positioned.iter().enumerate() {
-        codec.to_planes(pos, &mut one)?;
-        for (p, &b) in one.iter().enumerate() {
-            planes[p * m + j] = b;
-        }
-    }
-    cols[3] = planes;
-    for e in entries {
-        cols[0].extend_from_slice(&(e.key as u16).to_le_bytes());
+    let mut b = Vec::new();
+    let mut one = Vec::with_capacity(32);
+    for (i, e) in entries.iter().enumerate() {
+        cols[0].push(e.key as u8);
         let pg = e.has_polyglot();
         let flags = if e.pos.is_none() { FLAG_KEY_ONLY } else { 0 } | if pg { FLAG_POLYGLOT } else { 0 };
         cols[1].push(flags);
         varint::put(&mut cols[2], e.moves.len() as u64);
-        if e.pos.is_none() {
-            cols[4].extend_from_slice(&e.key.to_le_bytes());
+        match &e.pos {
+            Some(pos) => {
+                one.clear();
+                code(i, pos, &mut one)?;
+                varint::put(&mut cols[3], one.len() as u64);
+                b.extend_from_slice(&one);
+            }
+            None => cols[4].extend_from_slice(&e.key.to_le_bytes()),
         }
         for mv in &e.moves {
             cols[5].extend_from_slice(&mv.mv.to_le_bytes());
@@ -115,52 +148,84 @@ pub fn build_payload(entries: &[Entry], codec: &dyn PositionCodec) -> Result<Vec
         }
     }
     let total: usize = cols.iter().map(Vec::len).sum();
-    let mut out = Vec::with_capacity(COLUMNS * 4 + total);
+    let mut a = Vec::with_capacity(COLUMNS * 4 + total);
     for c in &cols {
-        out.extend_from_slice(&(c.len() as u32).to_le_bytes());
+        a.extend_from_slice(&(c.len() as u32).to_le_bytes());
     }
     for c in &cols {
-        out.extend_from_slice(c);
+        a.extend_from_slice(c);
     }
-    Ok(out)
+    Ok(Payload {
+        count: entries.len(),
+        a,
+        b,
+    })
 }
 
-/// Seals a raw payload into a block: header + (compressed) payload, checksummed.
+/// Seals a payload into a block: header, (compressed) section A, section B, checksummed.
 pub fn seal(
-    count: usize,
-    raw: &[u8],
+    p: &Payload,
+    model_id: u16,
     compressor: Option<(&mut zstd::bulk::Compressor<'_>, u16)>,
 ) -> std::io::Result<Vec<u8>> {
-    let (compression, dict_id, payload) = match compressor {
-        Some((c, dict_id)) => (Compression::Zstd, dict_id, c.compress(raw)?),
-        None => (Compression::None, 0, raw.to_vec()),
+    let (compression, dict_id, a) = match compressor {
+        Some((c, dict_id)) => (Compression::Zstd, dict_id, c.compress(&p.a)?),
+        None => (Compression::None, 0, p.a.clone()),
     };
     let mut header = BlockHeader {
         version: BLOCK_VERSION,
         compression,
         dict_id,
-        count: count as u32,
-        raw_len: raw.len() as u32,
+        model_id,
+        count: p.count as u32,
+        raw_len: p.a.len() as u32,
+        a_len: a.len() as u32,
         crc: 0,
     };
-    let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+    let mut out = Vec::with_capacity(HEADER_LEN + a.len() + p.b.len());
     header.write(&mut out);
-    header.crc = block_crc(&out[..12], &payload);
-    out.truncate(12);
+    out.truncate(HEADER_LEN - 4);
+    out.extend_from_slice(&a);
+    out.extend_from_slice(&p.b);
+    header.crc = block_crc(&out[..HEADER_LEN - 4], &out[HEADER_LEN - 4..]);
+    let tail = out.split_off(HEADER_LEN - 4);
     out.extend_from_slice(&header.crc.to_le_bytes());
-    out.extend_from_slice(&payload);
+    out.extend_from_slice(&tail);
     Ok(out)
 }
 
-/// Checks the checksum and returns the raw payload (decompressing with `dict` if needed).
-pub fn open_block(
+/// Reusable zstd decompression contexts, one per dictionary.
+pub trait Decompressors {
+    fn decompress(&self, dict_id: u16, src: &[u8], capacity: usize) -> Result<Vec<u8>, String>;
+}
+
+/// No dictionaries; a fresh context per call (tests, tools).
+pub struct PlainDecompressor;
+
+impl Decompressors for PlainDecompressor {
+    fn decompress(&self, dict_id: u16, src: &[u8], capacity: usize) -> Result<Vec<u8>, String> {
+        if dict_id != 0 {
+            return Err(format!("dictionary {dict_id} not available"));
+        }
+        zstd::bulk::decompress(src, capacity).map_err(|e| e.to_string())
+    }
+}
+
+/// An opened block: checksum verified, section A decompressed, section B borrowed.
+pub struct OpenBlock<'a> {
+    pub header: BlockHeader,
+    pub a: Vec<u8>,
+    pub b: &'a [u8],
+}
+
+/// Checks the checksum and decompresses section A.
+pub fn open_block<'a>(
     block_key: u64,
-    bytes: &[u8],
-    dict: &dyn Fn(u16) -> Option<std::sync::Arc<Vec<u8>>>,
-) -> Result<(BlockHeader, Vec<u8>), Corruption> {
+    bytes: &'a [u8],
+    dec: &dyn Decompressors,
+) -> Result<OpenBlock<'a>, Corruption> {
     let h = BlockHeader::parse(block_key, bytes)?;
-    let payload = &bytes[HEADER_LEN..];
-    let found = block_crc(&bytes[..12], payload);
+    let found = block_crc(&bytes[..HEADER_LEN - 4], &bytes[HEADER_LEN..]);
     if found != h.crc {
         return Err(Corruption::Checksum {
             block_key,
@@ -176,51 +241,42 @@ pub fn open_block(
         });
     }
     let bad = |reason: String| Corruption::Payload { block_key, reason };
-    let raw = match h.compression {
-        Compression::None => payload.to_vec(),
-        Compression::Zstd => {
-            let mut out = Vec::with_capacity(raw_len);
-            let res = if h.dict_id == 0 {
-                zstd::bulk::Decompressor::new().and_then(|mut d| d.decompress_to_buffer(payload, &mut out))
-            } else {
-                let d = dict(h.dict_id)
-                    .ok_or_else(|| bad(format!("dictionary {} missing from meta table", h.dict_id)))?;
-                zstd::bulk::Decompressor::with_dictionary(&d)
-                    .and_then(|mut dc| dc.decompress_to_buffer(payload, &mut out))
-            };
-            res.map_err(|e| bad(format!("zstd: {e}")))?;
-            out
-        }
+    let a_end = HEADER_LEN + h.a_len as usize;
+    let stored_a = &bytes[HEADER_LEN..a_end];
+    let a = match h.compression {
+        Compression::None => stored_a.to_vec(),
+        Compression::Zstd => dec
+            .decompress(h.dict_id, stored_a, raw_len)
+            .map_err(|e| bad(format!("zstd: {e}")))?,
     };
-    if raw.len() != raw_len {
+    if a.len() != raw_len {
         return Err(bad(format!(
-            "payload is {} bytes, header says {raw_len}",
-            raw.len()
+            "section A is {} bytes, header says {raw_len}",
+            a.len()
         )));
     }
-    Ok((h, raw))
+    Ok(OpenBlock {
+        header: h,
+        a,
+        b: &bytes[a_end..],
+    })
 }
 
-/// A parsed view of a raw payload: column slices, validated for size.
+/// A parsed view of an opened block: column slices, validated for size.
 pub struct BlockView<'a> {
     pub block_key: u64,
     pub count: usize,
     cols: [&'a [u8]; COLUMNS],
-    /// Number of positioned entries (= plane length).
-    m: usize,
-    width: usize,
+    b: &'a [u8],
 }
 
 impl<'a> BlockView<'a> {
-    pub fn parse(
-        block_key: u64,
-        count: usize,
-        raw: &'a [u8],
-        width: usize,
-    ) -> Result<BlockView<'a>, Corruption> {
+    pub fn parse(block_key: u64, blk: &'a OpenBlock<'_>) -> Result<BlockView<'a>, Corruption> {
+        let raw = &blk.a[..];
+        let count = blk.header.count as usize;
         let bad = |reason: String| Corruption::Payload { block_key, reason };
         if raw.len() < COLUMNS * 4 {
-            return Err(bad("payload shorter than its column directory".into()));
+            return Err(bad("section A shorter than its column directory".into()));
         }
         let mut cols: [&[u8]; COLUMNS] = [&[]; COLUMNS];
         let mut off = COLUMNS * 4;
@@ -229,55 +285,62 @@ impl<'a> BlockView<'a> {
             let end = off
                 .checked_add(len)
                 .filter(|&e| e <= raw.len())
-                .ok_or_else(|| bad(format!("column {i} overruns the payload")))?;
+                .ok_or_else(|| bad(format!("column {i} overruns section A")))?;
             *col = &raw[off..end];
             off = end;
         }
         if off != raw.len() {
-            return Err(bad(format!("{} trailing payload bytes", raw.len() - off)));
+            return Err(bad(format!("{} trailing bytes in section A", raw.len() - off)));
         }
         if count == 0 {
             return Err(bad("empty block".into()));
         }
-        if cols[0].len() != 2 * count || cols[1].len() != count {
+        if cols[0].len() != count || cols[1].len() != count {
             return Err(bad("fragment or flag column does not match the entry count".into()));
         }
-        let key_only = cols[1].iter().filter(|&&f| f & FLAG_KEY_ONLY != 0).count();
         if let Some(&f) = cols[1].iter().find(|&&f| f & !(FLAG_KEY_ONLY | FLAG_POLYGLOT) != 0) {
             return Err(bad(format!("unknown entry flags {f:#04x}")));
         }
-        let m = count - key_only;
-        if cols[3].len() != m * width || cols[4].len() != 8 * key_only {
-            return Err(bad("plane or key column does not match the entry count".into()));
+        let key_only = cols[1].iter().filter(|&&f| f & FLAG_KEY_ONLY != 0).count();
+        if cols[4].len() != 8 * key_only {
+            return Err(bad("key column does not match the key-only entries".into()));
         }
         Ok(BlockView {
             block_key,
             count,
             cols,
-            m,
-            width,
+            b: blk.b,
         })
     }
 
-    pub fn fragment(&self, i: usize) -> u16 {
-        u16::from_le_bytes([self.cols[0][2 * i], self.cols[0][2 * i + 1]])
+    pub fn fragment(&self, i: usize) -> u8 {
+        self.cols[0][i]
     }
 
     /// Decodes every entry, recomputing keys from positions and checking them against the
     /// stored fragments.
-    pub fn entries(&self, codec: &dyn PositionCodec) -> Result<Vec<Entry>, Corruption> {
+    pub fn entries(
+        &self,
+        codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
+    ) -> Result<Vec<Entry>, Corruption> {
         let mut out = Vec::with_capacity(self.count);
         let mut cur = Cursor::default();
         for i in 0..self.count {
-            out.push(self.decode_at(i, &mut cur, codec)?);
+            out.push(self.decode_at(i, &mut cur, codec, model)?);
         }
         self.check_consumed(&cur)?;
         Ok(out)
     }
 
     /// Entries whose key equals `key` (several if positions collide on the key).
-    pub fn find(&self, key: u64, codec: &dyn PositionCodec) -> Result<Vec<Entry>, Corruption> {
-        let frag = key as u16;
+    pub fn find(
+        &self,
+        key: u64,
+        codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
+    ) -> Result<Vec<Entry>, Corruption> {
+        let frag = key as u8;
         let mut out = Vec::new();
         let mut cur = Cursor::default();
         let mut at = 0;
@@ -286,13 +349,46 @@ impl<'a> BlockView<'a> {
                 continue;
             }
             self.seek(&mut cur, at, i)?;
-            let e = self.decode_at(i, &mut cur, codec)?;
+            let e = self.decode_at(i, &mut cur, codec, model)?;
             at = i + 1;
             if e.key == key {
                 out.push(e);
             }
         }
         Ok(out)
+    }
+
+    /// The entry whose stored position bytes equal `coded` (a position coded with this
+    /// block's model) and whose key fragment matches; decodes only that entry.
+    pub fn find_coded(
+        &self,
+        key: u64,
+        coded: &[u8],
+        codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
+    ) -> Result<Option<Entry>, Corruption> {
+        let frag = key as u8;
+        let mut cur = Cursor::default();
+        let mut at = 0;
+        for i in 0..self.count {
+            if self.fragment(i) != frag || self.cols[1][i] & FLAG_KEY_ONLY != 0 {
+                continue;
+            }
+            self.seek(&mut cur, at, i)?;
+            at = i;
+            let mut p = cur.poslen;
+            let len = varint::get(self.cols[3], &mut p)
+                .ok_or_else(|| self.bad(format!("position length of entry {i} unreadable")))? as usize;
+            let stored = self
+                .b
+                .get(cur.b..cur.b + len)
+                .ok_or_else(|| self.bad(format!("position of entry {i} overruns section B")))?;
+            if stored == coded {
+                let e = self.decode_at(i, &mut cur, codec, model)?;
+                return Ok((e.key == key).then_some(e));
+            }
+        }
+        Ok(None)
     }
 
     fn bad(&self, reason: String) -> Corruption {
@@ -311,7 +407,9 @@ impl<'a> BlockView<'a> {
             if flags & FLAG_KEY_ONLY != 0 {
                 cur.key_only += 1;
             } else {
-                cur.positioned += 1;
+                let len = varint::get(self.cols[3], &mut cur.poslen)
+                    .ok_or_else(|| self.bad(format!("position length of entry {i} unreadable")))?;
+                cur.b += len as usize;
             }
             cur.moves += n;
             if flags & FLAG_POLYGLOT != 0 {
@@ -326,10 +424,16 @@ impl<'a> BlockView<'a> {
         i: usize,
         cur: &mut Cursor,
         codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
     ) -> Result<Entry, Corruption> {
         let flags = self.cols[1][i];
         let n = varint::get(self.cols[2], &mut cur.nmoves)
             .ok_or_else(|| self.bad(format!("move count of entry {i} unreadable")))? as usize;
+        let entry_err = |reason: String| Corruption::Entry {
+            block_key: self.block_key,
+            index: i,
+            reason,
+        };
         let (key, pos) = if flags & FLAG_KEY_ONLY != 0 {
             let o = 8 * cur.key_only;
             let mut k = [0u8; 8];
@@ -337,26 +441,26 @@ impl<'a> BlockView<'a> {
             cur.key_only += 1;
             (u64::from_le_bytes(k), None)
         } else {
-            let j = cur.positioned;
-            cur.positioned += 1;
-            let planes: Vec<u8> = (0..self.width).map(|p| self.cols[3][p * self.m + j]).collect();
-            let pos = codec.from_planes(&planes).map_err(|reason| Corruption::Entry {
-                block_key: self.block_key,
-                index: i,
-                reason: format!("position planes invalid: {reason}"),
-            })?;
-            let key = codec.key(&pos).map_err(|reason| Corruption::Entry {
-                block_key: self.block_key,
-                index: i,
-                reason: format!("position invalid: {reason}"),
-            })?;
+            let len = varint::get(self.cols[3], &mut cur.poslen)
+                .ok_or_else(|| self.bad(format!("position length of entry {i} unreadable")))? as usize;
+            let coded = self
+                .b
+                .get(cur.b..cur.b.saturating_add(len))
+                .ok_or_else(|| self.bad(format!("position of entry {i} overruns section B")))?;
+            cur.b += len;
+            let pos = model
+                .decode(coded)
+                .map_err(|reason| entry_err(format!("position undecodable: {reason}")))?;
+            let key = codec
+                .key(&pos)
+                .map_err(|reason| entry_err(format!("position invalid: {reason}")))?;
             (key, Some(pos))
         };
-        if key as u16 != self.fragment(i) {
+        if key as u8 != self.fragment(i) {
             return Err(Corruption::KeyMismatch {
                 block_key: self.block_key,
                 index: i,
-                expected: (key & !0xffff) | u64::from(self.fragment(i)),
+                expected: (key & !0xff) | u64::from(self.fragment(i)),
                 found: key,
             });
         }
@@ -418,6 +522,8 @@ impl<'a> BlockView<'a> {
 
     fn check_consumed(&self, cur: &Cursor) -> Result<(), Corruption> {
         let ok = cur.nmoves == self.cols[2].len()
+            && cur.poslen == self.cols[3].len()
+            && cur.b == self.b.len()
             && 2 * cur.moves == self.cols[5].len()
             && (6..12).all(|c| cur.counts[c - 6] == self.cols[c].len())
             && 2 * cur.pg == self.cols[12].len()
@@ -434,7 +540,8 @@ impl<'a> BlockView<'a> {
 #[derive(Default)]
 struct Cursor {
     nmoves: usize,
-    positioned: usize,
+    poslen: usize,
+    b: usize,
     key_only: usize,
     moves: usize,
     pg: usize,
@@ -447,7 +554,9 @@ struct Cursor {
 mod tests {
     use super::*;
     use crate::chess::ChessCodec;
+    use crate::store::IdentityModel;
     use proptest::prelude::*;
+    use std::sync::Arc;
 
     fn sample_entries() -> Vec<Entry> {
         let codec = ChessCodec;
@@ -482,38 +591,52 @@ mod tests {
         v
     }
 
-    fn round_trip(entries: &[Entry], compress: bool) -> Vec<Entry> {
+    fn chess_model() -> Arc<dyn PositionModel> {
         let codec = ChessCodec;
-        let raw = build_payload(entries, &codec).unwrap();
+        let samples = crate::chess::tests_support::sample_positions();
+        let refs: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
+        codec.load_model(&codec.train(&refs).unwrap()).unwrap()
+    }
+
+    fn seal_entries(entries: &[Entry], model: &dyn PositionModel, compress: bool) -> Vec<u8> {
+        let p = build_payload(entries, model).unwrap();
         let mut c = zstd::bulk::Compressor::new(3).unwrap();
-        let block = seal(entries.len(), &raw, compress.then_some((&mut c, 0))).unwrap();
-        let (h, raw2) = open_block(1, &block, &|_| None).unwrap();
-        assert_eq!(raw, raw2);
-        let view = BlockView::parse(1, h.count as usize, &raw2, codec.planes()).unwrap();
+        seal(&p, 1, compress.then_some((&mut c, 0))).unwrap()
+    }
+
+    fn round_trip(entries: &[Entry], model: &dyn PositionModel, compress: bool) -> Vec<Entry> {
+        let codec = ChessCodec;
+        let block = seal_entries(entries, model, compress);
+        let blk = open_block(1, &block, &PlainDecompressor).unwrap();
+        let view = BlockView::parse(1, &blk).unwrap();
         for e in entries {
-            assert!(view.find(e.key, &codec).unwrap().contains(e));
+            assert!(view.find(e.key, &codec, model).unwrap().contains(e));
+            if let Some(p) = &e.pos {
+                let mut coded = Vec::new();
+                model.encode(p, &mut coded).unwrap();
+                assert_eq!(view.find_coded(e.key, &coded, &codec, model).unwrap().as_ref(), Some(e));
+            }
         }
-        view.entries(&codec).unwrap()
+        view.entries(&codec, model).unwrap()
     }
 
     #[test]
     fn block_round_trip() {
         let entries = sample_entries();
-        assert_eq!(round_trip(&entries, true), entries);
-        assert_eq!(round_trip(&entries, false), entries);
+        let m = chess_model();
+        assert_eq!(round_trip(&entries, &*m, true), entries);
+        assert_eq!(round_trip(&entries, &*m, false), entries);
+        assert_eq!(round_trip(&entries, &IdentityModel, true), entries);
     }
 
     #[test]
     fn flipped_bytes_are_detected() {
         let entries = sample_entries();
-        let codec = ChessCodec;
-        let raw = build_payload(&entries, &codec).unwrap();
-        let mut c = zstd::bulk::Compressor::new(3).unwrap();
-        let block = seal(entries.len(), &raw, Some((&mut c, 0))).unwrap();
+        let block = seal_entries(&entries, &*chess_model(), true);
         for i in 0..block.len() {
             let mut bad = block.clone();
             bad[i] ^= 0x40;
-            assert!(open_block(1, &bad, &|_| None).is_err(), "flip at byte {i} undetected");
+            assert!(open_block(1, &bad, &PlainDecompressor).is_err(), "flip at byte {i} undetected");
         }
     }
 
@@ -521,16 +644,28 @@ mod tests {
         #[test]
         fn garbage_blocks_never_panic(data in proptest::collection::vec(any::<u8>(), 0..300)) {
             let codec = ChessCodec;
-            if let Ok((h, raw)) = open_block(1, &data, &|_| None) {
-                if let Ok(v) = BlockView::parse(1, h.count as usize, &raw, codec.planes()) {
-                    let _ = v.entries(&codec);
-                    let _ = v.find(0, &codec);
+            let m = IdentityModel;
+            if let Ok(blk) = open_block(1, &data, &PlainDecompressor) {
+                if let Ok(v) = BlockView::parse(1, &blk) {
+                    let _ = v.entries(&codec, &m);
+                    let _ = v.find(0, &codec, &m);
+                    let _ = v.find_coded(0, &[1, 2], &codec, &m);
                 }
             }
-            // Also feed arbitrary bytes as an uncompressed payload directly.
-            if let Ok(v) = BlockView::parse(1, (data.len() / 7).max(1), &data, codec.planes()) {
-                let _ = v.entries(&codec);
-                let _ = v.find(0, &codec);
+            // Arbitrary bytes as an unchecked, uncompressed block body.
+            let blk = OpenBlock {
+                header: BlockHeader {
+                    version: 1, compression: Compression::None, dict_id: 0, model_id: 0,
+                    count: (data.len() / 7).max(1) as u32, raw_len: data.len() as u32,
+                    a_len: data.len() as u32, crc: 0,
+                },
+                a: data.clone(),
+                b: &data,
+            };
+            if let Ok(v) = BlockView::parse(1, &blk) {
+                let _ = v.entries(&codec, &m);
+                let _ = v.find(0, &codec, &m);
+                let _ = v.find_coded(0, &data, &codec, &m);
             }
         }
 
@@ -551,7 +686,7 @@ mod tests {
                 }
                 e.normalize();
             }
-            prop_assert_eq!(round_trip(&entries, true), entries);
+            prop_assert_eq!(round_trip(&entries, &IdentityModel, true), entries);
         }
     }
 }

@@ -3,14 +3,14 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::{Deserialize, Serialize};
 
-use super::block::{self, BlockView};
+use super::block::{self, BlockView, Decompressors};
 use super::entry::Entry;
-use super::PositionCodec;
+use super::{IdentityModel, PositionCodec, PositionModel};
 use crate::error::{Corruption, Error, Result};
 
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -25,6 +25,7 @@ pub const META_VERSION: &str = "format_version";
 pub const META_CODEC: &str = "codec";
 pub const META_COUNTERS: &str = "counters";
 pub const META_DICT_PREFIX: &str = "dict/";
+pub const META_MODEL_PREFIX: &str = "model/";
 
 /// Counters kept in the meta table (JSON), maintained by every writer and checked by `verify`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,8 +51,8 @@ pub struct BookMeta {
 /// Options for writing blocks.
 #[derive(Clone, Debug)]
 pub struct WriterOptions {
-    /// A block is closed once its raw payload reaches about this many bytes.
-    pub target_raw_bytes: usize,
+    /// A block is closed once its estimated stored size reaches about this many bytes.
+    pub target_block_bytes: usize,
     /// zstd level.
     pub level: i32,
     /// Train a zstd dictionary on the first blocks and use it for all.
@@ -63,7 +64,7 @@ pub struct WriterOptions {
 impl Default for WriterOptions {
     fn default() -> Self {
         WriterOptions {
-            target_raw_bytes: 24 * 1024,
+            target_block_bytes: PAGE_FIT,
             level: 9,
             dictionary: true,
             dictionary_bytes: 16 * 1024,
@@ -85,6 +86,53 @@ pub struct Book {
     codec: Arc<dyn PositionCodec>,
     meta: BookMeta,
     dicts: HashMap<u16, Arc<Vec<u8>>>,
+    models: HashMap<u16, Arc<dyn PositionModel>>,
+    pool: DecompressorPool,
+}
+
+/// Pooled zstd contexts with their dictionary loaded, so a probe does not pay for setup.
+pub struct DecompressorPool {
+    dicts: HashMap<u16, Arc<Vec<u8>>>,
+    free: Mutex<HashMap<u16, Vec<zstd::bulk::Decompressor<'static>>>>,
+}
+
+impl DecompressorPool {
+    pub fn new(dicts: HashMap<u16, Arc<Vec<u8>>>) -> Self {
+        DecompressorPool {
+            dicts,
+            free: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl Decompressors for DecompressorPool {
+    fn decompress(&self, dict_id: u16, src: &[u8], capacity: usize) -> Result<Vec<u8>, String> {
+        let ctx = self
+            .free
+            .lock()
+            .ok()
+            .and_then(|mut m| m.get_mut(&dict_id).and_then(Vec::pop));
+        let mut ctx = match ctx {
+            Some(c) => c,
+            None if dict_id == 0 => zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?,
+            None => {
+                let d = self
+                    .dicts
+                    .get(&dict_id)
+                    .ok_or_else(|| format!("dictionary {dict_id} missing from the meta table"))?;
+                zstd::bulk::Decompressor::with_dictionary(d).map_err(|e| e.to_string())?
+            }
+        };
+        let mut out = Vec::with_capacity(capacity);
+        let res = ctx.decompress_to_buffer(src, &mut out).map_err(|e| e.to_string());
+        if let Ok(mut m) = self.free.lock() {
+            let v = m.entry(dict_id).or_default();
+            if v.len() < 16 {
+                v.push(ctx);
+            }
+        }
+        res.map(|_| out)
+    }
 }
 
 impl std::fmt::Debug for Book {
@@ -145,15 +193,26 @@ impl Book {
             None => return Err(Error::Corrupt(Corruption::Meta("counters missing".into()))),
         };
         let mut dicts = HashMap::new();
-        for item in meta_table.range(META_DICT_PREFIX..)? {
-            let (k, v) = item?;
-            let Some(id) = k.value().strip_prefix(META_DICT_PREFIX) else {
-                break;
-            };
-            let id: u16 = id
-                .parse()
-                .map_err(|_| Error::Corrupt(Corruption::Meta(format!("bad dictionary key {:?}", k.value()))))?;
-            dicts.insert(id, Arc::new(v.value().to_vec()));
+        let mut models: HashMap<u16, Arc<dyn PositionModel>> = HashMap::new();
+        models.insert(0, Arc::new(IdentityModel));
+        for prefix in [META_DICT_PREFIX, META_MODEL_PREFIX] {
+            for item in meta_table.range(prefix..)? {
+                let (k, v) = item?;
+                let Some(id) = k.value().strip_prefix(prefix) else {
+                    break;
+                };
+                let id: u16 = id.parse().map_err(|_| {
+                    Error::Corrupt(Corruption::Meta(format!("bad key {:?}", k.value())))
+                })?;
+                if prefix == META_DICT_PREFIX {
+                    dicts.insert(id, Arc::new(v.value().to_vec()));
+                } else {
+                    let m = codec.load_model(v.value()).map_err(|e| {
+                        Error::Corrupt(Corruption::Meta(format!("position model {id}: {e}")))
+                    })?;
+                    models.insert(id, m);
+                }
+            }
         }
         drop(meta_table);
         drop(txn);
@@ -162,7 +221,9 @@ impl Book {
             db,
             codec,
             meta,
+            pool: DecompressorPool::new(dicts.clone()),
             dicts,
+            models,
         })
     }
 
@@ -183,36 +244,57 @@ impl Book {
         std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
     }
 
-    fn open_raw(&self, block_key: u64, bytes: &[u8]) -> Result<(usize, Vec<u8>), Corruption> {
-        let (h, raw) = block::open_block(block_key, bytes, &|id| self.dicts.get(&id).cloned())?;
-        Ok((h.count as usize, raw))
+    fn model(&self, block_key: u64, id: u16) -> Result<&dyn PositionModel, Corruption> {
+        self.models.get(&id).map(|m| &**m).ok_or_else(|| Corruption::Header {
+            block_key,
+            reason: format!("position model {id} missing from the meta table"),
+        })
+    }
+
+    /// The block that would hold `key`: (first key, stored bytes).
+    fn with_block<T>(
+        &self,
+        key: u64,
+        f: impl FnOnce(u64, &[u8]) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(BLOCKS) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let Some(item) = table.range(..=key)?.next_back() else {
+            return Ok(None);
+        };
+        let (k, v) = item?;
+        f(k.value(), v.value()).map(Some)
     }
 
     /// All entries with this key (more than one only on a key collision).
     pub fn get(&self, key: u64) -> Result<Vec<Entry>> {
-        let txn = self.db.begin_read()?;
-        let table = match txn.open_table(BLOCKS) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(e.into()),
-        };
-        let Some(item) = table.range(..=key)?.next_back() else {
-            return Ok(Vec::new());
-        };
-        let (k, v) = item?;
-        let block_key = k.value();
-        let (count, raw) = self.open_raw(block_key, v.value())?;
-        let view = BlockView::parse(block_key, count, &raw, self.codec.planes())?;
-        Ok(view.find(key, &*self.codec)?)
+        Ok(self
+            .with_block(key, |block_key, bytes| {
+                let blk = block::open_block(block_key, bytes, &self.pool)?;
+                let view = BlockView::parse(block_key, &blk)?;
+                let model = self.model(block_key, blk.header.model_id)?;
+                Ok(view.find(key, &*self.codec, model)?)
+            })?
+            .unwrap_or_default())
     }
 
-    /// The entry holding exactly this encoded position.
+    /// The entry holding exactly this encoded position (decodes only that entry).
     pub fn lookup(&self, pos: &[u8]) -> Result<Option<Entry>> {
         let key = self.codec.key(pos).map_err(Error::Invalid)?;
         Ok(self
-            .get(key)?
-            .into_iter()
-            .find(|e| e.pos.as_deref() == Some(pos)))
+            .with_block(key, |block_key, bytes| {
+                let blk = block::open_block(block_key, bytes, &self.pool)?;
+                let view = BlockView::parse(block_key, &blk)?;
+                let model = self.model(block_key, blk.header.model_id)?;
+                let mut coded = Vec::with_capacity(32);
+                model.encode(pos, &mut coded).map_err(Error::Invalid)?;
+                Ok(view.find_coded(key, &coded, &*self.codec, model)?)
+            })?
+            .flatten())
     }
 
     /// Iterates all entries in (key, position) order, block by block.
@@ -255,11 +337,17 @@ impl Book {
         }
     }
 
-    /// Decodes one stored block completely (for `verify`).
+    /// Decodes one stored block completely (for iteration and `verify`).
     pub fn decode_block(&self, block_key: u64, bytes: &[u8]) -> Result<Vec<Entry>, Corruption> {
-        let (count, raw) = self.open_raw(block_key, bytes)?;
-        let view = BlockView::parse(block_key, count, &raw, self.codec.planes())?;
-        view.entries(&*self.codec)
+        let blk = block::open_block(block_key, bytes, &self.pool)?;
+        let view = BlockView::parse(block_key, &blk)?;
+        let model = self.model(block_key, blk.header.model_id)?;
+        view.entries(&*self.codec, model)
+    }
+
+    /// Opens one stored block (checksum and decompression only), for tools.
+    pub fn open_block<'a>(&self, block_key: u64, bytes: &'a [u8]) -> Result<block::OpenBlock<'a>, Corruption> {
+        block::open_block(block_key, bytes, &self.pool)
     }
 }
 
@@ -317,24 +405,36 @@ pub struct BookWriter {
     codec: Arc<dyn PositionCodec>,
     opts: WriterOptions,
     meta: BookMeta,
-    /// Entries of the block being filled.
+    /// Entries held back until the position model is trained.
+    held_entries: Vec<Entry>,
+    held_positions: usize,
+    model: Option<(u16, Arc<dyn PositionModel>, Vec<u8>)>,
+    /// Entries of the block being filled, with their coded positions.
     pending: Vec<Entry>,
-    pending_raw: usize,
-    /// Raw payloads held back until the dictionary is trained: (first key, count, raw).
-    held: Vec<(u64, usize, Vec<u8>)>,
-    held_bytes: usize,
+    pending_coded: Vec<Vec<u8>>,
+    /// Exact section-B bytes of the pending entries.
+    pending_b: usize,
+    /// Running average of stored section-A bytes per entry, in 1/256 bytes.
+    a_per_entry: usize,
     compressor: Option<(zstd::bulk::Compressor<'static>, u16)>,
     dictionary: Option<Vec<u8>>,
     last: Option<(u64, Option<Vec<u8>>)>,
-    /// Written blocks not yet committed.
+    /// Sealed blocks not yet committed.
     batch: Vec<(u64, Vec<u8>)>,
     batch_bytes: usize,
 }
 
 /// Blocks are committed in transactions of about this many bytes.
 const COMMIT_BYTES: usize = 64 << 20;
-/// Raw bytes sampled before a dictionary is trained.
-const DICT_SAMPLE_BYTES: usize = 4 << 20;
+/// Positions sampled before the position model and the dictionary are trained. Books are in
+/// key order, which is a uniformly random order of positions, so the first ones are a fair
+/// sample.
+const MODEL_SAMPLE: usize = 200_000;
+/// Entries per dictionary training sample.
+const DICT_SAMPLE_ENTRIES: usize = 256;
+/// A redb leaf page holding one block value has this much room for it (4 KiB page minus the
+/// page header, one fixed-width key and its offset, with a margin).
+pub const PAGE_FIT: usize = 4096 - 48;
 
 impl BookWriter {
     pub fn create(path: &Path, codec: Arc<dyn PositionCodec>, opts: WriterOptions) -> Result<BookWriter> {
@@ -357,10 +457,13 @@ impl BookWriter {
             codec,
             opts,
             meta: BookMeta::default(),
+            held_entries: Vec::new(),
+            held_positions: 0,
+            model: None,
             pending: Vec::new(),
-            pending_raw: 0,
-            held: Vec::new(),
-            held_bytes: 0,
+            pending_coded: Vec::new(),
+            pending_b: 0,
+            a_per_entry: 3 * 256,
             compressor: None,
             dictionary: None,
             last: None,
@@ -379,20 +482,14 @@ impl BookWriter {
                     e.key
                 )));
             }
-            if *k == e.key {
-                self.meta.collisions += 1;
-            }
         }
         if e.moves.is_empty() {
             // Entries without moves carry no information; keep the file canonical.
-            self.last = Some((e.key, e.pos));
             return Ok(());
         }
-        let same_key = self.last.as_ref().is_some_and(|(k, _)| *k == e.key);
-        if self.pending_raw >= self.opts.target_raw_bytes && !same_key {
-            self.flush_block()?;
+        if self.last.as_ref().is_some_and(|(k, _)| *k == e.key) {
+            self.meta.collisions += 1;
         }
-        self.pending_raw += self.codec.planes() + 4 + 12 * e.moves.len();
         if e.pos.is_some() {
             self.meta.positions += 1;
         } else {
@@ -400,7 +497,50 @@ impl BookWriter {
         }
         self.meta.pairs += e.moves.len() as u64;
         self.last = Some((e.key, e.pos.clone()));
-        self.pending.push(e);
+        if self.model.is_none() {
+            self.held_positions += usize::from(e.pos.is_some());
+            self.held_entries.push(e);
+            if self.held_positions >= MODEL_SAMPLE {
+                self.train()?;
+            }
+            return Ok(());
+        }
+        self.add_to_block(e)
+    }
+
+    /// Trains the position model and the section-A dictionary on the held entries, then
+    /// writes them out.
+    fn train(&mut self) -> Result<()> {
+        let samples: Vec<&[u8]> = self
+            .held_entries
+            .iter()
+            .filter_map(|e| e.pos.as_deref())
+            .collect();
+        let bytes = self.codec.train(&samples).map_err(Error::Invalid)?;
+        let model = self.codec.load_model(&bytes).map_err(Error::Invalid)?;
+        let mut dict = None;
+        let chunks = self.held_entries.len() / DICT_SAMPLE_ENTRIES;
+        if self.opts.dictionary && chunks >= 64 {
+            let mut a_samples = Vec::with_capacity(chunks);
+            for c in self.held_entries.chunks_exact(DICT_SAMPLE_ENTRIES) {
+                // Section A does not depend on the position model.
+                let p = block::build_payload_with(c, &mut |_, _, _| Ok(())).map_err(Error::Invalid)?;
+                a_samples.push(p.a);
+            }
+            let refs: Vec<&[u8]> = a_samples.iter().map(Vec::as_slice).collect();
+            dict = zstd::dict::from_samples(&refs, self.opts.dictionary_bytes).ok();
+        }
+        let comp = match &dict {
+            Some(d) => zstd::bulk::Compressor::with_dictionary(self.opts.level, d),
+            None => zstd::bulk::Compressor::new(self.opts.level),
+        }
+        .map_err(|e| Error::io("starting zstd", e))?;
+        self.compressor = Some((comp, if dict.is_some() { 1 } else { 0 }));
+        self.dictionary = dict;
+        self.model = Some((1, model, bytes));
+        for e in std::mem::take(&mut self.held_entries) {
+            self.add_to_block(e)?;
+        }
         Ok(())
     }
 
@@ -408,60 +548,93 @@ impl BookWriter {
         self.meta.games += games;
     }
 
-    fn flush_block(&mut self) -> Result<()> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let entries = std::mem::take(&mut self.pending);
-        self.pending_raw = 0;
-        let raw = block::build_payload(&entries, &*self.codec).map_err(Error::Invalid)?;
-        let first = entries[0].key;
-        if self.opts.dictionary && self.compressor.is_none() {
-            self.held_bytes += raw.len();
-            self.held.push((first, entries.len(), raw));
-            if self.held_bytes >= DICT_SAMPLE_BYTES {
-                self.start_compressor()?;
-            }
-            return Ok(());
-        }
-        if self.compressor.is_none() {
-            self.start_compressor()?;
-        }
-        self.seal_and_queue(first, entries.len(), &raw)
+    fn model(&self) -> Result<Arc<dyn PositionModel>> {
+        self.model
+            .as_ref()
+            .map(|(_, m, _)| m.clone())
+            .ok_or_else(|| Error::Invalid("position model not trained".into()))
     }
 
-    /// Trains the dictionary on held blocks (if enough) and writes them out.
-    fn start_compressor(&mut self) -> Result<()> {
-        let held = std::mem::take(&mut self.held);
-        let mut dict = None;
-        if self.opts.dictionary && held.len() >= 16 {
-            let samples: Vec<&[u8]> = held.iter().map(|(_, _, r)| r.as_slice()).collect();
-            if let Ok(d) = zstd::dict::from_samples(&samples, self.opts.dictionary_bytes) {
-                dict = Some(d);
+    fn limit(&self) -> usize {
+        self.opts.target_block_bytes.max(256)
+    }
+
+    fn estimate(&self, entries: usize, b: usize) -> usize {
+        block::HEADER_LEN + b + entries * self.a_per_entry / 256
+    }
+
+    fn add_to_block(&mut self, e: Entry) -> Result<()> {
+        let mut coded = Vec::new();
+        if let Some(p) = &e.pos {
+            self.model()?.encode(p, &mut coded).map_err(Error::Invalid)?;
+        }
+        let same_key = self.pending.last().is_some_and(|p| p.key == e.key);
+        let extra = coded.len() + 3 * e.moves.len().saturating_sub(1);
+        if !same_key
+            && !self.pending.is_empty()
+            && self.estimate(self.pending.len() + 1, self.pending_b + extra) > self.limit()
+        {
+            self.flush_block()?;
+        }
+        self.pending_b += extra;
+        self.pending.push(e);
+        self.pending_coded.push(coded);
+        Ok(())
+    }
+
+    /// Seals the pending entries into as few blocks as fit the size limit.
+    fn flush_block(&mut self) -> Result<()> {
+        while !self.pending.is_empty() {
+            let mut n = self.pending.len();
+            loop {
+                let sealed = self.seal_prefix(n)?;
+                let fits = sealed.len() <= self.limit();
+                // Never split entries of one key; a single oversized entry goes alone.
+                let can_shrink = (1..n).rev().find(|&k| self.pending[k - 1].key != self.pending[k].key);
+                if fits || can_shrink.is_none() {
+                    self.queue(n, sealed)?;
+                    break;
+                }
+                let over = sealed.len() - self.limit();
+                let avg = sealed.len() / n;
+                let mut target = n.saturating_sub(over / avg.max(1) + 1).max(1);
+                while target > 1 && self.pending[target - 1].key == self.pending[target].key {
+                    target -= 1;
+                }
+                n = target.min(can_shrink.unwrap_or(1));
             }
-        }
-        let comp = match &dict {
-            Some(d) => zstd::bulk::Compressor::with_dictionary(self.opts.level, d),
-            None => zstd::bulk::Compressor::new(self.opts.level),
-        }
-        .map_err(|e| Error::io("starting zstd", e))?;
-        let id = if dict.is_some() { 1 } else { 0 };
-        self.dictionary = dict;
-        self.compressor = Some((comp, id));
-        for (first, count, raw) in held {
-            self.seal_and_queue(first, count, &raw)?;
         }
         Ok(())
     }
 
-    fn seal_and_queue(&mut self, first: u64, count: usize, raw: &[u8]) -> Result<()> {
+    fn seal_prefix(&mut self, n: usize) -> Result<Vec<u8>> {
+        let coded = &self.pending_coded;
+        let payload = block::build_payload_with(&self.pending[..n], &mut |i, _, out| {
+            out.extend_from_slice(&coded[i]);
+            Ok(())
+        })
+        .map_err(Error::Invalid)?;
+        let model_id = self.model.as_ref().map_or(0, |(id, _, _)| *id);
         let (comp, id) = self
             .compressor
             .as_mut()
             .ok_or_else(|| Error::Invalid("compressor not started".into()))?;
-        let sealed = block::seal(count, raw, Some((comp, *id))).map_err(|e| Error::io("zstd", e))?;
+        let sealed = block::seal(&payload, model_id, Some((comp, *id))).map_err(|e| Error::io("zstd", e))?;
+        Ok(sealed)
+    }
+
+    fn queue(&mut self, n: usize, sealed: Vec<u8>) -> Result<()> {
+        let first = self.pending[0].key;
+        let b: usize = self.pending_coded[..n].iter().map(Vec::len).sum();
+        let a = sealed.len().saturating_sub(block::HEADER_LEN + b);
+        let raw_a = block::BlockHeader::parse(first, &sealed).map_or(0, |h| h.raw_len as usize);
+        self.meta.raw_bytes += (raw_a + b) as u64;
+        // Moving average of section-A bytes per entry.
+        self.a_per_entry = (self.a_per_entry * 3 + a * 256 / n) / 4;
+        self.pending.drain(..n);
+        self.pending_coded.drain(..n);
+        self.pending_b = self.pending_coded.iter().map(Vec::len).sum();
         self.meta.blocks += 1;
-        self.meta.raw_bytes += raw.len() as u64;
         self.meta.stored_bytes += sealed.len() as u64;
         self.batch_bytes += sealed.len();
         self.batch.push((first, sealed));
@@ -489,12 +662,12 @@ impl BookWriter {
 
     /// Writes meta, commits durably and moves the file into place. Returns the counters.
     pub fn finish(mut self) -> Result<BookMeta> {
-        self.flush_block()?;
-        if self.compressor.is_none() {
-            self.start_compressor()?;
+        if self.model.is_none() {
+            self.train()?;
         }
+        self.flush_block()?;
         let db = self.db.take().ok_or_else(|| Error::Invalid("writer closed".into()))?;
-        {
+        let res = (|| -> Result<()> {
             let txn = db.begin_write()?;
             {
                 let mut t = txn.open_table(BLOCKS)?;
@@ -510,10 +683,24 @@ impl BookWriter {
                 if let Some(d) = &self.dictionary {
                     m.insert(format!("{META_DICT_PREFIX}1").as_str(), d.as_slice())?;
                 }
+                if let Some((id, _, bytes)) = &self.model {
+                    m.insert(format!("{META_MODEL_PREFIX}{id}").as_str(), bytes.as_slice())?;
+                }
             }
             txn.commit()?;
-        }
+            Ok(())
+        })();
+        let mut db = db;
+        // Return space the allocator reserved but the book does not use.
+        let res = res.and_then(|()| {
+            while db.compact()? {}
+            Ok(())
+        });
         drop(db);
+        if let Err(e) = res {
+            let _ = std::fs::remove_file(&self.tmp_path);
+            return Err(e);
+        }
         let f = std::fs::File::open(&self.tmp_path).map_err(|e| Error::io("reopening new book", e))?;
         f.sync_all().map_err(|e| Error::io("fsync of new book", e))?;
         std::fs::rename(&self.tmp_path, &self.final_path)

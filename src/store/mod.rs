@@ -10,17 +10,35 @@ pub mod varint;
 pub use block::{BlockHeader, BlockView, Compression};
 pub use book::{Book, BookMeta, BookWriter, WriterOptions};
 pub use entry::{Entry, MoveRec, PolyglotExtra};
+pub use book::BookIter;
 
 /// Game-specific encoding of positions, plugged into the store.
 pub trait PositionCodec: Send + Sync {
     /// Stable identifier recorded in the book's meta table.
     fn name(&self) -> &'static str;
-    /// Width in bytes of the planar form.
-    fn planes(&self) -> usize;
     /// The 64-bit key of an encoded position.
     fn key(&self, pos: &[u8]) -> Result<u64, String>;
-    /// Writes the planar form of an encoded position into `out` (`planes()` bytes).
-    fn to_planes(&self, pos: &[u8], out: &mut [u8]) -> Result<(), String>;
-    /// Rebuilds the encoded position from its planar form.
-    fn from_planes(&self, planes: &[u8]) -> Result<Vec<u8>, String>;
+    /// Trains a storage model on sample positions; returns its serialized form.
+    fn train(&self, samples: &[&[u8]]) -> Result<Vec<u8>, String>;
+    /// Loads a serialized model.
+    fn load_model(&self, bytes: &[u8]) -> Result<std::sync::Arc<dyn PositionModel>, String>;
+}
+
+/// A storage transform of encoded positions (e.g. an entropy coder). Model id 0 is the identity.
+pub trait PositionModel: Send + Sync {
+    fn encode(&self, pos: &[u8], out: &mut Vec<u8>) -> Result<(), String>;
+    fn decode(&self, data: &[u8]) -> Result<Vec<u8>, String>;
+}
+
+/// Model id 0: positions stored as given.
+pub struct IdentityModel;
+
+impl PositionModel for IdentityModel {
+    fn encode(&self, pos: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        out.extend_from_slice(pos);
+        Ok(())
+    }
+    fn decode(&self, data: &[u8]) -> Result<Vec<u8>, String> {
+        Ok(data.to_vec())
+    }
 }

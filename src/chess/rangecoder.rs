@@ -1,0 +1,283 @@
+//! A byte-oriented range coder with static frequency tables (LZMA-style carry handling),
+//! used to store positions in a few bytes each. Every encoded message is independent and
+//! ends with a minimal flush; the decoder reads past the end as zero bytes.
+
+/// Frequencies of a table sum to `1 << TOTAL_BITS`.
+pub const TOTAL_BITS: u32 = 15;
+pub const TOTAL: u32 = 1 << TOTAL_BITS;
+const TOP: u32 = 1 << 24;
+
+pub struct Encoder {
+    low: u64,
+    range: u32,
+    cache: u8,
+    pending: u64,
+    first: bool,
+    out: Vec<u8>,
+}
+
+impl Default for Encoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Encoder {
+    pub fn new() -> Encoder {
+        Encoder {
+            low: 0,
+            range: u32::MAX,
+            cache: 0,
+            pending: 1,
+            first: true,
+            out: Vec::with_capacity(16),
+        }
+    }
+
+    /// Encodes a symbol occupying `[cum, cum + freq)` of `TOTAL`; `freq > 0`.
+    #[inline]
+    pub fn encode(&mut self, cum: u32, freq: u32) {
+        debug_assert!(freq > 0 && cum + freq <= TOTAL);
+        let r = self.range >> TOTAL_BITS;
+        self.low += u64::from(r) * u64::from(cum);
+        self.range = r * freq;
+        while self.range < TOP {
+            self.range <<= 8;
+            self.shift_low();
+        }
+    }
+
+    fn emit(&mut self, b: u8) {
+        // The very first byte of an LZMA-style range coder is always zero; it is not stored.
+        if self.first {
+            self.first = false;
+        } else {
+            self.out.push(b);
+        }
+    }
+
+    fn shift_low(&mut self) {
+        if (self.low as u32) < 0xFF00_0000 || (self.low >> 32) != 0 {
+            let carry = (self.low >> 32) as u8;
+            let mut temp = self.cache;
+            loop {
+                self.emit(temp.wrapping_add(carry));
+                temp = 0xFF;
+                self.pending -= 1;
+                if self.pending == 0 {
+                    break;
+                }
+            }
+            self.cache = ((self.low >> 24) & 0xFF) as u8;
+        }
+        self.pending += 1;
+        self.low = (self.low & 0x00FF_FFFF) << 8;
+    }
+
+    /// Ends the message with as few bytes as possible: picks the value in the final interval
+    /// with the most trailing zero bits; trailing zero bytes are dropped.
+    pub fn finish(mut self) -> Vec<u8> {
+        // range >= 2^24, so [low, low + range) holds a multiple of 2^24.
+        self.low = (self.low + 0xFF_FFFF) & !0xFF_FFFFu64;
+        self.shift_low();
+        self.shift_low();
+        while self.out.last() == Some(&0) {
+            self.out.pop();
+        }
+        self.out
+    }
+}
+
+pub struct Decoder<'a> {
+    data: &'a [u8],
+    pos: usize,
+    code: u32,
+    range: u32,
+}
+
+impl<'a> Decoder<'a> {
+    pub fn new(data: &'a [u8]) -> Decoder<'a> {
+        let mut d = Decoder {
+            data,
+            pos: 0,
+            code: 0,
+            range: u32::MAX,
+        };
+        for _ in 0..4 {
+            d.code = (d.code << 8) | u32::from(d.next_byte());
+        }
+        d
+    }
+
+    #[inline]
+    fn next_byte(&mut self) -> u8 {
+        let b = self.data.get(self.pos).copied().unwrap_or(0);
+        self.pos += 1;
+        b
+    }
+
+    /// The cumulative frequency the next symbol falls on; `None` if the data is invalid.
+    #[inline]
+    pub fn peek(&mut self) -> Option<u32> {
+        let r = self.range >> TOTAL_BITS;
+        let v = self.code / r;
+        (v < TOTAL).then_some(v)
+    }
+
+    /// Consumes the symbol `[cum, cum + freq)` found via [`Decoder::peek`].
+    #[inline]
+    pub fn consume(&mut self, cum: u32, freq: u32) {
+        let r = self.range >> TOTAL_BITS;
+        self.code = self.code.wrapping_sub(r.wrapping_mul(cum));
+        self.range = r.wrapping_mul(freq);
+        while self.range < TOP {
+            self.range <<= 8;
+            self.code = (self.code << 8) | u32::from(self.next_byte());
+        }
+    }
+
+    /// Bytes read, including the virtual zero bytes past the end.
+    pub fn consumed(&self) -> usize {
+        self.pos
+    }
+
+    /// True if the decoder state is consistent (code inside the current range).
+    pub fn consistent(&self) -> bool {
+        self.code < self.range
+    }
+}
+
+/// A static frequency table over `n` symbols with cumulative sums; every frequency is >= 1.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FreqTable {
+    pub cum: Vec<u16>,
+}
+
+impl FreqTable {
+    /// Builds a table from frequencies that must sum to `TOTAL` with each >= 1.
+    pub fn from_freqs(freqs: &[u16]) -> Option<FreqTable> {
+        if freqs.contains(&0) {
+            return None;
+        }
+        let mut cum = Vec::with_capacity(freqs.len() + 1);
+        let mut acc = 0u32;
+        cum.push(0);
+        for &f in freqs {
+            acc += u32::from(f);
+            if acc > TOTAL {
+                return None;
+            }
+            cum.push(acc as u16);
+        }
+        (acc == TOTAL).then_some(FreqTable { cum })
+    }
+
+    /// Scales counts to frequencies summing to `TOTAL`, every symbol at least 1. Deterministic.
+    pub fn normalize(counts: &[u64]) -> Vec<u16> {
+        let n = counts.len() as u64;
+        assert!(n > 0 && n <= u64::from(TOTAL));
+        let sum: u64 = counts.iter().sum();
+        let spare = u64::from(TOTAL) - n;
+        let mut freqs: Vec<u64> = counts
+            .iter()
+            .map(|&c| 1 + if sum == 0 { 0 } else { c * spare / sum })
+            .collect();
+        // Hand out the rounding remainder to the largest counts (ties: lowest index).
+        let mut left = u64::from(TOTAL) - freqs.iter().sum::<u64>();
+        let mut order: Vec<usize> = (0..counts.len()).collect();
+        order.sort_by(|&a, &b| counts[b].cmp(&counts[a]).then(a.cmp(&b)));
+        let mut i = 0;
+        while left > 0 {
+            freqs[order[i % order.len()]] += 1;
+            left -= 1;
+            i += 1;
+        }
+        freqs.into_iter().map(|f| f as u16).collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.cum.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    #[inline]
+    pub fn encode(&self, enc: &mut Encoder, sym: usize) {
+        let lo = u32::from(self.cum[sym]);
+        let hi = u32::from(self.cum[sym + 1]);
+        enc.encode(lo, hi - lo);
+    }
+
+    #[inline]
+    pub fn decode(&self, dec: &mut Decoder<'_>) -> Option<usize> {
+        let v = dec.peek()?;
+        let n = self.len();
+        let mut sym = 0;
+        while sym + 1 < n && u32::from(self.cum[sym + 1]) <= v {
+            sym += 1;
+        }
+        let lo = u32::from(self.cum[sym]);
+        let hi = u32::from(self.cum[sym + 1]);
+        dec.consume(lo, hi - lo);
+        Some(sym)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn tables() -> Vec<FreqTable> {
+        vec![
+            FreqTable::from_freqs(&FreqTable::normalize(&[1000, 1, 1, 5, 0, 0, 30])).unwrap(),
+            FreqTable::from_freqs(&FreqTable::normalize(&[1, 1])).unwrap(),
+            FreqTable::from_freqs(&FreqTable::normalize(&[0, 1_000_000, 0])).unwrap(),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn round_trip(syms in proptest::collection::vec((0usize..3, 0usize..7), 0..200)) {
+            let t = tables();
+            let syms: Vec<(usize, usize)> = syms.into_iter().map(|(ti, s)| (ti, s % t[ti].len())).collect();
+            let mut enc = Encoder::new();
+            for &(ti, s) in &syms {
+                t[ti].encode(&mut enc, s);
+            }
+            let bytes = enc.finish();
+            let mut dec = Decoder::new(&bytes);
+            for &(ti, s) in &syms {
+                prop_assert_eq!(t[ti].decode(&mut dec), Some(s));
+            }
+        }
+
+        #[test]
+        fn garbage_never_panics(data in proptest::collection::vec(any::<u8>(), 0..40)) {
+            let t = tables();
+            let mut dec = Decoder::new(&data);
+            for i in 0..100 {
+                if t[i % 3].decode(&mut dec).is_none() { break; }
+            }
+        }
+
+        #[test]
+        fn normalize_sums(counts in proptest::collection::vec(0u64..1_000_000_000, 1..40)) {
+            let f = FreqTable::normalize(&counts);
+            prop_assert_eq!(f.iter().map(|&x| u32::from(x)).sum::<u32>(), TOTAL);
+            prop_assert!(f.iter().all(|&x| x >= 1));
+        }
+    }
+
+    #[test]
+    fn skewed_symbols_cost_little() {
+        let t = FreqTable::from_freqs(&FreqTable::normalize(&[1_000_000, 1])).unwrap();
+        let mut enc = Encoder::new();
+        for _ in 0..64 {
+            t.encode(&mut enc, 0);
+        }
+        assert!(enc.finish().len() <= 2);
+    }
+}
