@@ -39,6 +39,33 @@ impl PositionCodec for ChessCodec {
     fn load_model(&self, bytes: &[u8]) -> Result<Arc<dyn PositionModel>, String> {
         Ok(Arc::new(model::ChessModel::from_bytes(bytes)?))
     }
+    fn index_moves(&self, pos: &[u8], moves: &[u16]) -> Option<Vec<u8>> {
+        let legal = legal_codes(pos).ok()?;
+        moves
+            .iter()
+            .map(|m| legal.binary_search(m).ok().and_then(|i| u8::try_from(i).ok()))
+            .collect()
+    }
+    fn unindex_moves(&self, pos: &[u8], idx: &[u8]) -> Result<Vec<u16>, String> {
+        let legal = legal_codes(pos)?;
+        idx.iter()
+            .map(|&i| {
+                legal.get(usize::from(i)).copied().ok_or_else(|| {
+                    format!("move index {i} beyond the {} legal moves", legal.len())
+                })
+            })
+            .collect()
+    }
+}
+
+/// The legal moves of a packed position as sorted move codes.
+fn legal_codes(pos: &[u8]) -> Result<Vec<u16>, String> {
+    use shakmaty::Position;
+    let state = PosState::unpack(pos).map_err(|e| e.to_string())?;
+    let chess = state.to_chess().map_err(|e| e.to_string())?;
+    let mut codes: Vec<u16> = chess.legal_moves().iter().map(encode_move).collect();
+    codes.sort_unstable();
+    Ok(codes)
 }
 
 #[cfg(test)]

@@ -9,10 +9,12 @@ pub const BLOCK_VERSION: u8 = 1;
 pub const HEADER_LEN: usize = 24;
 /// Largest raw payload a reader accepts (guards allocations against corrupt headers).
 pub const MAX_RAW_LEN: usize = 64 << 20;
-pub const COLUMNS: usize = 14;
+pub const COLUMNS: usize = 16;
 
 pub const FLAG_KEY_ONLY: u8 = 1;
 pub const FLAG_POLYGLOT: u8 = 2;
+/// The entry's moves are stored as raw codes (column 6), not as indices (column 5).
+pub const FLAG_RAW_MOVES: u8 = 4;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compression {
@@ -104,46 +106,116 @@ pub struct Payload {
     pub b: Vec<u8>,
 }
 
-/// Builds the payload of sorted entries, coding positions with `model`.
-pub fn build_payload(entries: &[Entry], model: &dyn PositionModel) -> Result<Payload, String> {
-    build_payload_with(entries, &mut |_, pos, out| model.encode(pos, out))
+/// What the writer computes once per entry: its coded position and, if the codec can index
+/// its moves, their small indices.
+#[derive(Clone, Debug, Default)]
+pub struct Prepared {
+    pub coded: Vec<u8>,
+    pub move_idx: Option<Vec<u8>>,
 }
 
-/// Builds the payload; `code(i, pos, out)` appends the coded form of entry i's position.
-pub fn build_payload_with(
+pub fn prepare(
+    e: &Entry,
+    codec: &dyn PositionCodec,
+    model: &dyn PositionModel,
+) -> Result<Prepared, String> {
+    let mut p = Prepared::default();
+    if let Some(pos) = &e.pos {
+        model.encode(pos, &mut p.coded)?;
+        let moves: Vec<u16> = e.moves.iter().map(|m| m.mv).collect();
+        p.move_idx = codec.index_moves(pos, &moves);
+    }
+    Ok(p)
+}
+
+/// Per-move record kinds (column 7): a single game without rating (result W/D/B/U = 0..3), a
+/// single rated game (4..7, the rating in column 12), or general (8: all six counters).
+pub const KIND_GENERAL: u8 = 8;
+
+fn move_kind(m: &MoveRec) -> u8 {
+    if m.games() != 1 {
+        return KIND_GENERAL;
+    }
+    let r = if m.white == 1 {
+        0
+    } else if m.draws == 1 {
+        1
+    } else if m.black == 1 {
+        2
+    } else {
+        3
+    };
+    match (m.rating_count, m.rating_sum) {
+        (0, 0) => r,
+        (1, _) => 4 + r,
+        _ => KIND_GENERAL,
+    }
+}
+
+/// Builds the payload of sorted entries, preparing each with `codec` and `model`.
+pub fn build_payload(
     entries: &[Entry],
-    code: &mut dyn FnMut(usize, &[u8], &mut Vec<u8>) -> Result<(), String>,
+    codec: &dyn PositionCodec,
+    model: &dyn PositionModel,
 ) -> Result<Payload, String> {
+    let prepared = entries
+        .iter()
+        .map(|e| prepare(e, codec, model))
+        .collect::<Result<Vec<_>, _>>()?;
+    build_payload_with(entries, &prepared)
+}
+
+/// Builds the payload from entries and their prepared forms (same length).
+pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Payload, String> {
+    if entries.len() != prepared.len() {
+        return Err("entries and prepared forms differ in number".into());
+    }
     let mut cols: [Vec<u8>; COLUMNS] = Default::default();
     let mut b = Vec::new();
-    let mut one = Vec::with_capacity(32);
-    for (i, e) in entries.iter().enumerate() {
+    for (e, p) in entries.iter().zip(prepared) {
         cols[0].push(e.key as u8);
         let pg = e.has_polyglot();
-        let flags = if e.pos.is_none() { FLAG_KEY_ONLY } else { 0 } | if pg { FLAG_POLYGLOT } else { 0 };
+        let raw_moves = e.pos.is_none() || p.move_idx.is_none();
+        let flags = if e.pos.is_none() { FLAG_KEY_ONLY } else { 0 }
+            | if pg { FLAG_POLYGLOT } else { 0 }
+            | if raw_moves { FLAG_RAW_MOVES } else { 0 };
         cols[1].push(flags);
         varint::put(&mut cols[2], e.moves.len() as u64);
         match &e.pos {
-            Some(pos) => {
-                one.clear();
-                code(i, pos, &mut one)?;
-                varint::put(&mut cols[3], one.len() as u64);
-                b.extend_from_slice(&one);
+            Some(_) => {
+                varint::put(&mut cols[3], p.coded.len() as u64);
+                b.extend_from_slice(&p.coded);
             }
             None => cols[4].extend_from_slice(&e.key.to_le_bytes()),
         }
+        match (&p.move_idx, raw_moves) {
+            (Some(idx), false) if idx.len() == e.moves.len() => cols[5].extend_from_slice(idx),
+            (_, false) => return Err("move indices do not match the moves".into()),
+            (_, true) => {
+                for mv in &e.moves {
+                    cols[6].extend_from_slice(&mv.mv.to_le_bytes());
+                }
+            }
+        }
         for mv in &e.moves {
-            cols[5].extend_from_slice(&mv.mv.to_le_bytes());
-            varint::put(&mut cols[6], mv.white);
-            varint::put(&mut cols[7], mv.draws);
-            varint::put(&mut cols[8], mv.black);
-            varint::put(&mut cols[9], mv.unknown);
-            varint::put(&mut cols[10], mv.rating_sum);
-            varint::put(&mut cols[11], mv.rating_count);
+            let kind = move_kind(mv);
+            cols[7].push(kind);
+            match kind {
+                0..=3 => {}
+                4..=7 => varint::put(&mut cols[12], mv.rating_sum),
+                _ => {
+                    varint::put(&mut cols[8], mv.white);
+                    varint::put(&mut cols[9], mv.draws);
+                    varint::put(&mut cols[10], mv.black);
+                    varint::put(&mut cols[11], mv.unknown);
+                    varint::put(&mut cols[12], mv.rating_sum);
+                    varint::put(&mut cols[13], mv.rating_count);
+                }
+            }
             if pg {
                 let x = mv.polyglot.unwrap_or_default();
-                cols[12].extend_from_slice(&x.weight.to_le_bytes());
-                cols[13].extend_from_slice(&x.learn.to_le_bytes());
+                cols[14].extend_from_slice(&x.weight.to_le_bytes());
+                cols[15].extend_from_slice(&x.learn.to_le_bytes());
             }
         }
     }
@@ -270,6 +342,9 @@ pub struct BlockView<'a> {
     b: &'a [u8],
 }
 
+/// Varint count columns 8..=13, indexed 0..6 in the cursor.
+const VARINT_COLS: usize = 6;
+
 impl<'a> BlockView<'a> {
     pub fn parse(block_key: u64, blk: &'a OpenBlock<'_>) -> Result<BlockView<'a>, Corruption> {
         let raw = &blk.a[..];
@@ -298,12 +373,16 @@ impl<'a> BlockView<'a> {
         if cols[0].len() != count || cols[1].len() != count {
             return Err(bad("fragment or flag column does not match the entry count".into()));
         }
-        if let Some(&f) = cols[1].iter().find(|&&f| f & !(FLAG_KEY_ONLY | FLAG_POLYGLOT) != 0) {
-            return Err(bad(format!("unknown entry flags {f:#04x}")));
+        let known = FLAG_KEY_ONLY | FLAG_POLYGLOT | FLAG_RAW_MOVES;
+        if let Some(&f) = cols[1].iter().find(|&&f| f & !known != 0 || (f & FLAG_KEY_ONLY != 0 && f & FLAG_RAW_MOVES == 0)) {
+            return Err(bad(format!("invalid entry flags {f:#04x}")));
         }
         let key_only = cols[1].iter().filter(|&&f| f & FLAG_KEY_ONLY != 0).count();
         if cols[4].len() != 8 * key_only {
             return Err(bad("key column does not match the key-only entries".into()));
+        }
+        if let Some(&k) = cols[7].iter().find(|&&k| k > KIND_GENERAL) {
+            return Err(bad(format!("invalid move record kind {k}")));
         }
         Ok(BlockView {
             block_key,
@@ -381,7 +460,7 @@ impl<'a> BlockView<'a> {
                 .ok_or_else(|| self.bad(format!("position length of entry {i} unreadable")))? as usize;
             let stored = self
                 .b
-                .get(cur.b..cur.b + len)
+                .get(cur.b..cur.b.saturating_add(len))
                 .ok_or_else(|| self.bad(format!("position of entry {i} overruns section B")))?;
             if stored == coded {
                 let e = self.decode_at(i, &mut cur, codec, model)?;
@@ -398,6 +477,12 @@ impl<'a> BlockView<'a> {
         }
     }
 
+    fn kinds(&self, cur: &Cursor, n: usize, i: usize) -> Result<&'a [u8], Corruption> {
+        self.cols[7]
+            .get(cur.moves..cur.moves + n)
+            .ok_or_else(|| self.bad(format!("kind column too short at entry {i}")))
+    }
+
     /// Advances the cursor over entries `from..to` without decoding them.
     fn seek(&self, cur: &mut Cursor, from: usize, to: usize) -> Result<(), Corruption> {
         for i in from..to {
@@ -409,7 +494,15 @@ impl<'a> BlockView<'a> {
             } else {
                 let len = varint::get(self.cols[3], &mut cur.poslen)
                     .ok_or_else(|| self.bad(format!("position length of entry {i} unreadable")))?;
-                cur.b += len as usize;
+                cur.b = cur.b.saturating_add(len as usize);
+            }
+            if flags & FLAG_RAW_MOVES != 0 {
+                cur.raw_moves += n;
+            } else {
+                cur.idx_moves += n;
+            }
+            for &k in self.kinds(cur, n, i)? {
+                cur.count_values(k);
             }
             cur.moves += n;
             if flags & FLAG_POLYGLOT != 0 {
@@ -417,6 +510,22 @@ impl<'a> BlockView<'a> {
             }
         }
         Ok(())
+    }
+
+    fn next_value(&self, cur: &mut Cursor, c: usize, i: usize) -> Result<u64, Corruption> {
+        let col = self.cols[8 + c];
+        if cur.offs_at[c] < cur.vals[c] {
+            let gap = cur.vals[c] - cur.offs_at[c];
+            let rest = col.get(cur.offs[c]..).unwrap_or(&[]);
+            cur.offs[c] += varint::skip(rest, gap)
+                .ok_or_else(|| self.bad(format!("count column {c} too short")))?;
+            cur.offs_at[c] = cur.vals[c];
+        }
+        let v = varint::get(col, &mut cur.offs[c])
+            .ok_or_else(|| self.bad(format!("count column {c} unreadable at entry {i}")))?;
+        cur.vals[c] += 1;
+        cur.offs_at[c] = cur.vals[c];
+        Ok(v)
     }
 
     fn decode_at(
@@ -464,56 +573,74 @@ impl<'a> BlockView<'a> {
                 found: key,
             });
         }
-        let mv_col = self.cols[5];
-        if mv_col.len() < 2 * (cur.moves + n) {
-            return Err(self.bad(format!("move column too short at entry {i}")));
-        }
+        let codes: Vec<u16> = if flags & FLAG_RAW_MOVES != 0 {
+            let col = self.cols[6];
+            let bytes = col
+                .get(2 * cur.raw_moves..2 * (cur.raw_moves + n))
+                .ok_or_else(|| self.bad(format!("raw move column too short at entry {i}")))?;
+            cur.raw_moves += n;
+            bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()
+        } else {
+            let idx = self.cols[5]
+                .get(cur.idx_moves..cur.idx_moves + n)
+                .ok_or_else(|| self.bad(format!("move index column too short at entry {i}")))?;
+            cur.idx_moves += n;
+            let pos = pos.as_deref().unwrap_or_default();
+            codec
+                .unindex_moves(pos, idx)
+                .map_err(|reason| entry_err(format!("move indices invalid: {reason}")))?
+        };
         let pg = flags & FLAG_POLYGLOT != 0;
-        if pg && (self.cols[12].len() < 2 * (cur.pg + n) || self.cols[13].len() < 4 * (cur.pg + n)) {
+        if pg && (self.cols[14].len() < 2 * (cur.pg + n) || self.cols[15].len() < 4 * (cur.pg + n)) {
             return Err(self.bad(format!("polyglot columns too short at entry {i}")));
         }
-        if cur.counts_at < cur.moves {
-            let gap = cur.moves - cur.counts_at;
-            for c in 0..6 {
-                let col = &self.cols[6 + c][cur.counts[c].min(self.cols[6 + c].len())..];
-                cur.counts[c] += varint::skip(col, gap)
-                    .ok_or_else(|| self.bad(format!("count column {c} too short")))?;
-            }
-            cur.counts_at = cur.moves;
-        }
+        let kinds = self.kinds(cur, n, i)?;
         let mut moves = Vec::with_capacity(n);
-        for k in 0..n {
-            let mi = cur.moves + k;
-            let mut vals = [0u64; 6];
-            for (c, v) in vals.iter_mut().enumerate() {
-                *v = varint::get(self.cols[6 + c], &mut cur.counts[c])
-                    .ok_or_else(|| self.bad(format!("count column {c} unreadable at entry {i}")))?;
-            }
-            let polyglot = pg.then(|| {
-                let p = cur.pg + k;
-                PolyglotExtra {
-                    weight: u16::from_le_bytes([self.cols[12][2 * p], self.cols[12][2 * p + 1]]),
-                    learn: u32::from_le_bytes([
-                        self.cols[13][4 * p],
-                        self.cols[13][4 * p + 1],
-                        self.cols[13][4 * p + 2],
-                        self.cols[13][4 * p + 3],
-                    ]),
+        for (k, (&kind, &mv)) in kinds.iter().zip(&codes).enumerate() {
+            let mut rec = MoveRec {
+                mv,
+                ..Default::default()
+            };
+            match kind {
+                0..=7 => {
+                    match kind & 3 {
+                        0 => rec.white = 1,
+                        1 => rec.draws = 1,
+                        2 => rec.black = 1,
+                        _ => rec.unknown = 1,
+                    }
+                    if kind >= 4 {
+                        rec.rating_sum = self.next_value(cur, 4, i)?;
+                        rec.rating_count = 1;
+                    }
                 }
-            });
-            moves.push(MoveRec {
-                mv: u16::from_le_bytes([mv_col[2 * mi], mv_col[2 * mi + 1]]),
-                white: vals[0],
-                draws: vals[1],
-                black: vals[2],
-                unknown: vals[3],
-                rating_sum: vals[4],
-                rating_count: vals[5],
-                polyglot,
-            });
+                _ => {
+                    rec.white = self.next_value(cur, 0, i)?;
+                    rec.draws = self.next_value(cur, 1, i)?;
+                    rec.black = self.next_value(cur, 2, i)?;
+                    rec.unknown = self.next_value(cur, 3, i)?;
+                    rec.rating_sum = self.next_value(cur, 4, i)?;
+                    rec.rating_count = self.next_value(cur, 5, i)?;
+                }
+            }
+            if pg {
+                let p = cur.pg + k;
+                rec.polyglot = Some(PolyglotExtra {
+                    weight: u16::from_le_bytes([self.cols[14][2 * p], self.cols[14][2 * p + 1]]),
+                    learn: u32::from_le_bytes([
+                        self.cols[15][4 * p],
+                        self.cols[15][4 * p + 1],
+                        self.cols[15][4 * p + 2],
+                        self.cols[15][4 * p + 3],
+                    ]),
+                });
+            }
+            moves.push(rec);
+        }
+        if codes.len() != n {
+            return Err(entry_err("move count and moves differ".into()));
         }
         cur.moves += n;
-        cur.counts_at = cur.moves;
         if pg {
             cur.pg += n;
         }
@@ -524,10 +651,12 @@ impl<'a> BlockView<'a> {
         let ok = cur.nmoves == self.cols[2].len()
             && cur.poslen == self.cols[3].len()
             && cur.b == self.b.len()
-            && 2 * cur.moves == self.cols[5].len()
-            && (6..12).all(|c| cur.counts[c - 6] == self.cols[c].len())
-            && 2 * cur.pg == self.cols[12].len()
-            && 4 * cur.pg == self.cols[13].len();
+            && cur.idx_moves == self.cols[5].len()
+            && 2 * cur.raw_moves == self.cols[6].len()
+            && cur.moves == self.cols[7].len()
+            && (0..VARINT_COLS).all(|c| cur.offs[c] == self.cols[8 + c].len())
+            && 2 * cur.pg == self.cols[14].len()
+            && 4 * cur.pg == self.cols[15].len();
         if ok {
             Ok(())
         } else {
@@ -544,10 +673,28 @@ struct Cursor {
     b: usize,
     key_only: usize,
     moves: usize,
+    idx_moves: usize,
+    raw_moves: usize,
     pg: usize,
-    /// Byte offsets into the six varint count columns, valid for move index `counts_at`.
-    counts: [usize; 6],
-    counts_at: usize,
+    /// Values consumed so far in each varint count column.
+    vals: [usize; VARINT_COLS],
+    /// Byte offsets into the varint columns, valid after `offs_at` values.
+    offs: [usize; VARINT_COLS],
+    offs_at: [usize; VARINT_COLS],
+}
+
+impl Cursor {
+    fn count_values(&mut self, kind: u8) {
+        match kind {
+            0..=3 => {}
+            4..=7 => self.vals[4] += 1,
+            _ => {
+                for v in &mut self.vals {
+                    *v += 1;
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -599,7 +746,7 @@ mod tests {
     }
 
     fn seal_entries(entries: &[Entry], model: &dyn PositionModel, compress: bool) -> Vec<u8> {
-        let p = build_payload(entries, model).unwrap();
+        let p = build_payload(entries, &ChessCodec, model).unwrap();
         let mut c = zstd::bulk::Compressor::new(3).unwrap();
         seal(&p, 1, compress.then_some((&mut c, 0))).unwrap()
     }

@@ -411,7 +411,7 @@ pub struct BookWriter {
     model: Option<(u16, Arc<dyn PositionModel>, Vec<u8>)>,
     /// Entries of the block being filled, with their coded positions.
     pending: Vec<Entry>,
-    pending_coded: Vec<Vec<u8>>,
+    pending_coded: Vec<block::Prepared>,
     /// Exact section-B bytes of the pending entries.
     pending_b: usize,
     /// Running average of stored section-A bytes per entry, in 1/256 bytes.
@@ -524,7 +524,17 @@ impl BookWriter {
             let mut a_samples = Vec::with_capacity(chunks);
             for c in self.held_entries.chunks_exact(DICT_SAMPLE_ENTRIES) {
                 // Section A does not depend on the position model.
-                let p = block::build_payload_with(c, &mut |_, _, _| Ok(())).map_err(Error::Invalid)?;
+                let prepared: Vec<block::Prepared> = c
+                    .iter()
+                    .map(|e| {
+                        let moves: Vec<u16> = e.moves.iter().map(|m| m.mv).collect();
+                        block::Prepared {
+                            coded: Vec::new(),
+                            move_idx: e.pos.as_deref().and_then(|p| self.codec.index_moves(p, &moves)),
+                        }
+                    })
+                    .collect();
+                let p = block::build_payload_with(c, &prepared).map_err(Error::Invalid)?;
                 a_samples.push(p.a);
             }
             let refs: Vec<&[u8]> = a_samples.iter().map(Vec::as_slice).collect();
@@ -564,12 +574,9 @@ impl BookWriter {
     }
 
     fn add_to_block(&mut self, e: Entry) -> Result<()> {
-        let mut coded = Vec::new();
-        if let Some(p) = &e.pos {
-            self.model()?.encode(p, &mut coded).map_err(Error::Invalid)?;
-        }
+        let coded = block::prepare(&e, &*self.codec, &*self.model()?).map_err(Error::Invalid)?;
         let same_key = self.pending.last().is_some_and(|p| p.key == e.key);
-        let extra = coded.len() + 3 * e.moves.len().saturating_sub(1);
+        let extra = coded.coded.len() + 3 * e.moves.len().saturating_sub(1);
         if !same_key
             && !self.pending.is_empty()
             && self.estimate(self.pending.len() + 1, self.pending_b + extra) > self.limit()
@@ -608,12 +615,8 @@ impl BookWriter {
     }
 
     fn seal_prefix(&mut self, n: usize) -> Result<Vec<u8>> {
-        let coded = &self.pending_coded;
-        let payload = block::build_payload_with(&self.pending[..n], &mut |i, _, out| {
-            out.extend_from_slice(&coded[i]);
-            Ok(())
-        })
-        .map_err(Error::Invalid)?;
+        let payload = block::build_payload_with(&self.pending[..n], &self.pending_coded[..n])
+            .map_err(Error::Invalid)?;
         let model_id = self.model.as_ref().map_or(0, |(id, _, _)| *id);
         let (comp, id) = self
             .compressor
@@ -625,7 +628,7 @@ impl BookWriter {
 
     fn queue(&mut self, n: usize, sealed: Vec<u8>) -> Result<()> {
         let first = self.pending[0].key;
-        let b: usize = self.pending_coded[..n].iter().map(Vec::len).sum();
+        let b: usize = self.pending_coded[..n].iter().map(|p| p.coded.len()).sum();
         let a = sealed.len().saturating_sub(block::HEADER_LEN + b);
         let raw_a = block::BlockHeader::parse(first, &sealed).map_or(0, |h| h.raw_len as usize);
         self.meta.raw_bytes += (raw_a + b) as u64;
@@ -633,7 +636,7 @@ impl BookWriter {
         self.a_per_entry = (self.a_per_entry * 3 + a * 256 / n) / 4;
         self.pending.drain(..n);
         self.pending_coded.drain(..n);
-        self.pending_b = self.pending_coded.iter().map(Vec::len).sum();
+        self.pending_b = self.pending_coded.iter().map(|p| p.coded.len()).sum();
         self.meta.blocks += 1;
         self.meta.stored_bytes += sealed.len() as u64;
         self.batch_bytes += sealed.len();

@@ -22,6 +22,15 @@ pub trait PositionCodec: Send + Sync {
     fn train(&self, samples: &[&[u8]]) -> Result<Vec<u8>, String>;
     /// Loads a serialized model.
     fn load_model(&self, bytes: &[u8]) -> Result<std::sync::Arc<dyn PositionModel>, String>;
+    /// Maps the moves of a position to one-byte indices (e.g. ranks in its legal move list);
+    /// `None` if some move has no index (the moves are then stored as raw codes).
+    fn index_moves(&self, _pos: &[u8], _moves: &[u16]) -> Option<Vec<u8>> {
+        None
+    }
+    /// Inverse of [`PositionCodec::index_moves`].
+    fn unindex_moves(&self, _pos: &[u8], _idx: &[u8]) -> Result<Vec<u16>, String> {
+        Err("this codec does not index moves".into())
+    }
 }
 
 /// A storage transform of encoded positions (e.g. an entropy coder). Model id 0 is the identity.
