@@ -11,6 +11,11 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 use bookdb::chess::{PosState, to_hex};
+
+// Imports allocate many small buffers across threads; mimalloc handles that far better than
+// glibc's malloc (measured in docs/PERFORMANCE.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use bookdb::ops::{import, query, verify};
 use bookdb::store::Book;
 
@@ -39,6 +44,9 @@ enum Cmd {
         /// result and moves).
         #[arg(long)]
         dedupe: bool,
+        /// Count inputs again even if the book already lists them as imported.
+        #[arg(long)]
+        force: bool,
         /// Worker threads (default: all cores).
         #[arg(long)]
         jobs: Option<usize>,
@@ -94,6 +102,47 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Write the book as a Polyglot .bin (weights by `polyglot make-book`'s rule) or JSON lines.
+    Export {
+        #[arg(long)]
+        book: PathBuf,
+        /// polyglot or jsonl.
+        #[arg(long)]
+        format: bookdb::ops::polyglot::ExportFormat,
+        /// Output file, or - for stdout.
+        #[arg(long)]
+        out: String,
+        /// Leave out moves played in fewer games (polyglot -min-game; default 1).
+        #[arg(long)]
+        min_games: Option<u64>,
+        /// Leave out moves scoring below P percent for the mover (polyglot -min-score).
+        #[arg(long)]
+        min_score: Option<f64>,
+        /// Only positions with white to move (polyglot -only-white).
+        #[arg(long, conflicts_with = "only_black")]
+        only_white: bool,
+        /// Only positions with black to move (polyglot -only-black).
+        #[arg(long)]
+        only_black: bool,
+        /// Weight 1 for every move (polyglot -uniform).
+        #[arg(long)]
+        uniform: bool,
+        /// Print the summary as JSON (on stderr when --out is -).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Import Polyglot .bin books: positions are rebuilt by walking the books' moves.
+    ImportPolyglot {
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        #[arg(long)]
+        book: PathBuf,
+        #[arg(long)]
+        json: bool,
+        /// No warnings, no summary.
+        #[arg(long, short)]
+        quiet: bool,
+    },
 }
 
 /// Prints skipped games: the first few on stderr, all into the report file.
@@ -136,8 +185,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             max_ply,
             min_rating,
             dedupe,
-            jobs: _,
-            memory: _,
+            force,
+            jobs,
+            memory,
             block_bytes,
             report,
             json,
@@ -146,6 +196,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let opts = import::ImportOptions {
                 rules: bookdb::ops::pgn::CountRules { max_ply, min_rating },
                 dedupe,
+                force,
+                jobs: jobs.unwrap_or(0),
+                memory_mib: memory,
                 show_progress: !quiet && !json,
                 writer: bookdb::store::WriterOptions {
                     target_block_bytes: block_bytes,
@@ -158,6 +211,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if json {
                 println!("{}", serde_json::to_string(&summary)?);
             } else if !quiet {
+                for name in &summary.already_imported {
+                    println!("{name}: already imported into {}; skipped (use --force to count it again)", book.display());
+                }
+                if summary.resumed {
+                    println!("resumed an interrupted import from its last checkpoint");
+                }
                 println!(
                     "{} games read, {} imported, {} skipped{}",
                     summary.games_read,
@@ -263,6 +322,57 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             if !r.ok() {
                 return Ok(ExitCode::from(3));
+            }
+        }
+        Cmd::Export {
+            book,
+            format,
+            out,
+            min_games,
+            min_score,
+            only_white,
+            only_black,
+            uniform,
+            json,
+        } => {
+            use bookdb::ops::polyglot::{ExportFormat, OnlySide, PolyglotExportOptions};
+            let filtered = min_games.is_some() || min_score.is_some() || only_white || only_black || uniform;
+            if format == ExportFormat::Jsonl && filtered {
+                anyhow::bail!("--min-games, --min-score, --only-white, --only-black and --uniform apply to --format polyglot only");
+            }
+            let opts = PolyglotExportOptions {
+                min_games: min_games.unwrap_or(1),
+                min_score: min_score.unwrap_or(0.0),
+                only: if only_white {
+                    Some(OnlySide::White)
+                } else if only_black {
+                    Some(OnlySide::Black)
+                } else {
+                    None
+                },
+                uniform,
+            };
+            let s = bookdb::ops::polyglot::export(&book, format, &out, &opts)?;
+            let text = if json { serde_json::to_string(&s)? } else { s.to_string() };
+            if out == "-" {
+                eprintln!("{text}");
+            } else {
+                println!("{text}");
+            }
+        }
+        Cmd::ImportPolyglot { inputs, book, json, quiet } => {
+            let s = bookdb::ops::polyglot::import_polyglot(&book, &inputs, &Default::default())?;
+            if !quiet && !json {
+                for f in &s.files {
+                    for w in &f.warnings {
+                        eprintln!("warning: {}: {w}", f.file);
+                    }
+                }
+            }
+            if json {
+                println!("{}", serde_json::to_string(&s)?);
+            } else if !quiet {
+                println!("{s}");
             }
         }
     }

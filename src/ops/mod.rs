@@ -3,6 +3,7 @@
 pub mod import;
 pub mod input;
 pub mod pgn;
+pub mod polyglot;
 pub mod progress;
 pub mod query;
 pub mod verify;

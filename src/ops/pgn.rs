@@ -44,6 +44,8 @@ pub struct RawGame {
     /// White, Black, Date, Round, Event: the identity used by `--dedupe`.
     pub ident: Vec<u8>,
     pub sans: Vec<SanPlus>,
+    /// Set if the PGN of this game could not be parsed (the game is skipped).
+    pub error: Option<String>,
 }
 
 struct RawVisitor;
@@ -135,11 +137,22 @@ impl<R: Read> GameReader<R> {
         }
         let pending = self.reader.buffer().iter().filter(|&&b| b == b'\n').count() as u64;
         let line = 1 + self.newlines.get() - pending;
-        let game = self.reader.read_game(&mut RawVisitor)?;
-        Ok(game.map(|mut g| {
-            g.line = line;
-            g
-        }))
+        match self.reader.read_game(&mut RawVisitor) {
+            Ok(game) => Ok(game.map(|mut g| {
+                g.line = line;
+                g
+            })),
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                // The parser dropped the bad line; drop the rest of this game too.
+                self.reader.skip_game()?;
+                Ok(Some(RawGame {
+                    line,
+                    error: Some(e.to_string()),
+                    ..Default::default()
+                }))
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -151,6 +164,7 @@ pub enum SkipReason {
     IllegalMove { ply: usize, san: String },
     MinRating,
     Duplicate,
+    Unreadable(String),
 }
 
 impl SkipReason {
@@ -162,6 +176,7 @@ impl SkipReason {
             SkipReason::IllegalMove { .. } => "illegal-move",
             SkipReason::MinRating => "min-rating",
             SkipReason::Duplicate => "duplicate",
+            SkipReason::Unreadable(_) => "unreadable",
         }
     }
 }
@@ -178,6 +193,7 @@ impl std::fmt::Display for SkipReason {
             }
             SkipReason::MinRating => write!(f, "a player is rated below --min-rating or unrated"),
             SkipReason::Duplicate => write!(f, "duplicate of an earlier game (--dedupe)"),
+            SkipReason::Unreadable(e) => write!(f, "unreadable PGN: {e}"),
         }
     }
 }
@@ -216,6 +232,9 @@ fn is_standard_variant(v: &str) -> bool {
 
 /// Replays a game's mainline and collects the pairs it counts, or says why it is skipped.
 pub fn replay(g: &RawGame, rules: &CountRules) -> Result<CountedGame, SkipReason> {
+    if let Some(e) = &g.error {
+        return Err(SkipReason::Unreadable(e.clone()));
+    }
     if let Some(v) = &g.variant
         && !is_standard_variant(v)
     {
@@ -326,6 +345,19 @@ mod tests {
         let err = replay(&g[1], &RULES).unwrap_err();
         assert_eq!(err, SkipReason::IllegalMove { ply: 1, san: "e4".into() });
         assert_eq!(err.to_string(), "illegal or unreadable move 1...e4 (ply 2)");
+    }
+
+    #[test]
+    fn truncated_game_is_skipped() {
+        let pgn = "[Event \"a\"]\n[White \"unterminated\n[Black \"b\"]\n\n1. e4 *\n\n[Event \"c\"]\n\n1. d4 *\n\n[Event \"trunc";
+        let g = games(pgn);
+        assert_eq!(g.len(), 3, "{g:?}");
+        // pgn-reader ends a tag value at the line end; the game itself is fine.
+        assert_eq!(replay(&g[0], &RULES).unwrap().pairs.len(), 1);
+        assert_eq!(g[0].line, 1);
+        assert_eq!(replay(&g[1], &RULES).unwrap().pairs.len(), 1);
+        assert_eq!(g[1].line, 7);
+        assert_eq!(replay(&g[2], &RULES).unwrap_err().kind(), "unreadable");
     }
 
     #[test]

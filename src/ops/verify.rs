@@ -101,21 +101,54 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
                         e.key
                     ));
                 }
-                if *k == e.key {
-                    counted.collisions += 1;
-                }
             }
-            check_entry(block_key, i, e, &mut report);
-            if e.pos.is_some() {
-                counted.positions += 1;
-            } else {
-                counted.key_only += 1;
-            }
-            counted.pairs += e.moves.len() as u64;
+            check_entry(&format!("block {block_key:016x}, entry {i}"), e, &mut report);
             last = Some((e.key, e.pos.clone()));
         }
         Ok(())
     })?;
+    // The delta tier: checksums, decoding, order, legality.
+    let mut last: Option<(u64, Option<Vec<u8>>)> = None;
+    for item in book.delta_iter()? {
+        match item {
+            Ok(e) => {
+                counted.delta_entries += 1;
+                if let Some((k, p)) = &last
+                    && (k, p.as_deref()) >= (&e.key, e.pos.as_deref())
+                {
+                    report.problem(format!("delta tier: key {:016x} out of order", e.key));
+                }
+                check_entry(&format!("delta entry {:016x}", e.key), &e, &mut report);
+                last = Some((e.key, e.pos.clone()));
+            }
+            Err(err) => {
+                report.problem(err.to_string());
+                break;
+            }
+        }
+    }
+    // The merged view the book answers with: the counters describe it.
+    let mut last_key = None;
+    for item in book.iter()? {
+        match item {
+            Ok(e) => {
+                if e.pos.is_some() {
+                    counted.positions += 1;
+                } else {
+                    counted.key_only += 1;
+                }
+                counted.pairs += e.moves.len() as u64;
+                if last_key == Some(e.key) {
+                    counted.collisions += 1;
+                }
+                last_key = Some(e.key);
+            }
+            Err(err) => {
+                report.problem(err.to_string());
+                break;
+            }
+        }
+    }
     let meta = book.meta();
     counted.games = meta.games;
     if *meta != counted {
@@ -126,15 +159,8 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
     Ok(report)
 }
 
-fn check_entry(block_key: u64, index: usize, e: &Entry, report: &mut VerifyReport) {
-    let bad = |reason: String| {
-        Corruption::Entry {
-            block_key,
-            index,
-            reason,
-        }
-        .to_string()
-    };
+fn check_entry(place: &str, e: &Entry, report: &mut VerifyReport) {
+    let bad = |reason: String| format!("{place}: {reason}");
     if e.moves.is_empty() {
         report.problem(bad(format!("key {:016x} has no moves", e.key)));
     }

@@ -9,12 +9,16 @@ use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefiniti
 use serde::{Deserialize, Serialize};
 
 use super::block::{self, BlockView, Decompressors};
-use super::entry::Entry;
+use super::entry::{Entry, MergeIter};
 use super::{IdentityModel, PositionCodec, PositionModel};
 use crate::error::{Corruption, Error, Result};
 
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 pub const BLOCKS: TableDefinition<u64, &[u8]> = TableDefinition::new("blocks");
+/// The delta tier: (key, packed position; empty for key-only) → crc32 + move records.
+pub const DELTA: TableDefinition<(u64, &[u8]), &[u8]> = TableDefinition::new("delta");
+/// What was imported: input fingerprint → JSON record.
+pub const IMPORTS: TableDefinition<&str, &[u8]> = TableDefinition::new("imports");
 
 pub const MAGIC: &[u8] = b"bookdb";
 /// Book format version written by this build. See migrations/README.md.
@@ -46,6 +50,9 @@ pub struct BookMeta {
     pub raw_bytes: u64,
     /// Stored block bytes (headers + compressed payloads).
     pub stored_bytes: u64,
+    /// Entries in the delta tier (not yet folded into blocks).
+    #[serde(default)]
+    pub delta_entries: u64,
 }
 
 /// Options for writing blocks.
@@ -59,6 +66,8 @@ pub struct WriterOptions {
     pub dictionary: bool,
     /// Dictionary size in bytes.
     pub dictionary_bytes: usize,
+    /// Positions held in memory to train the position model (memory: ~150 bytes each).
+    pub model_sample: usize,
 }
 
 impl Default for WriterOptions {
@@ -68,6 +77,7 @@ impl Default for WriterOptions {
             level: 9,
             dictionary: true,
             dictionary_bytes: 16 * 1024,
+            model_sample: MODEL_SAMPLE,
         }
     }
 }
@@ -270,8 +280,36 @@ impl Book {
         f(k.value(), v.value()).map(Some)
     }
 
-    /// All entries with this key (more than one only on a key collision).
+    /// All entries with this key (more than one only on a key collision), blocks and delta
+    /// tier merged.
     pub fn get(&self, key: u64) -> Result<Vec<Entry>> {
+        let blocks = self.get_blocks(key)?;
+        let delta = self.delta_range(key)?;
+        if delta.is_empty() {
+            return Ok(blocks);
+        }
+        MergeIter::new(vec![
+            blocks.into_iter().map(Ok::<_, Error>),
+            delta.into_iter().map(Ok::<_, Error>),
+        ])
+        .collect()
+    }
+
+    /// The entry holding exactly this encoded position, blocks and delta tier merged.
+    pub fn lookup(&self, pos: &[u8]) -> Result<Option<Entry>> {
+        let key = self.codec.key(pos).map_err(Error::Invalid)?;
+        let from_blocks = self.lookup_blocks(pos)?;
+        match (from_blocks, self.delta_get(key, Some(pos))?) {
+            (Some(mut a), Some(b)) => {
+                a.merge(b);
+                Ok(Some(a))
+            }
+            (a, b) => Ok(a.or(b)),
+        }
+    }
+
+    /// Entries with this key in the blocks only.
+    pub fn get_blocks(&self, key: u64) -> Result<Vec<Entry>> {
         Ok(self
             .with_block(key, |block_key, bytes| {
                 let blk = block::open_block(block_key, bytes, &self.pool)?;
@@ -282,8 +320,8 @@ impl Book {
             .unwrap_or_default())
     }
 
-    /// The entry holding exactly this encoded position (decodes only that entry).
-    pub fn lookup(&self, pos: &[u8]) -> Result<Option<Entry>> {
+    /// The entry holding exactly this encoded position in the blocks (decodes only that entry).
+    pub fn lookup_blocks(&self, pos: &[u8]) -> Result<Option<Entry>> {
         let key = self.codec.key(pos).map_err(Error::Invalid)?;
         Ok(self
             .with_block(key, |block_key, bytes| {
@@ -297,8 +335,80 @@ impl Book {
             .flatten())
     }
 
-    /// Iterates all entries in (key, position) order, block by block.
-    pub fn iter(&self) -> Result<BookIter<'_>> {
+    /// The delta-tier entry with exactly this identity.
+    pub fn delta_get(&self, key: u64, pos: Option<&[u8]>) -> Result<Option<Entry>> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(DELTA) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let p = pos.unwrap_or_default();
+        match table.get((key, p))? {
+            Some(v) => Ok(Some(decode_delta(key, p, v.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Delta-tier entries with this key.
+    pub fn delta_range(&self, key: u64) -> Result<Vec<Entry>> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(DELTA) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let empty: &[u8] = &[];
+        let mut out = Vec::new();
+        for item in table.range((key, empty)..)? {
+            let (k, v) = item?;
+            let (k, p) = k.value();
+            if k != key {
+                break;
+            }
+            out.push(decode_delta(k, p, v.value())?);
+        }
+        Ok(out)
+    }
+
+    /// Iterates the delta tier in (key, position) order.
+    pub fn delta_iter(&self) -> Result<DeltaIter<'_>> {
+        Ok(DeltaIter {
+            book: self,
+            after: None,
+            buf: VecDeque::new(),
+            done: false,
+        })
+    }
+
+    /// Iterates all entries in (key, position) order: blocks and delta tier merged.
+    pub fn iter(&self) -> Result<MergeIter<Box<dyn Iterator<Item = Result<Entry>> + '_>, Error>> {
+        let blocks: Box<dyn Iterator<Item = Result<Entry>> + '_> = Box::new(self.iter_blocks()?);
+        if self.meta.delta_entries == 0 {
+            return Ok(MergeIter::new(vec![blocks]));
+        }
+        let delta: Box<dyn Iterator<Item = Result<Entry>> + '_> = Box::new(self.delta_iter()?);
+        Ok(MergeIter::new(vec![blocks, delta]))
+    }
+
+    /// The import records: input fingerprint → JSON.
+    pub fn imports(&self) -> Result<Vec<(String, Vec<u8>)>> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(IMPORTS) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut out = Vec::new();
+        for item in table.iter()? {
+            let (k, v) = item?;
+            out.push((k.value().to_string(), v.value().to_vec()));
+        }
+        Ok(out)
+    }
+
+    /// Iterates the blocks' entries in (key, position) order, block by block.
+    pub fn iter_blocks(&self) -> Result<BookIter<'_>> {
         let txn = self.db.begin_read()?;
         let table = match txn.open_table(BLOCKS) {
             Ok(t) => Some(t),
@@ -396,6 +506,96 @@ impl Iterator for BookIter<'_> {
     }
 }
 
+/// Encodes a delta-tier value: crc32 over key, position and records, then the records.
+pub fn encode_delta(e: &Entry) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(16 + 12 * e.moves.len());
+    super::record::encode_moves(&e.moves, &mut payload);
+    let mut h = crc32fast::Hasher::new();
+    h.update(&e.key.to_le_bytes());
+    h.update(e.pos.as_deref().unwrap_or_default());
+    h.update(&payload);
+    let mut out = h.finalize().to_le_bytes().to_vec();
+    out.extend_from_slice(&payload);
+    out
+}
+
+pub fn decode_delta(key: u64, pos: &[u8], value: &[u8]) -> Result<Entry, Corruption> {
+    let bad = |reason: String| Corruption::Delta(format!("entry {key:016x}: {reason}"));
+    if value.len() < 4 {
+        return Err(bad("value shorter than its checksum".into()));
+    }
+    let expected = u32::from_le_bytes([value[0], value[1], value[2], value[3]]);
+    let mut h = crc32fast::Hasher::new();
+    h.update(&key.to_le_bytes());
+    h.update(pos);
+    h.update(&value[4..]);
+    let found = h.finalize();
+    if found != expected {
+        return Err(bad(format!("checksum mismatch (stored {expected:08x}, computed {found:08x})")));
+    }
+    let mut at = 4;
+    let moves = super::record::decode_moves(value, &mut at)
+        .filter(|_| at == value.len())
+        .ok_or_else(|| bad("move records undecodable".into()))?;
+    Ok(Entry {
+        key,
+        pos: (!pos.is_empty()).then(|| pos.to_vec()),
+        moves,
+    })
+}
+
+/// Iterator over the delta tier, reading it in chunks.
+pub struct DeltaIter<'a> {
+    book: &'a Book,
+    after: Option<(u64, Vec<u8>)>,
+    buf: VecDeque<Entry>,
+    done: bool,
+}
+
+impl DeltaIter<'_> {
+    fn fill(&mut self) -> Result<()> {
+        let txn = self.book.db.begin_read()?;
+        let table = match txn.open_table(DELTA) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => {
+                self.done = true;
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let range = match &self.after {
+            None => table.range::<(u64, &[u8])>(..)?,
+            Some((k, p)) => table.range::<(u64, &[u8])>((
+                std::ops::Bound::Excluded((*k, p.as_slice())),
+                std::ops::Bound::Unbounded,
+            ))?,
+        };
+        for item in range.take(4096) {
+            let (k, v) = item?;
+            let (key, pos) = k.value();
+            self.buf.push_back(decode_delta(key, pos, v.value())?);
+        }
+        match self.buf.back() {
+            Some(e) => self.after = Some((e.key, e.pos.clone().unwrap_or_default())),
+            None => self.done = true,
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for DeltaIter<'_> {
+    type Item = Result<Entry>;
+    fn next(&mut self) -> Option<Result<Entry>> {
+        if self.buf.is_empty() && !self.done
+            && let Err(e) = self.fill()
+        {
+            self.done = true;
+            return Some(Err(e));
+        }
+        self.buf.pop_front().map(Ok)
+    }
+}
+
 /// Writes a new book file from entries given in (key, position) order. The file appears at its
 /// final path only when [`BookWriter::finish`] succeeds (temporary file, fsync, rename).
 pub struct BookWriter {
@@ -422,6 +622,7 @@ pub struct BookWriter {
     /// Sealed blocks not yet committed.
     batch: Vec<(u64, Vec<u8>)>,
     batch_bytes: usize,
+    imports: Vec<(String, Vec<u8>)>,
 }
 
 /// Blocks are committed in transactions of about this many bytes.
@@ -430,6 +631,8 @@ const COMMIT_BYTES: usize = 64 << 20;
 /// key order, which is a uniformly random order of positions, so the first ones are a fair
 /// sample.
 const MODEL_SAMPLE: usize = 200_000;
+/// Entries prepared together on all cores.
+const PREPARE_BATCH: usize = 16_384;
 /// Entries per dictionary training sample.
 const DICT_SAMPLE_ENTRIES: usize = 256;
 /// A redb leaf page holding one block value has this much room for it (4 KiB page minus the
@@ -469,7 +672,13 @@ impl BookWriter {
             last: None,
             batch: Vec::new(),
             batch_bytes: 0,
+            imports: Vec::new(),
         })
+    }
+
+    /// Import records to store in the new book (input fingerprint → JSON).
+    pub fn add_imports(&mut self, records: impl IntoIterator<Item = (String, Vec<u8>)>) {
+        self.imports.extend(records);
     }
 
     /// Adds the next entry; it must sort after the previous one (equal identities are an error).
@@ -500,12 +709,56 @@ impl BookWriter {
         if self.model.is_none() {
             self.held_positions += usize::from(e.pos.is_some());
             self.held_entries.push(e);
-            if self.held_positions >= MODEL_SAMPLE {
+            if self.held_positions >= self.opts.model_sample.max(1) {
                 self.train()?;
             }
             return Ok(());
         }
-        self.add_to_block(e)
+        self.held_entries.push(e);
+        if self.held_entries.len() >= PREPARE_BATCH {
+            self.drain_held()?;
+        }
+        Ok(())
+    }
+
+    /// Prepares entries (position coding, move indexing) on all cores.
+    fn prepare_parallel(&self, entries: &[Entry]) -> Result<Vec<block::Prepared>> {
+        let model = self.model()?;
+        let codec = &*self.codec;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+        let chunk = entries.len().div_ceil(threads).max(1);
+        let parts: Vec<Result<Vec<block::Prepared>, String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = entries
+                .chunks(chunk)
+                .map(|c| {
+                    let model = model.clone();
+                    s.spawn(move || {
+                        c.iter()
+                            .map(|e| block::prepare(e, codec, &*model))
+                            .collect::<Result<Vec<_>, String>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err("prepare thread panicked".into())))
+                .collect()
+        });
+        let mut out = Vec::with_capacity(entries.len());
+        for p in parts {
+            out.extend(p.map_err(Error::Invalid)?);
+        }
+        Ok(out)
+    }
+
+    /// Prepares and writes out the held entries.
+    fn drain_held(&mut self) -> Result<()> {
+        let entries = std::mem::take(&mut self.held_entries);
+        let prepared = self.prepare_parallel(&entries)?;
+        for (e, p) in entries.into_iter().zip(prepared) {
+            self.add_prepared(e, p)?;
+        }
+        Ok(())
     }
 
     /// Trains the position model and the section-A dictionary on the held entries, then
@@ -518,23 +771,18 @@ impl BookWriter {
             .collect();
         let bytes = self.codec.train(&samples).map_err(Error::Invalid)?;
         let model = self.codec.load_model(&bytes).map_err(Error::Invalid)?;
+        self.model = Some((1, model, bytes));
+        let prepared = self.prepare_parallel(&self.held_entries)?;
         let mut dict = None;
         let chunks = self.held_entries.len() / DICT_SAMPLE_ENTRIES;
         if self.opts.dictionary && chunks >= 64 {
             let mut a_samples = Vec::with_capacity(chunks);
-            for c in self.held_entries.chunks_exact(DICT_SAMPLE_ENTRIES) {
-                // Section A does not depend on the position model.
-                let prepared: Vec<block::Prepared> = c
-                    .iter()
-                    .map(|e| {
-                        let moves: Vec<u16> = e.moves.iter().map(|m| m.mv).collect();
-                        block::Prepared {
-                            coded: Vec::new(),
-                            move_idx: e.pos.as_deref().and_then(|p| self.codec.index_moves(p, &moves)),
-                        }
-                    })
-                    .collect();
-                let p = block::build_payload_with(c, &prepared).map_err(Error::Invalid)?;
+            for (c, p) in self
+                .held_entries
+                .chunks_exact(DICT_SAMPLE_ENTRIES)
+                .zip(prepared.chunks_exact(DICT_SAMPLE_ENTRIES))
+            {
+                let p = block::build_payload_with(c, p).map_err(Error::Invalid)?;
                 a_samples.push(p.a);
             }
             let refs: Vec<&[u8]> = a_samples.iter().map(Vec::as_slice).collect();
@@ -547,9 +795,8 @@ impl BookWriter {
         .map_err(|e| Error::io("starting zstd", e))?;
         self.compressor = Some((comp, if dict.is_some() { 1 } else { 0 }));
         self.dictionary = dict;
-        self.model = Some((1, model, bytes));
-        for e in std::mem::take(&mut self.held_entries) {
-            self.add_to_block(e)?;
+        for (e, p) in std::mem::take(&mut self.held_entries).into_iter().zip(prepared) {
+            self.add_prepared(e, p)?;
         }
         Ok(())
     }
@@ -573,8 +820,7 @@ impl BookWriter {
         block::HEADER_LEN + b + entries * self.a_per_entry / 256
     }
 
-    fn add_to_block(&mut self, e: Entry) -> Result<()> {
-        let coded = block::prepare(&e, &*self.codec, &*self.model()?).map_err(Error::Invalid)?;
+    fn add_prepared(&mut self, e: Entry, coded: block::Prepared) -> Result<()> {
         let same_key = self.pending.last().is_some_and(|p| p.key == e.key);
         let extra = coded.coded.len() + 3 * e.moves.len().saturating_sub(1);
         if !same_key
@@ -668,6 +914,7 @@ impl BookWriter {
         if self.model.is_none() {
             self.train()?;
         }
+        self.drain_held()?;
         self.flush_block()?;
         let db = self.db.take().ok_or_else(|| Error::Invalid("writer closed".into()))?;
         let res = (|| -> Result<()> {
@@ -689,16 +936,26 @@ impl BookWriter {
                 if let Some((id, _, bytes)) = &self.model {
                     m.insert(format!("{META_MODEL_PREFIX}{id}").as_str(), bytes.as_slice())?;
                 }
+                let mut imp = txn.open_table(IMPORTS)?;
+                for (k, v) in &self.imports {
+                    imp.insert(k.as_str(), v.as_slice())?;
+                }
+                // The delta table always exists, so readers can tell an empty tier.
+                txn.open_table(DELTA)?;
             }
             txn.commit()?;
             Ok(())
         })();
         let mut db = db;
         // Return space the allocator reserved but the book does not use.
+        let t = std::time::Instant::now();
         let res = res.and_then(|()| {
             while db.compact()? {}
             Ok(())
         });
+        if std::env::var_os("BOOKDB_TRACE").is_some() {
+            eprintln!("trace: compact {:.2}s", t.elapsed().as_secs_f64());
+        }
         drop(db);
         if let Err(e) = res {
             let _ = std::fs::remove_file(&self.tmp_path);
@@ -724,4 +981,110 @@ impl Drop for BookWriter {
             let _ = std::fs::remove_file(&self.tmp_path);
         }
     }
+}
+
+/// A planned change to the delta tier: the merged values to write and the counters after it.
+#[derive(Debug, Default)]
+pub struct DeltaPlan {
+    pub values: Vec<Entry>,
+    pub meta: BookMeta,
+    pub imports: Vec<(String, Vec<u8>)>,
+}
+
+/// Computes, with read-only lookups, what adding `new` (sorted by identity) to the book's
+/// delta tier changes.
+pub fn plan_delta(book: &Book, new: Vec<Entry>, games: u64) -> Result<DeltaPlan> {
+    let mut meta = book.meta().clone();
+    meta.games += games;
+    let mut values = Vec::with_capacity(new.len());
+    let mut prev_key: Option<u64> = None;
+    for e in new {
+        let in_blocks = match &e.pos {
+            Some(p) => book.lookup_blocks(p)?,
+            None => book.get_blocks(e.key)?.into_iter().find(|x| x.pos.is_none()),
+        };
+        let in_delta = book.delta_get(e.key, e.pos.as_deref())?;
+        let old_pairs = match (&in_blocks, &in_delta) {
+            (None, None) => None,
+            (a, b) => {
+                let mut m = a.clone().or_else(|| b.clone()).unwrap_or_default();
+                if let (Some(_), Some(b)) = (a, b) {
+                    m.merge(b.clone());
+                }
+                Some(m)
+            }
+        };
+        let mut merged = old_pairs.clone().unwrap_or_else(|| Entry {
+            key: e.key,
+            pos: e.pos.clone(),
+            moves: Vec::new(),
+        });
+        merged.merge(e.clone());
+        let old_len = old_pairs.as_ref().map_or(0, |o| o.moves.len());
+        meta.pairs += (merged.moves.len() - old_len) as u64;
+        if old_pairs.is_none() {
+            if e.pos.is_some() {
+                meta.positions += 1;
+            } else {
+                meta.key_only += 1;
+            }
+            let key_taken = prev_key == Some(e.key) || !book.get(e.key)?.is_empty();
+            if key_taken {
+                meta.collisions += 1;
+            }
+        }
+        prev_key = Some(e.key);
+        let mut value = in_delta.clone().unwrap_or_else(|| Entry {
+            key: e.key,
+            pos: e.pos.clone(),
+            moves: Vec::new(),
+        });
+        if in_delta.is_none() {
+            meta.delta_entries += 1;
+        }
+        value.merge(e);
+        values.push(value);
+    }
+    Ok(DeltaPlan {
+        values,
+        meta,
+        imports: Vec::new(),
+    })
+}
+
+/// Why a delta commit could not happen.
+#[derive(Debug)]
+pub enum DeltaCommitError {
+    /// Another process has the book open; the caller may rewrite the file instead.
+    Busy,
+    Other(Error),
+}
+
+/// Writes a delta plan in one durable transaction.
+pub fn commit_delta(path: &Path, plan: &DeltaPlan) -> Result<(), DeltaCommitError> {
+    let db = match redb::Database::open(path) {
+        Ok(db) => db,
+        Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(DeltaCommitError::Busy),
+        Err(e) => return Err(DeltaCommitError::Other(e.into())),
+    };
+    let run = || -> Result<()> {
+        let txn = db.begin_write()?;
+        {
+            let mut d = txn.open_table(DELTA)?;
+            for e in &plan.values {
+                let v = encode_delta(e);
+                d.insert((e.key, e.pos.as_deref().unwrap_or_default()), v.as_slice())?;
+            }
+            let mut imp = txn.open_table(IMPORTS)?;
+            for (k, v) in &plan.imports {
+                imp.insert(k.as_str(), v.as_slice())?;
+            }
+            let mut m = txn.open_table(META)?;
+            let counters = serde_json::to_vec(&plan.meta).map_err(|e| Error::Invalid(e.to_string()))?;
+            m.insert(META_COUNTERS, counters.as_slice())?;
+        }
+        txn.commit()?;
+        Ok(())
+    };
+    run().map_err(DeltaCommitError::Other)
 }

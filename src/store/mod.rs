@@ -5,6 +5,8 @@
 pub mod block;
 pub mod book;
 pub mod entry;
+pub mod record;
+pub mod run;
 pub mod varint;
 
 pub use block::{BlockHeader, BlockView, Compression};
