@@ -143,6 +143,30 @@ enum Cmd {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Merge books (statistics add up) into a new book.
+    Merge {
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rewrite a book: fold the delta tier into blocks, prune, return space.
+    Compact {
+        #[arg(long)]
+        book: PathBuf,
+        /// Drop moves played in fewer than N games (Polyglot-only moves are kept).
+        #[arg(long)]
+        min_games: Option<u64>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Bring a book to the current format version.
+    Migrate {
+        #[arg(long)]
+        book: PathBuf,
+    },
 }
 
 /// Prints skipped games: the first few on stderr, all into the report file.
@@ -374,6 +398,49 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else if !quiet {
                 println!("{s}");
             }
+        }
+        Cmd::Merge { inputs, out, json } => {
+            let s = bookdb::ops::rewrite::merge(&inputs, &out, &Default::default())?;
+            if json {
+                println!("{}", serde_json::to_string(&s)?);
+            } else {
+                for fp in &s.overlapping_imports {
+                    eprintln!("warning: input with fingerprint {fp} was imported into more than one of the merged books; its games are counted more than once");
+                }
+                println!(
+                    "merged {} book(s) into {}: {} positions, {} pairs, {} games, {} bytes in {:.2}s",
+                    s.inputs.len(),
+                    s.output,
+                    s.book.positions,
+                    s.book.pairs,
+                    s.book.games,
+                    s.output_bytes,
+                    s.elapsed_secs
+                );
+            }
+        }
+        Cmd::Compact { book, min_games, json } => {
+            let s = bookdb::ops::rewrite::compact(&book, min_games, &Default::default())?;
+            if json {
+                println!("{}", serde_json::to_string(&s)?);
+            } else {
+                println!(
+                    "{}: {} -> {} bytes ({:+.1}%); {} positions, {} pairs; pruned {} moves, {} positions; delta tier folded ({} entries) in {:.2}s",
+                    s.book,
+                    s.bytes_before,
+                    s.bytes_after,
+                    100.0 * (s.bytes_after as f64 - s.bytes_before as f64) / s.bytes_before.max(1) as f64,
+                    s.after.positions,
+                    s.after.pairs,
+                    s.moves_pruned,
+                    s.positions_pruned,
+                    s.before.delta_entries,
+                    s.elapsed_secs
+                );
+            }
+        }
+        Cmd::Migrate { book } => {
+            println!("{}", bookdb::ops::rewrite::migrate(&book)?);
         }
     }
     Ok(ExitCode::SUCCESS)

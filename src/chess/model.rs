@@ -2,7 +2,7 @@
 //! frequency table chosen by the square and the contents of its neighbours below and to the
 //! left (already coded), then the side to move, castling rights and en-passant file. Tables are
 //! trained from the book's own positions (a random sample, since books are in key order) and
-//! stored in the book (docs/FORMAT.md §5). Every table gives every symbol a non-zero frequency,
+//! stored in the book (docs/FORMAT.md §6). Every table gives every symbol a non-zero frequency,
 //! so any position can be coded with any model.
 
 use super::packed::{PLANES, PosState};
@@ -115,7 +115,7 @@ impl ChessModel {
     }
 
     /// Serialized form: version, TOTAL_BITS, then every table's frequencies as u16 LE,
-    /// zstd-compressed (docs/FORMAT.md §5).
+    /// zstd-compressed (docs/FORMAT.md §6).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut raw = vec![MODEL_VERSION, TOTAL_BITS as u8];
         for (cum, stride) in [

@@ -1165,7 +1165,7 @@ fn apply(
             for e in MergeIter::new(open_runs()?) {
                 new.push(e?);
             }
-            let mut plan = book::plan_delta(book, new, games)?;
+            let mut plan = book::plan_delta(book, new.clone(), games)?;
             plan.imports = records.clone();
             let path = book.path().to_path_buf();
             drop(old);
@@ -1174,7 +1174,9 @@ fn apply(
                 Err(DeltaCommitError::Busy) => {}
                 Err(DeltaCommitError::Other(e)) => return Err(e),
             }
-            return rewrite(book_path, Some(Book::open(book_path, crate::chess_codec())?), open_runs()?, games, records, writer_opts);
+            // Another process holds the book open: write a new file instead.
+            let fresh: Vec<EntryStream<'static>> = vec![Box::new(new.into_iter().map(Ok))];
+            return rewrite(book_path, Some(Book::open(book_path, crate::chess_codec())?), fresh, games, records, writer_opts);
         }
     }
     rewrite(book_path, old, open_runs()?, games, records, writer_opts)

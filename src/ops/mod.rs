@@ -6,4 +6,5 @@ pub mod pgn;
 pub mod polyglot;
 pub mod progress;
 pub mod query;
+pub mod rewrite;
 pub mod verify;

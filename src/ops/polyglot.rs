@@ -209,8 +209,13 @@ pub fn code_to_pg(code: MoveCode, state: &PosState) -> u16 {
 /// king-takes-rook (standard) and as the king's two-square move (`e1g1`, as Fox and many lichess
 /// books write it); the flag tells the latter.
 pub fn pg_to_legal(pos: &Chess, pg: u16) -> Option<(Move, bool)> {
+    pg_in_moves(&pos.legal_moves(), pg)
+}
+
+/// [`pg_to_legal`] against a precomputed list of legal moves.
+fn pg_in_moves(legal: &[Move], pg: u16) -> Option<(Move, bool)> {
     let (from, to, promotion) = pg_decode(pg)?;
-    for m in pos.legal_moves() {
+    for &m in legal {
         match m {
             Move::Castle { king, rook } => {
                 if promotion.is_none() && from == king {
@@ -544,8 +549,9 @@ fn place_file(
         // code -> (weight, learn)
         let mut moves: Vec<MoveRec> = Vec::with_capacity(km.moves.len());
         let mut children: Vec<Chess> = Vec::new();
+        let legal = pos.legal_moves();
         for (i, &(pg, weight, learn)) in km.moves.iter().enumerate() {
-            let Some((m, two_square)) = pg_to_legal(&pos, pg) else { continue };
+            let Some((m, two_square)) = pg_in_moves(&legal, pg) else { continue };
             let code = encode_move(&m);
             if let Some(rec) = moves.iter_mut().find(|r| r.mv == code) {
                 // e1g1 and e1h1 both listed: one move in two encodings.

@@ -37,21 +37,12 @@ const MAX_PROBLEMS: usize = 200;
 /// recompute to the stored ones, global order, positions legal, moves legal, meta counters.
 pub fn verify(path: &Path) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
-    // redb's own page checksums and tree structure (needs a writable handle).
-    match redb::Database::open(path) {
-        Ok(mut db) => match db.check_integrity() {
-            Ok(true) => {}
-            Ok(false) => report.problem("redb integrity check repaired the file (it was not cleanly closed or was damaged)"),
-            Err(e) => report.problem(format!("redb integrity check failed: {e}")),
-        },
-        Err(redb::DatabaseError::DatabaseAlreadyOpen) => {}
-        Err(e) => {
-            if !path.exists() {
-                return Err(Error::BookNotFound { path: path.to_path_buf() });
-            }
-            report.problem(format!("redb cannot open the file: {e}"));
-            return Ok(report);
-        }
+    // Verify never writes: redb's own repair-capable check needs a writable handle and may
+    // change the file, so the checks below read everything through a read-only handle.
+    if !path.exists() {
+        return Err(Error::BookNotFound {
+            path: path.to_path_buf(),
+        });
     }
     let book = Book::open(path, crate::chess_codec())?;
     let mut counted = BookMeta::default();
@@ -119,6 +110,16 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
                     report.problem(format!("delta tier: key {:016x} out of order", e.key));
                 }
                 check_entry(&format!("delta entry {:016x}", e.key), &e, &mut report);
+                if let Some(p) = &e.pos {
+                    match book.codec().key(p) {
+                        Ok(k) if k == e.key => {}
+                        Ok(k) => report.problem(format!(
+                            "delta entry {:016x}: its position's key is {k:016x}",
+                            e.key
+                        )),
+                        Err(err) => report.problem(format!("delta entry {:016x}: {err}", e.key)),
+                    }
+                }
                 last = Some((e.key, e.pos.clone()));
             }
             Err(err) => {

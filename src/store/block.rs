@@ -1,5 +1,5 @@
 //! Value blocks: a 24-byte header, section A (zstd-compressed columns) and section B (positions
-//! coded by the book's position model), entries sorted by (key, position). Byte maps are in docs/FORMAT.md §3.
+//! coded by the book's position model), entries sorted by (key, position). Byte maps are in docs/FORMAT.md §5.
 
 use super::entry::{Entry, MoveRec, PolyglotExtra};
 use super::{PositionCodec, PositionModel, varint};

@@ -160,7 +160,10 @@ impl Book {
             });
         }
         let db = redb::ReadOnlyDatabase::open(path).map_err(|e| match e {
-            redb::DatabaseError::Storage(redb::StorageError::Io(io)) => {
+            redb::DatabaseError::Storage(redb::StorageError::Io(io))
+                if io.kind() != std::io::ErrorKind::InvalidData
+                    && io.kind() != std::io::ErrorKind::UnexpectedEof =>
+            {
                 Error::io(format!("opening {}", path.display()), io)
             }
             other => not_a_book(path, format!("not a redb database: {other}")),

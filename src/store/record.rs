@@ -1,5 +1,5 @@
 //! The uncompressed record encoding of an entry's moves, shared by the delta tier and the
-//! sorted runs of the import pipeline (docs/FORMAT.md §4).
+//! sorted runs of the import pipeline (docs/FORMAT.md §7).
 //!
 //! moves := count:varint, then per move: code:u16 LE, flags:u8 (bit 0: polyglot fields follow),
 //! white, draws, black, unknown, rating_sum, rating_count: varint each, [weight:u16 LE, learn:u32 LE].

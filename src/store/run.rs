@@ -1,4 +1,4 @@
-//! Sorted runs: the import pipeline's spill files (docs/FORMAT.md §6). A run is a zstd stream
+//! Sorted runs: the import pipeline's spill files (docs/FORMAT.md §8). A run is a zstd stream
 //! (with zstd's content checksum) of: magic `BDBRUN01`, frames `len:u32 LE, entry` in strictly
 //! increasing (key, position) order, an end frame `len = 0`, the entry count (u64 LE) and a
 //! crc32 of all frame bytes (u32 LE). A run only counts once it has been fsynced and renamed

@@ -1,0 +1,175 @@
+//! The command-line contract: pack vectors, probe/dump shapes, errors and exit codes, and
+//! detection of damage.
+
+mod common;
+use common::*;
+
+use std::path::Path;
+
+const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+
+#[test]
+fn pack_matches_design_vectors() {
+    assert_eq!(
+        ok(&["pack", "--fen", START]).trim(),
+        "463b96181691fc9c 170 fe09eb6095a609ceb04eeec12fa609cb6095fe09e780"
+    );
+    assert_eq!(
+        ok(&["pack", "--fen", "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3"]).trim(),
+        "22a48b5a8e47ff78 173 fe09eb6095a609ceb10eee192fa621cb6095fe09e7e8"
+    );
+    let pinned = ok(&["pack", "--fen", "8/8/8/KPp4r/8/8/8/4k3 w - c6 0 2"]);
+    assert!(pinned.starts_with("3d665cc1f5da1059 "), "{pinned}");
+    let bad = run(&["pack", "--fen", "not a fen"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid FEN"));
+}
+
+fn sample_book(dir: &Path) -> std::path::PathBuf {
+    let book = dir.join("s.book");
+    let pgn = copy_in(&sample_pgn(), dir);
+    ok(&["import", pgn.to_str().unwrap(), "--book", book.to_str().unwrap(), "--max-ply", "20", "--quiet"]);
+    book
+}
+
+#[test]
+fn probe_and_dump_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = sample_book(dir.path());
+    let b = book.to_str().unwrap();
+    let j = json(&["probe", "--book", b, "--json"]);
+    assert_eq!(j["key"], "463b96181691fc9c");
+    assert_eq!(j["fen"], "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq -");
+    let moves = j["moves"].as_array().unwrap();
+    let total: u64 = moves.iter().map(|m| m["games"].as_u64().unwrap()).sum();
+    assert_eq!(total, 200, "every sample game starts from the start position");
+    for m in moves {
+        let sum: u64 = ["white", "draws", "black", "unknown"].iter().map(|k| m[k].as_u64().unwrap()).sum();
+        assert_eq!(sum, m["games"].as_u64().unwrap());
+        assert!(m["uci"].as_str().unwrap().len() >= 4);
+    }
+    // --moves in SAN and UCI reach the same position.
+    let a = json(&["probe", "--book", b, "--moves", "e4 e5 Nf3", "--json"]);
+    let c = json(&["probe", "--book", b, "--moves", "e2e4 e7e5 g1f3", "--json"]);
+    assert_eq!(a, c);
+    assert_eq!(a["fen"], "rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq -");
+    let table = ok(&["probe", "--book", b, "--moves", "1. e4 e5"]);
+    assert!(table.contains("Nf3"), "{table}");
+    // dump: one JSON object per line, ascending keys, the documented fields.
+    let d = dump(&book);
+    let mut last = String::new();
+    let mut n = 0;
+    for line in d.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let k = v["key"].as_str().unwrap().to_string();
+        assert_eq!(k.len(), 16);
+        assert!(k > last, "keys ascend");
+        assert_eq!(v["fen"].as_str().unwrap().split(' ').count(), 4);
+        last = k;
+        n += 1;
+    }
+    let st = json(&["stats", "--book", b, "--json"]);
+    assert_eq!(st["positions"].as_u64().unwrap(), n);
+    assert_eq!(st["games"].as_u64().unwrap(), 200);
+    assert!(st["bytes_per_pair"].as_f64().unwrap() > 0.0);
+    let bad = run(&["probe", "--book", b, "--moves", "e4 e4"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not legal"));
+}
+
+#[test]
+fn not_a_book_and_missing_book() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("page.html");
+    std::fs::write(&html, "<html><body>not a book</body></html>").unwrap();
+    for cmd in ["probe", "stats", "verify", "dump"] {
+        let out = run(&[cmd, "--book", html.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(4), "{cmd}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("not a bookdb book"));
+    }
+    // A redb file that is not a book.
+    let other = dir.path().join("other.redb");
+    {
+        let db = redb::Database::create(&other).unwrap();
+        let t = db.begin_write().unwrap();
+        {
+            let def: redb::TableDefinition<u64, u64> = redb::TableDefinition::new("x");
+            t.open_table(def).unwrap().insert(1, 2).unwrap();
+        }
+        t.commit().unwrap();
+    }
+    let out = run(&["stats", "--book", other.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(4));
+    let missing = run(&["stats", "--book", dir.path().join("nope.book").to_str().unwrap()]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("not found"));
+}
+
+#[test]
+fn unknown_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = sample_book(dir.path());
+    {
+        let db = redb::Database::open(&book).unwrap();
+        let t = db.begin_write().unwrap();
+        {
+            let def: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
+            t.open_table(def).unwrap().insert("format_version", 99u32.to_le_bytes().as_slice()).unwrap();
+        }
+        t.commit().unwrap();
+    }
+    let out = run(&["probe", "--book", book.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("version 99") && err.contains("migrate"), "{err}");
+}
+
+/// Flips one byte inside a stored block: verify must fail and reads must error, never answer
+/// with wrong statistics.
+#[test]
+fn flipped_byte_in_a_block_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = sample_book(dir.path());
+    let before = dump(&book);
+    let def: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("blocks");
+    let keys: Vec<u64> = {
+        use redb::{ReadableDatabase, ReadableTable};
+        let db = redb::ReadOnlyDatabase::open(&book).unwrap();
+        let t = db.begin_read().unwrap().open_table(def).unwrap();
+        t.iter().unwrap().map(|r| r.unwrap().0.value()).collect()
+    };
+    assert!(!keys.is_empty());
+    for (n, &k) in keys.iter().enumerate().take(6) {
+        let copy = dir.path().join(format!("flip{n}.book"));
+        std::fs::copy(&book, &copy).unwrap();
+        {
+            use redb::ReadableTable;
+            let db = redb::Database::open(&copy).unwrap();
+            let t = db.begin_write().unwrap();
+            {
+                let mut table = t.open_table(def).unwrap();
+                let mut v = table.get(k).unwrap().unwrap().value().to_vec();
+                let at = (n * 97 + 30) % v.len();
+                v[at] ^= 0x5a;
+                table.insert(k, v.as_slice()).unwrap();
+            }
+            t.commit().unwrap();
+        }
+        let out = run(&["verify", "--book", copy.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(3), "flip in block {k:016x} not reported");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("{k:016x}")), "report names the block: {err}");
+        let d = run(&["dump", "--book", copy.to_str().unwrap()]);
+        assert!(!d.status.success(), "dump of a damaged book must fail");
+        assert!(before.starts_with(&String::from_utf8_lossy(&d.stdout).to_string()), "no wrong lines before the error");
+    }
+    assert!(run(&["verify", "--book", book.to_str().unwrap()]).status.success());
+}
+
+#[test]
+fn migrate_reports_current_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = sample_book(dir.path());
+    let out = ok(&["migrate", "--book", book.to_str().unwrap()]);
+    assert!(out.contains("already at format version 1"), "{out}");
+}

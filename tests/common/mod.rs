@@ -1,0 +1,63 @@
+//! Shared helpers for the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_bookdb")
+}
+
+/// The shared data directory (`$BOOKDB_DATA` or `../shared/data`).
+pub fn data_dir() -> PathBuf {
+    std::env::var_os("BOOKDB_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"))
+}
+
+/// A data file, or `None` with a printed SKIP reason if it is absent.
+pub fn data_file(rel: &str) -> Option<PathBuf> {
+    let p = data_dir().join(rel);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("SKIP: data file {} is absent", p.display());
+        None
+    }
+}
+
+/// Copies a data file into `dir` (tests never touch the shared originals).
+pub fn copy_in(src: &Path, dir: &Path) -> PathBuf {
+    let dst = dir.join(src.file_name().expect("file name"));
+    std::fs::copy(src, &dst).expect("copy data file");
+    dst
+}
+
+pub fn run(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().expect("run bookdb")
+}
+
+/// Runs bookdb and asserts success; returns stdout.
+pub fn ok(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "bookdb {args:?} failed ({:?}):\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 stdout")
+}
+
+pub fn dump(book: &Path) -> String {
+    ok(&["dump", "--book", book.to_str().expect("path")])
+}
+
+pub fn json(args: &[&str]) -> serde_json::Value {
+    serde_json::from_str(&ok(args)).expect("json output")
+}
+
+/// A small PGN sample shipped in the repository.
+pub fn sample_pgn() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sample.pgn")
+}

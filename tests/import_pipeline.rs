@@ -1,0 +1,291 @@
+//! The import pipeline: spills and jobs do not change results, interrupted imports resume
+//! exactly (real SIGKILL), re-imports are no-ops, the delta tier, merge and compact agree with
+//! a clean build, inputs in every supported encoding, and hostile inputs never crash.
+
+mod common;
+use common::*;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn import(pgns: &[&Path], book: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["import"];
+    args.extend(pgns.iter().map(|p| s(p)));
+    args.extend(["--book", s(book), "--max-ply", "30", "--json"]);
+    args.extend(extra);
+    json(&args)
+}
+
+/// Splits a PGN file into two halves at a game boundary.
+fn halves(pgn: &Path, dir: &Path) -> (PathBuf, PathBuf) {
+    let text = std::fs::read(pgn).unwrap();
+    let mid = text.len() / 2;
+    let cut = text[mid..]
+        .windows(8)
+        .position(|w| w == b"\n[Event ")
+        .map(|i| mid + i + 1)
+        .expect("a game boundary");
+    let (a, b) = (dir.join("a.pgn"), dir.join("b.pgn"));
+    std::fs::write(&a, &text[..cut]).unwrap();
+    std::fs::write(&b, &text[cut..]).unwrap();
+    (a, b)
+}
+
+fn medium_or_sample(dir: &Path) -> PathBuf {
+    match data_file("pgn/medium-10k.pgn") {
+        Some(p) => copy_in(&p, dir),
+        None => copy_in(&sample_pgn(), dir),
+    }
+}
+
+#[test]
+fn spills_and_jobs_do_not_change_the_book() {
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = medium_or_sample(dir.path());
+    let clean = dir.path().join("clean.book");
+    let r = import(&[&pgn], &clean, &["--jobs", "1"]);
+    assert_eq!(r["runs"], 0, "fits in memory: no runs");
+    let spilled = dir.path().join("spilled.book");
+    let r2 = import(&[&pgn], &spilled, &["--jobs", "2", "--memory", "1"]);
+    assert!(r2["runs"].as_u64().unwrap() > 2, "tiny --memory must spill: {r2}");
+    let deduped = dir.path().join("dedupe.book");
+    let r3 = import(&[&pgn], &deduped, &["--jobs", "3", "--memory", "1", "--dedupe"]);
+    assert_eq!(r3["games_read"], r["games_read"]);
+    let d = dump(&clean);
+    assert_eq!(d, dump(&spilled));
+    if r3["games_skipped"] == r["games_skipped"] {
+        assert_eq!(d, dump(&deduped));
+    }
+    for b in [&clean, &spilled] {
+        ok(&["verify", "--book", s(b)]);
+    }
+}
+
+#[test]
+fn reimport_is_a_noop_and_force_counts_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = copy_in(&sample_pgn(), dir.path());
+    let book = dir.path().join("b.book");
+    import(&[&pgn], &book, &[]);
+    let first = dump(&book);
+    let again = import(&[&pgn], &book, &[]);
+    assert_eq!(again["games_read"], 0);
+    assert_eq!(again["already_imported"][0], s(&pgn));
+    assert_eq!(dump(&book), first);
+    let human = ok(&["import", s(&pgn), "--book", s(&book)]);
+    assert!(human.contains("already imported"), "{human}");
+    import(&[&pgn], &book, &["--force"]);
+    let start = json(&["probe", "--book", s(&book), "--json"]);
+    let games: u64 = start["moves"].as_array().unwrap().iter().map(|m| m["games"].as_u64().unwrap()).sum();
+    assert_eq!(games, 400, "--force counts the 200 games again");
+    assert_eq!(json(&["stats", "--book", s(&book), "--json"])["games"], 400);
+}
+
+#[test]
+fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = medium_or_sample(dir.path());
+    let (a, b) = halves(&pgn, dir.path());
+    let whole = dir.path().join("whole.book");
+    import(&[&a, &b], &whole, &[]);
+    let expected = dump(&whole);
+    // Incremental: the second half goes to the delta tier or triggers a rewrite; both must agree.
+    let inc = dir.path().join("inc.book");
+    import(&[&a], &inc, &[]);
+    let r = import(&[&b], &inc, &[]);
+    assert!(["delta", "rewrite"].contains(&r["applied"].as_str().unwrap()));
+    assert_eq!(dump(&inc), expected);
+    ok(&["verify", "--book", s(&inc)]);
+    // A small third import certainly goes to the delta tier.
+    let tiny = dir.path().join("tiny.pgn");
+    std::fs::write(&tiny, "[Event \"t\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n").unwrap();
+    let r = import(&[&tiny], &inc, &[]);
+    assert_eq!(r["applied"], "delta");
+    assert_eq!(r["book"]["delta_entries"].as_u64().unwrap() > 0, true);
+    ok(&["verify", "--book", s(&inc)]);
+    let with_tiny = dump(&inc);
+    let whole3 = dir.path().join("whole3.book");
+    import(&[&a, &b, &tiny], &whole3, &[]);
+    assert_eq!(with_tiny, dump(&whole3));
+    // Merge of the parts equals the whole, in any order.
+    let (ba, bb) = (dir.path().join("a.book"), dir.path().join("b.book"));
+    import(&[&a], &ba, &[]);
+    import(&[&b], &bb, &[]);
+    let m1 = dir.path().join("m1.book");
+    let m2 = dir.path().join("m2.book");
+    ok(&["merge", s(&ba), s(&bb), "--out", s(&m1)]);
+    ok(&["merge", s(&bb), s(&ba), "--out", s(&m2)]);
+    assert_eq!(dump(&m1), expected);
+    assert_eq!(dump(&m2), expected);
+    let refuse = run(&["merge", s(&ba), s(&bb), "--out", s(&ba)]);
+    assert!(!refuse.status.success(), "merging into an input is refused");
+    // Compaction folds the delta tier without changing answers.
+    let c = json(&["compact", "--book", s(&inc), "--json"]);
+    assert_eq!(c["after"]["delta_entries"], 0);
+    assert_eq!(dump(&inc), with_tiny);
+    ok(&["verify", "--book", s(&inc)]);
+    // Pruning drops exactly the moves below the threshold.
+    json(&["compact", "--book", s(&inc), "--min-games", "2", "--json"]);
+    for line in dump(&inc).lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        for m in v["moves"].as_array().unwrap() {
+            assert!(m["games"].as_u64().unwrap() >= 2);
+        }
+    }
+}
+
+/// kill -9 at many moments of an import (reading, checkpointing, merging, writing), then the
+/// same command again: the book must equal an uninterrupted build.
+#[test]
+fn killed_imports_resume_exactly() {
+    let Some(src) = data_file("pgn/medium-10k.pgn") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = copy_in(&src, dir.path());
+    let (a, b) = halves(&pgn, dir.path());
+    let clean = dir.path().join("clean.book");
+    import(&[&a, &b], &clean, &["--memory", "2"]);
+    let expected = dump(&clean);
+    let clean_a = dir.path().join("clean_a.book");
+    import(&[&a], &clean_a, &["--memory", "2"]);
+    // How long an uninterrupted run takes, to spread the kills over it.
+    let t = std::time::Instant::now();
+    import(&[&a, &b], &dir.path().join("timing.book"), &["--memory", "2"]);
+    let full = t.elapsed();
+    let steps = 8u32;
+    for i in 0..steps {
+        for incremental in [false, true] {
+            let book = dir.path().join(format!("k{i}{incremental}.book"));
+            let inputs: Vec<&Path> = if incremental {
+                std::fs::copy(&clean_a, &book).unwrap();
+                vec![&b]
+            } else {
+                vec![&a, &b]
+            };
+            let mut args = vec!["import".to_string()];
+            args.extend(inputs.iter().map(|p| s(p).to_string()));
+            args.extend(["--book", s(&book), "--max-ply", "30", "--memory", "2", "--quiet"].map(String::from));
+            let mut child = Command::new(bin()).args(&args).spawn().unwrap();
+            std::thread::sleep(full.mul_f64(f64::from(i) / f64::from(steps)) + Duration::from_millis(5));
+            let _ = child.kill(); // SIGKILL
+            let _ = child.wait();
+            if book.exists() {
+                let v = run(&["verify", "--book", s(&book)]);
+                assert!(v.status.success(), "book after kill {i} does not verify: {}", String::from_utf8_lossy(&v.stderr));
+            }
+            let out = Command::new(bin()).args(&args).output().unwrap();
+            assert!(out.status.success(), "rerun failed: {}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(dump(&book), expected, "kill point {i} (incremental: {incremental})");
+            ok(&["verify", "--book", s(&book)]);
+            assert!(!dir.path().join(format!("k{i}{incremental}.book.staging")).exists(), "staging removed");
+        }
+    }
+}
+
+#[test]
+fn compressed_and_stdin_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = copy_in(&sample_pgn(), dir.path());
+    let text = std::fs::read(&pgn).unwrap();
+    let plain = dir.path().join("plain.book");
+    import(&[&pgn], &plain, &[]);
+    let expected = dump(&plain);
+    let gz = dir.path().join("s.pgn.gz");
+    let mut e = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::default());
+    e.write_all(&text).unwrap();
+    e.finish().unwrap();
+    let bz = dir.path().join("s.pgn.bz2");
+    let mut e = bzip2::write::BzEncoder::new(std::fs::File::create(&bz).unwrap(), bzip2::Compression::default());
+    e.write_all(&text).unwrap();
+    e.finish().unwrap();
+    let zst = dir.path().join("s.pgn.zst");
+    std::fs::write(&zst, zstd::encode_all(&text[..], 3).unwrap()).unwrap();
+    // Magic bytes decide, not the extension.
+    let disguised = dir.path().join("zst-without-extension.pgn");
+    std::fs::copy(&zst, &disguised).unwrap();
+    for f in [&gz, &bz, &zst, &disguised] {
+        let book = dir.path().join(format!("{}.book", f.file_name().unwrap().to_string_lossy()));
+        let r = import(&[f], &book, &[]);
+        assert_eq!(r["games_imported"], 200, "{}", f.display());
+        assert_eq!(dump(&book), expected, "{}", f.display());
+    }
+    let stdin_book = dir.path().join("stdin.book");
+    let mut child = Command::new(bin())
+        .args(["import", "-", "--book", s(&stdin_book), "--max-ply", "30", "--quiet"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&text).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(dump(&stdin_book), expected);
+    // The same bytes again on stdin are recognised after reading, and nothing changes.
+    let mut child = Command::new(bin())
+        .args(["import", "-", "--book", s(&stdin_book), "--max-ply", "30", "--quiet"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&text).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already imported"));
+    assert_eq!(dump(&stdin_book), expected);
+}
+
+/// Every hostile or odd input of the shared data imports without a crash; variants are skipped
+/// as variants, and every skipped game is reported with file:line.
+#[test]
+fn edge_case_inputs_never_crash() {
+    let root = data_dir().join("pgn");
+    if !root.exists() {
+        eprintln!("SKIP: {} is absent", root.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for sub in ["edgecases", "variants", "studies", "tcec"] {
+        let mut stack = vec![root.join(sub)];
+        while let Some(d) = stack.pop() {
+            let Ok(rd) = std::fs::read_dir(&d) else { continue };
+            for e in rd.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "pgn") {
+                    files.push(p);
+                }
+            }
+        }
+    }
+    files.push(root.join("eco.pgn"));
+    files.sort();
+    assert!(files.len() > 50, "edge-case corpus found");
+    let book = dir.path().join("edge.book");
+    let report = dir.path().join("skipped.txt");
+    let mut args = vec!["import".to_string()];
+    args.extend(files.iter().map(|p| s(p).to_string()));
+    args.extend(["--book", s(&book), "--max-ply", "60", "--json", "--report", s(&report)].map(String::from));
+    let out = Command::new(bin()).args(&args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(r["games_imported"].as_u64().unwrap() > 1000, "{r}");
+    assert!(r["skipped_by_reason"]["variant"].as_u64().unwrap() > 100, "{r}");
+    let rep = std::fs::read_to_string(&report).unwrap();
+    assert_eq!(rep.lines().count() as u64, r["games_skipped"].as_u64().unwrap());
+    for line in rep.lines() {
+        let loc = line.split('\t').next().unwrap();
+        let (file, lineno) = loc.rsplit_once(':').unwrap();
+        assert!(Path::new(file).exists(), "{line}");
+        assert!(lineno.parse::<u64>().unwrap() >= 1, "{line}");
+    }
+    ok(&["verify", "--book", s(&book)]);
+    // Positions from FEN starts are in the book and verify as legal.
+    assert!(json(&["stats", "--book", s(&book), "--json"])["positions"].as_u64().unwrap() > 10_000);
+}
