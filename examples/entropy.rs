@@ -2,9 +2,16 @@ use bookdb::chess::PosState;
 use bookdb::store::Book;
 fn h(counts: &[u64]) -> (f64, u64) {
     let n: u64 = counts.iter().sum();
-    if n == 0 { return (0.0, 0); }
+    if n == 0 {
+        return (0.0, 0);
+    }
     let mut e = 0.0;
-    for &c in counts { if c > 0 { let p = c as f64 / n as f64; e -= c as f64 * p.log2(); } }
+    for &c in counts {
+        if c > 0 {
+            let p = c as f64 / n as f64;
+            e -= c as f64 * p.log2();
+        }
+    }
     (e, n)
 }
 fn main() {

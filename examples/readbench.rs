@@ -15,14 +15,21 @@ fn main() {
     }
     println!("read {n} games in {:.2}s", t.elapsed().as_secs_f64());
     let t = std::time::Instant::now();
-    let rules = pgn::CountRules { max_ply: 30, min_rating: None };
+    let rules = pgn::CountRules {
+        max_ply: 30,
+        min_rating: None,
+    };
     let mut pairs = 0;
     for g in &games {
         if let Ok(c) = pgn::replay(g, &rules) {
             pairs += c.pairs.len();
         }
     }
-    println!("replayed {} games ({pairs} pairs) in {:.2}s", games.len(), t.elapsed().as_secs_f64());
+    println!(
+        "replayed {} games ({pairs} pairs) in {:.2}s",
+        games.len(),
+        t.elapsed().as_secs_f64()
+    );
     let t = std::time::Instant::now();
     let mut agg = bookdb::ops::import::Aggregator::default();
     for g in &games {
@@ -30,8 +37,17 @@ fn main() {
             agg.add(&c);
         }
     }
-    println!("replay+aggregate: {:.2}s, {} positions, est {} MB", t.elapsed().as_secs_f64(), agg.len(), agg.bytes() >> 20);
+    println!(
+        "replay+aggregate: {:.2}s, {} positions, est {} MB",
+        t.elapsed().as_secs_f64(),
+        agg.len(),
+        agg.bytes() >> 20
+    );
     let t = std::time::Instant::now();
     let v = agg.take_sorted();
-    println!("take_sorted {} entries: {:.2}s", v.len(), t.elapsed().as_secs_f64());
+    println!(
+        "take_sorted {} entries: {:.2}s",
+        v.len(),
+        t.elapsed().as_secs_f64()
+    );
 }

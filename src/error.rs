@@ -29,7 +29,9 @@ pub enum PositionError {
 /// Structured corruption findings: which block, what was expected, what was found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Corruption {
-    #[error("block {block_key:016x}: checksum mismatch (stored crc32 {expected:08x}, computed {found:08x})")]
+    #[error(
+        "block {block_key:016x}: checksum mismatch (stored crc32 {expected:08x}, computed {found:08x})"
+    )]
     Checksum {
         block_key: u64,
         expected: u32,
@@ -58,6 +60,8 @@ pub enum Corruption {
     Meta(String),
     #[error("delta tier: {0}")]
     Delta(String),
+    #[error("database pages: {0}")]
+    Storage(String),
 }
 
 /// Errors of the book store and everything above it.

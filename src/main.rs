@@ -20,7 +20,11 @@ use bookdb::ops::{import, query, verify};
 use bookdb::store::Book;
 
 #[derive(Parser)]
-#[command(name = "bookdb", version, about = "Persistent chess opening-book database")]
+#[command(
+    name = "bookdb",
+    version,
+    about = "Persistent chess opening-book database"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -137,6 +141,9 @@ enum Cmd {
         inputs: Vec<PathBuf>,
         #[arg(long)]
         book: PathBuf,
+        /// Import files the book already lists as imported (their weights add up again).
+        #[arg(long)]
+        force: bool,
         #[arg(long)]
         json: bool,
         /// No warnings, no summary.
@@ -184,13 +191,18 @@ fn report_skipped(
             eprintln!(
                 "… {} more skipped game(s){}",
                 summary.games_skipped as usize - SHOWN,
-                if report.is_some() { " (all listed in the report)" } else { "; use --report FILE to list all" }
+                if report.is_some() {
+                    " (all listed in the report)"
+                } else {
+                    "; use --report FILE to list all"
+                }
             );
         }
     }
     if let Some(path) = report {
         let mut f = std::io::BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("creating report {}", path.display()))?,
+            std::fs::File::create(path)
+                .with_context(|| format!("creating report {}", path.display()))?,
         );
         for s in &summary.skipped {
             writeln!(f, "{}:{}\t{}\t{}", s.file, s.line, s.reason, s.detail)?;
@@ -218,7 +230,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             quiet,
         } => {
             let opts = import::ImportOptions {
-                rules: bookdb::ops::pgn::CountRules { max_ply, min_rating },
+                rules: bookdb::ops::pgn::CountRules {
+                    max_ply,
+                    min_rating,
+                },
                 dedupe,
                 force,
                 jobs: jobs.unwrap_or(0),
@@ -236,7 +251,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string(&summary)?);
             } else if !quiet {
                 for name in &summary.already_imported {
-                    println!("{name}: already imported into {}; skipped (use --force to count it again)", book.display());
+                    println!(
+                        "{name}: already imported into {}; skipped (use --force to count it again)",
+                        book.display()
+                    );
                 }
                 if summary.resumed {
                     println!("resumed an interrupted import from its last checkpoint");
@@ -273,7 +291,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        Cmd::Probe { book, fen, moves, json } => {
+        Cmd::Probe {
+            book,
+            fen,
+            moves,
+            json,
+        } => {
             let b = Book::open(&book, codec)?;
             let pos = query::resolve_position(fen.as_deref(), moves.as_deref())?;
             let answer = query::probe(&b, &pos)?;
@@ -297,7 +320,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     return Err(e.into());
                 }
             }
-            out.flush().or_else(|e| if e.kind() == std::io::ErrorKind::BrokenPipe { Ok(()) } else { Err(e) })?;
+            out.flush().or_else(|e| {
+                if e.kind() == std::io::ErrorKind::BrokenPipe {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            })?;
         }
         Cmd::Pack { fen } => {
             let pos = bookdb::chess::parse_fen(&fen)?;
@@ -319,9 +348,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("key collisions    {}", s.collisions);
                 println!("blocks            {}", s.blocks);
                 println!("raw payload       {} bytes", s.raw_bytes);
-                println!("stored blocks     {} bytes ({:.2} per pair)", s.stored_bytes, s.stored_bytes_per_pair);
+                println!(
+                    "stored blocks     {} bytes ({:.2} per pair)",
+                    s.stored_bytes, s.stored_bytes_per_pair
+                );
                 println!("dictionary        {} bytes", s.dictionary_bytes);
-                println!("file              {} bytes ({:.2} per pair)", s.file_bytes, s.bytes_per_pair);
+                println!(
+                    "file              {} bytes ({:.2} per pair)",
+                    s.file_bytes, s.bytes_per_pair
+                );
             }
         }
         Cmd::Verify { book, json } => {
@@ -333,7 +368,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     eprintln!("FAIL {p}");
                 }
                 if r.problems_total as usize > r.problems.len() {
-                    eprintln!("… {} more problem(s)", r.problems_total as usize - r.problems.len());
+                    eprintln!(
+                        "… {} more problem(s)",
+                        r.problems_total as usize - r.problems.len()
+                    );
                 }
                 println!(
                     "{}: {} blocks, {} entries, {} pairs checked; {}",
@@ -341,7 +379,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     r.blocks,
                     r.entries,
                     r.pairs,
-                    if r.ok() { "OK".to_string() } else { format!("{} problem(s)", r.problems_total) }
+                    if r.ok() {
+                        "OK".to_string()
+                    } else {
+                        format!("{} problem(s)", r.problems_total)
+                    }
                 );
             }
             if !r.ok() {
@@ -360,9 +402,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
         } => {
             use bookdb::ops::polyglot::{ExportFormat, OnlySide, PolyglotExportOptions};
-            let filtered = min_games.is_some() || min_score.is_some() || only_white || only_black || uniform;
+            let filtered =
+                min_games.is_some() || min_score.is_some() || only_white || only_black || uniform;
             if format == ExportFormat::Jsonl && filtered {
-                anyhow::bail!("--min-games, --min-score, --only-white, --only-black and --uniform apply to --format polyglot only");
+                anyhow::bail!(
+                    "--min-games, --min-score, --only-white, --only-black and --uniform apply to --format polyglot only"
+                );
             }
             let opts = PolyglotExportOptions {
                 min_games: min_games.unwrap_or(1),
@@ -377,15 +422,29 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 uniform,
             };
             let s = bookdb::ops::polyglot::export(&book, format, &out, &opts)?;
-            let text = if json { serde_json::to_string(&s)? } else { s.to_string() };
+            let text = if json {
+                serde_json::to_string(&s)?
+            } else {
+                s.to_string()
+            };
             if out == "-" {
                 eprintln!("{text}");
             } else {
                 println!("{text}");
             }
         }
-        Cmd::ImportPolyglot { inputs, book, json, quiet } => {
-            let s = bookdb::ops::polyglot::import_polyglot(&book, &inputs, &Default::default())?;
+        Cmd::ImportPolyglot {
+            inputs,
+            book,
+            force,
+            json,
+            quiet,
+        } => {
+            let opts = bookdb::ops::polyglot::PolyglotImportOptions {
+                force,
+                ..Default::default()
+            };
+            let s = bookdb::ops::polyglot::import_polyglot(&book, &inputs, &opts)?;
             if !quiet && !json {
                 for f in &s.files {
                     for w in &f.warnings {
@@ -405,7 +464,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string(&s)?);
             } else {
                 for fp in &s.overlapping_imports {
-                    eprintln!("warning: input with fingerprint {fp} was imported into more than one of the merged books; its games are counted more than once");
+                    eprintln!(
+                        "warning: input with fingerprint {fp} was imported into more than one of the merged books; its games are counted more than once"
+                    );
                 }
                 println!(
                     "merged {} book(s) into {}: {} positions, {} pairs, {} games, {} bytes in {:.2}s",
@@ -419,7 +480,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        Cmd::Compact { book, min_games, json } => {
+        Cmd::Compact {
+            book,
+            min_games,
+            json,
+        } => {
             let s = bookdb::ops::rewrite::compact(&book, min_games, &Default::default())?;
             if json {
                 println!("{}", serde_json::to_string(&s)?);
@@ -429,7 +494,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     s.book,
                     s.bytes_before,
                     s.bytes_after,
-                    100.0 * (s.bytes_after as f64 - s.bytes_before as f64) / s.bytes_before.max(1) as f64,
+                    100.0 * (s.bytes_after as f64 - s.bytes_before as f64)
+                        / s.bytes_before.max(1) as f64,
                     s.after.positions,
                     s.after.pairs,
                     s.moves_pruned,
@@ -447,14 +513,28 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
+    // redb panics on some damaged files; the library turns those panics into corruption
+    // errors, so keep them quiet here. Any other panic is a bug and is reported as such.
+    std::panic::set_hook(Box::new(|info| {
+        let in_redb = info.location().is_some_and(|l| l.file().contains("/redb-"));
+        if !in_redb || std::env::var_os("BOOKDB_DEBUG").is_some() {
+            eprintln!("bookdb: internal error (please report): {info}");
+        }
+    }));
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("bookdb: error: {e:#}");
+            // Library errors already name their cause; anyhow's chain would repeat it.
+            match e.downcast_ref::<bookdb::Error>() {
+                Some(le) => eprintln!("bookdb: error: {le}"),
+                None => eprintln!("bookdb: error: {e:#}"),
+            }
             let code = match e.downcast_ref::<bookdb::Error>() {
                 Some(bookdb::Error::Corrupt(_)) => 3,
-                Some(bookdb::Error::NotABook { .. } | bookdb::Error::UnsupportedVersion { .. }) => 4,
+                Some(bookdb::Error::NotABook { .. } | bookdb::Error::UnsupportedVersion { .. }) => {
+                    4
+                }
                 _ => 1,
             };
             ExitCode::from(code)

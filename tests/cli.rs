@@ -15,7 +15,12 @@ fn pack_matches_design_vectors() {
         "463b96181691fc9c 170 fe09eb6095a609ceb04eeec12fa609cb6095fe09e780"
     );
     assert_eq!(
-        ok(&["pack", "--fen", "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3"]).trim(),
+        ok(&[
+            "pack",
+            "--fen",
+            "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3"
+        ])
+        .trim(),
         "22a48b5a8e47ff78 173 fe09eb6095a609ceb10eee192fa621cb6095fe09e7e8"
     );
     let pinned = ok(&["pack", "--fen", "8/8/8/KPp4r/8/8/8/4k3 w - c6 0 2"]);
@@ -28,7 +33,15 @@ fn pack_matches_design_vectors() {
 fn sample_book(dir: &Path) -> std::path::PathBuf {
     let book = dir.join("s.book");
     let pgn = copy_in(&sample_pgn(), dir);
-    ok(&["import", pgn.to_str().unwrap(), "--book", book.to_str().unwrap(), "--max-ply", "20", "--quiet"]);
+    ok(&[
+        "import",
+        pgn.to_str().unwrap(),
+        "--book",
+        book.to_str().unwrap(),
+        "--max-ply",
+        "20",
+        "--quiet",
+    ]);
     book
 }
 
@@ -39,12 +52,21 @@ fn probe_and_dump_shapes() {
     let b = book.to_str().unwrap();
     let j = json(&["probe", "--book", b, "--json"]);
     assert_eq!(j["key"], "463b96181691fc9c");
-    assert_eq!(j["fen"], "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq -");
+    assert_eq!(
+        j["fen"],
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq -"
+    );
     let moves = j["moves"].as_array().unwrap();
     let total: u64 = moves.iter().map(|m| m["games"].as_u64().unwrap()).sum();
-    assert_eq!(total, 200, "every sample game starts from the start position");
+    assert_eq!(
+        total, 200,
+        "every sample game starts from the start position"
+    );
     for m in moves {
-        let sum: u64 = ["white", "draws", "black", "unknown"].iter().map(|k| m[k].as_u64().unwrap()).sum();
+        let sum: u64 = ["white", "draws", "black", "unknown"]
+            .iter()
+            .map(|k| m[k].as_u64().unwrap())
+            .sum();
         assert_eq!(sum, m["games"].as_u64().unwrap());
         assert!(m["uci"].as_str().unwrap().len() >= 4);
     }
@@ -52,7 +74,10 @@ fn probe_and_dump_shapes() {
     let a = json(&["probe", "--book", b, "--moves", "e4 e5 Nf3", "--json"]);
     let c = json(&["probe", "--book", b, "--moves", "e2e4 e7e5 g1f3", "--json"]);
     assert_eq!(a, c);
-    assert_eq!(a["fen"], "rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq -");
+    assert_eq!(
+        a["fen"],
+        "rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq -"
+    );
     let table = ok(&["probe", "--book", b, "--moves", "1. e4 e5"]);
     assert!(table.contains("Nf3"), "{table}");
     // dump: one JSON object per line, ascending keys, the documented fields.
@@ -84,7 +109,12 @@ fn not_a_book_and_missing_book() {
     std::fs::write(&html, "<html><body>not a book</body></html>").unwrap();
     for cmd in ["probe", "stats", "verify", "dump"] {
         let out = run(&[cmd, "--book", html.to_str().unwrap()]);
-        assert_eq!(out.status.code(), Some(4), "{cmd}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(4),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(String::from_utf8_lossy(&out.stderr).contains("not a bookdb book"));
     }
     // A redb file that is not a book.
@@ -100,7 +130,11 @@ fn not_a_book_and_missing_book() {
     }
     let out = run(&["stats", "--book", other.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(4));
-    let missing = run(&["stats", "--book", dir.path().join("nope.book").to_str().unwrap()]);
+    let missing = run(&[
+        "stats",
+        "--book",
+        dir.path().join("nope.book").to_str().unwrap(),
+    ]);
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("not found"));
 }
@@ -114,14 +148,20 @@ fn unknown_version_is_refused() {
         let t = db.begin_write().unwrap();
         {
             let def: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
-            t.open_table(def).unwrap().insert("format_version", 99u32.to_le_bytes().as_slice()).unwrap();
+            t.open_table(def)
+                .unwrap()
+                .insert("format_version", 99u32.to_le_bytes().as_slice())
+                .unwrap();
         }
         t.commit().unwrap();
     }
     let out = run(&["probe", "--book", book.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(4));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("version 99") && err.contains("migrate"), "{err}");
+    assert!(
+        err.contains("version 99") && err.contains("migrate"),
+        "{err}"
+    );
 }
 
 /// Flips one byte inside a stored block: verify must fail and reads must error, never answer
@@ -156,14 +196,28 @@ fn flipped_byte_in_a_block_is_caught() {
             t.commit().unwrap();
         }
         let out = run(&["verify", "--book", copy.to_str().unwrap()]);
-        assert_eq!(out.status.code(), Some(3), "flip in block {k:016x} not reported");
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "flip in block {k:016x} not reported"
+        );
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(&format!("{k:016x}")), "report names the block: {err}");
+        assert!(
+            err.contains(&format!("{k:016x}")),
+            "report names the block: {err}"
+        );
         let d = run(&["dump", "--book", copy.to_str().unwrap()]);
         assert!(!d.status.success(), "dump of a damaged book must fail");
-        assert!(before.starts_with(&String::from_utf8_lossy(&d.stdout).to_string()), "no wrong lines before the error");
+        assert!(
+            before.starts_with(&String::from_utf8_lossy(&d.stdout).to_string()),
+            "no wrong lines before the error"
+        );
     }
-    assert!(run(&["verify", "--book", book.to_str().unwrap()]).status.success());
+    assert!(
+        run(&["verify", "--book", book.to_str().unwrap()])
+            .status
+            .success()
+    );
 }
 
 #[test]
@@ -172,4 +226,22 @@ fn migrate_reports_current_version() {
     let book = sample_book(dir.path());
     let out = ok(&["migrate", "--book", book.to_str().unwrap()]);
     assert!(out.contains("already at format version 1"), "{out}");
+}
+
+/// A book file with one damaged redb page (found by fuzzing): every command reports corruption
+/// and nothing panics.
+#[test]
+fn damaged_redb_page_is_an_error_not_a_crash() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions/book_file-1");
+    let dir = tempfile::tempdir().unwrap();
+    let book = copy_in(&src, dir.path());
+    for cmd in ["stats", "verify", "dump", "probe"] {
+        let out = run(&[cmd, "--book", book.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{cmd}: {err}");
+        assert!(
+            !err.contains("panicked") && !err.contains("internal error (please"),
+            "{cmd}: {err}"
+        );
+    }
 }

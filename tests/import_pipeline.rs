@@ -53,9 +53,16 @@ fn spills_and_jobs_do_not_change_the_book() {
     assert_eq!(r["runs"], 0, "fits in memory: no runs");
     let spilled = dir.path().join("spilled.book");
     let r2 = import(&[&pgn], &spilled, &["--jobs", "2", "--memory", "1"]);
-    assert!(r2["runs"].as_u64().unwrap() > 2, "tiny --memory must spill: {r2}");
+    assert!(
+        r2["runs"].as_u64().unwrap() > 2,
+        "tiny --memory must spill: {r2}"
+    );
     let deduped = dir.path().join("dedupe.book");
-    let r3 = import(&[&pgn], &deduped, &["--jobs", "3", "--memory", "1", "--dedupe"]);
+    let r3 = import(
+        &[&pgn],
+        &deduped,
+        &["--jobs", "3", "--memory", "1", "--dedupe"],
+    );
     assert_eq!(r3["games_read"], r["games_read"]);
     let d = dump(&clean);
     assert_eq!(d, dump(&spilled));
@@ -82,7 +89,12 @@ fn reimport_is_a_noop_and_force_counts_again() {
     assert!(human.contains("already imported"), "{human}");
     import(&[&pgn], &book, &["--force"]);
     let start = json(&["probe", "--book", s(&book), "--json"]);
-    let games: u64 = start["moves"].as_array().unwrap().iter().map(|m| m["games"].as_u64().unwrap()).sum();
+    let games: u64 = start["moves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["games"].as_u64().unwrap())
+        .sum();
     assert_eq!(games, 400, "--force counts the 200 games again");
     assert_eq!(json(&["stats", "--book", s(&book), "--json"])["games"], 400);
 }
@@ -104,7 +116,11 @@ fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
     ok(&["verify", "--book", s(&inc)]);
     // A small third import certainly goes to the delta tier.
     let tiny = dir.path().join("tiny.pgn");
-    std::fs::write(&tiny, "[Event \"t\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n").unwrap();
+    std::fs::write(
+        &tiny,
+        "[Event \"t\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n",
+    )
+    .unwrap();
     let r = import(&[&tiny], &inc, &[]);
     assert_eq!(r["applied"], "delta");
     assert_eq!(r["book"]["delta_entries"].as_u64().unwrap() > 0, true);
@@ -157,7 +173,11 @@ fn killed_imports_resume_exactly() {
     import(&[&a], &clean_a, &["--memory", "2"]);
     // How long an uninterrupted run takes, to spread the kills over it.
     let t = std::time::Instant::now();
-    import(&[&a, &b], &dir.path().join("timing.book"), &["--memory", "2"]);
+    import(
+        &[&a, &b],
+        &dir.path().join("timing.book"),
+        &["--memory", "2"],
+    );
     let full = t.elapsed();
     let steps = 8u32;
     for i in 0..steps {
@@ -171,20 +191,50 @@ fn killed_imports_resume_exactly() {
             };
             let mut args = vec!["import".to_string()];
             args.extend(inputs.iter().map(|p| s(p).to_string()));
-            args.extend(["--book", s(&book), "--max-ply", "30", "--memory", "2", "--quiet"].map(String::from));
+            args.extend(
+                [
+                    "--book",
+                    s(&book),
+                    "--max-ply",
+                    "30",
+                    "--memory",
+                    "2",
+                    "--quiet",
+                ]
+                .map(String::from),
+            );
             let mut child = Command::new(bin()).args(&args).spawn().unwrap();
-            std::thread::sleep(full.mul_f64(f64::from(i) / f64::from(steps)) + Duration::from_millis(5));
+            std::thread::sleep(
+                full.mul_f64(f64::from(i) / f64::from(steps)) + Duration::from_millis(5),
+            );
             let _ = child.kill(); // SIGKILL
             let _ = child.wait();
             if book.exists() {
                 let v = run(&["verify", "--book", s(&book)]);
-                assert!(v.status.success(), "book after kill {i} does not verify: {}", String::from_utf8_lossy(&v.stderr));
+                assert!(
+                    v.status.success(),
+                    "book after kill {i} does not verify: {}",
+                    String::from_utf8_lossy(&v.stderr)
+                );
             }
             let out = Command::new(bin()).args(&args).output().unwrap();
-            assert!(out.status.success(), "rerun failed: {}", String::from_utf8_lossy(&out.stderr));
-            assert_eq!(dump(&book), expected, "kill point {i} (incremental: {incremental})");
+            assert!(
+                out.status.success(),
+                "rerun failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(
+                dump(&book),
+                expected,
+                "kill point {i} (incremental: {incremental})"
+            );
             ok(&["verify", "--book", s(&book)]);
-            assert!(!dir.path().join(format!("k{i}{incremental}.book.staging")).exists(), "staging removed");
+            assert!(
+                !dir.path()
+                    .join(format!("k{i}{incremental}.book.staging"))
+                    .exists(),
+                "staging removed"
+            );
         }
     }
 }
@@ -198,11 +248,17 @@ fn compressed_and_stdin_inputs() {
     import(&[&pgn], &plain, &[]);
     let expected = dump(&plain);
     let gz = dir.path().join("s.pgn.gz");
-    let mut e = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::default());
+    let mut e = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::default(),
+    );
     e.write_all(&text).unwrap();
     e.finish().unwrap();
     let bz = dir.path().join("s.pgn.bz2");
-    let mut e = bzip2::write::BzEncoder::new(std::fs::File::create(&bz).unwrap(), bzip2::Compression::default());
+    let mut e = bzip2::write::BzEncoder::new(
+        std::fs::File::create(&bz).unwrap(),
+        bzip2::Compression::default(),
+    );
     e.write_all(&text).unwrap();
     e.finish().unwrap();
     let zst = dir.path().join("s.pgn.zst");
@@ -211,14 +267,24 @@ fn compressed_and_stdin_inputs() {
     let disguised = dir.path().join("zst-without-extension.pgn");
     std::fs::copy(&zst, &disguised).unwrap();
     for f in [&gz, &bz, &zst, &disguised] {
-        let book = dir.path().join(format!("{}.book", f.file_name().unwrap().to_string_lossy()));
+        let book = dir
+            .path()
+            .join(format!("{}.book", f.file_name().unwrap().to_string_lossy()));
         let r = import(&[f], &book, &[]);
         assert_eq!(r["games_imported"], 200, "{}", f.display());
         assert_eq!(dump(&book), expected, "{}", f.display());
     }
     let stdin_book = dir.path().join("stdin.book");
     let mut child = Command::new(bin())
-        .args(["import", "-", "--book", s(&stdin_book), "--max-ply", "30", "--quiet"])
+        .args([
+            "import",
+            "-",
+            "--book",
+            s(&stdin_book),
+            "--max-ply",
+            "30",
+            "--quiet",
+        ])
         .stdin(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -227,7 +293,15 @@ fn compressed_and_stdin_inputs() {
     assert_eq!(dump(&stdin_book), expected);
     // The same bytes again on stdin are recognised after reading, and nothing changes.
     let mut child = Command::new(bin())
-        .args(["import", "-", "--book", s(&stdin_book), "--max-ply", "30", "--quiet"])
+        .args([
+            "import",
+            "-",
+            "--book",
+            s(&stdin_book),
+            "--max-ply",
+            "30",
+            "--quiet",
+        ])
         .stdin(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -253,7 +327,9 @@ fn edge_case_inputs_never_crash() {
     for sub in ["edgecases", "variants", "studies", "tcec"] {
         let mut stack = vec![root.join(sub)];
         while let Some(d) = stack.pop() {
-            let Ok(rd) = std::fs::read_dir(&d) else { continue };
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
             for e in rd.flatten() {
                 let p = e.path();
                 if p.is_dir() {
@@ -271,14 +347,35 @@ fn edge_case_inputs_never_crash() {
     let report = dir.path().join("skipped.txt");
     let mut args = vec!["import".to_string()];
     args.extend(files.iter().map(|p| s(p).to_string()));
-    args.extend(["--book", s(&book), "--max-ply", "60", "--json", "--report", s(&report)].map(String::from));
+    args.extend(
+        [
+            "--book",
+            s(&book),
+            "--max-ply",
+            "60",
+            "--json",
+            "--report",
+            s(&report),
+        ]
+        .map(String::from),
+    );
     let out = Command::new(bin()).args(&args).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(r["games_imported"].as_u64().unwrap() > 1000, "{r}");
-    assert!(r["skipped_by_reason"]["variant"].as_u64().unwrap() > 100, "{r}");
+    assert!(
+        r["skipped_by_reason"]["variant"].as_u64().unwrap() > 100,
+        "{r}"
+    );
     let rep = std::fs::read_to_string(&report).unwrap();
-    assert_eq!(rep.lines().count() as u64, r["games_skipped"].as_u64().unwrap());
+    assert_eq!(
+        rep.lines().count() as u64,
+        r["games_skipped"].as_u64().unwrap()
+    );
     for line in rep.lines() {
         let loc = line.split('\t').next().unwrap();
         let (file, lineno) = loc.rsplit_once(':').unwrap();
@@ -287,5 +384,10 @@ fn edge_case_inputs_never_crash() {
     }
     ok(&["verify", "--book", s(&book)]);
     // Positions from FEN starts are in the book and verify as legal.
-    assert!(json(&["stats", "--book", s(&book), "--json"])["positions"].as_u64().unwrap() > 10_000);
+    assert!(
+        json(&["stats", "--book", s(&book), "--json"])["positions"]
+            .as_u64()
+            .unwrap()
+            > 10_000
+    );
 }

@@ -13,7 +13,10 @@ use std::process::Command;
 /// position (key, fen) -> uci -> [white, draws, black, unknown]
 type Book = BTreeMap<(String, String), BTreeMap<String, [u64; 4]>>;
 
-const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts/replay_reference.py");
+const SCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/scripts/replay_reference.py"
+);
 
 fn peers_required() -> bool {
     std::env::var("BOOKDB_REQUIRE_PEERS").is_ok_and(|v| v.trim() == "1")
@@ -58,7 +61,8 @@ fn run(cmd: &mut Command, what: &str) -> (String, String) {
     let out = cmd
         .output()
         .unwrap_or_else(|e| panic!("{what}: cannot start {cmd:?}: {e}"));
-    let stdout = String::from_utf8(out.stdout).unwrap_or_else(|e| panic!("{what}: stdout is not UTF-8: {e}"));
+    let stdout = String::from_utf8(out.stdout)
+        .unwrap_or_else(|e| panic!("{what}: stdout is not UTF-8: {e}"));
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
         out.status.success(),
@@ -79,33 +83,54 @@ fn parse_book(side: &str, text: &str) -> Book {
             continue;
         }
         let ctx = || format!("{side} line {}: {line}", i + 1);
-        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{}: {e}", ctx()));
-        let key = v["key"].as_str().unwrap_or_else(|| panic!("{}: no string \"key\"", ctx()));
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{}: {e}", ctx()));
+        let key = v["key"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{}: no string \"key\"", ctx()));
         assert!(
-            key.len() == 16 && key.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+            key.len() == 16
+                && key
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
             "{}: key is not 16 lowercase hex digits",
             ctx()
         );
         let k = u64::from_str_radix(key, 16).unwrap();
         if let Some(prev) = last_key {
-            assert!(prev <= k, "{}: keys do not ascend ({prev:016x} before {key})", ctx());
+            assert!(
+                prev <= k,
+                "{}: keys do not ascend ({prev:016x} before {key})",
+                ctx()
+            );
         }
         last_key = Some(k);
         let fen = match &v["fen"] {
             serde_json::Value::String(s) => s.clone(),
             other => format!("<fen: {other}>"),
         };
-        let moves = v["moves"].as_array().unwrap_or_else(|| panic!("{}: no array \"moves\"", ctx()));
+        let moves = v["moves"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}: no array \"moves\"", ctx()));
         let mut ms = BTreeMap::new();
         for m in moves {
-            let uci = m["uci"].as_str().unwrap_or_else(|| panic!("{}: move without \"uci\"", ctx()));
+            let uci = m["uci"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{}: move without \"uci\"", ctx()));
             let mut counts = [0u64; 4];
-            for (c, field) in counts.iter_mut().zip(["white", "draws", "black", "unknown"]) {
+            for (c, field) in counts
+                .iter_mut()
+                .zip(["white", "draws", "black", "unknown"])
+            {
                 *c = m[field]
                     .as_u64()
                     .unwrap_or_else(|| panic!("{}: move {uci}: \"{field}\" is not a count", ctx()));
             }
-            assert!(ms.insert(uci.to_string(), counts).is_none(), "{}: move {uci} twice", ctx());
+            assert!(
+                ms.insert(uci.to_string(), counts).is_none(),
+                "{}: move {uci} twice",
+                ctx()
+            );
         }
         assert!(
             book.insert((key.to_string(), fen.clone()), ms).is_none(),
@@ -151,7 +176,10 @@ fn assert_books_equal(bookdb: &Book, reference: &Book) {
         .into_iter()
         .filter(|k| bookdb.get(*k) != reference.get(*k))
         .collect();
-    let only_bookdb = diffs.iter().filter(|k| !reference.contains_key(**k)).count();
+    let only_bookdb = diffs
+        .iter()
+        .filter(|k| !reference.contains_key(**k))
+        .count();
     let only_ref = diffs.iter().filter(|k| !bookdb.contains_key(**k)).count();
     eprintln!(
         "MISMATCH: {} differing positions ({} only in bookdb, {} only in reference, {} with different moves/counts)",
@@ -206,9 +234,15 @@ fn build_both(py: &str, pgn: &Path, max_ply: u32, dir: &Path) -> (Book, Book, St
             .args(["--max-ply", &ply, "--quiet"]),
         "bookdb import",
     );
-    let (dump, _) = run(Command::new(exe).arg("dump").arg("--book").arg(&book), "bookdb dump");
+    let (dump, _) = run(
+        Command::new(exe).arg("dump").arg("--book").arg(&book),
+        "bookdb dump",
+    );
     let (reference, ref_err) = run(
-        Command::new(py).arg(SCRIPT).arg(pgn).args(["--max-ply", &ply]),
+        Command::new(py)
+            .arg(SCRIPT)
+            .arg(pgn)
+            .args(["--max-ply", &ply]),
         "replay_reference.py",
     );
     let summary = ref_err
@@ -218,7 +252,11 @@ fn build_both(py: &str, pgn: &Path, max_ply: u32, dir: &Path) -> (Book, Book, St
         .unwrap_or_else(|| panic!("replay_reference.py printed no summary:\n{ref_err}"))
         .to_string();
     eprintln!("python-chess reference: {summary}");
-    (parse_book("bookdb dump", &dump), parse_book("reference", &reference), summary)
+    (
+        parse_book("bookdb dump", &dump),
+        parse_book("reference", &reference),
+        summary,
+    )
 }
 
 #[test]
@@ -226,14 +264,21 @@ fn medium_10k_matches_python_chess() {
     let Some(py) = python() else { return };
     let src = data_dir().join("pgn/medium-10k.pgn");
     if !src.is_file() {
-        eprintln!("SKIP: {} not found (set BOOKDB_DATA to the shared data directory)", src.display());
+        eprintln!(
+            "SKIP: {} not found (set BOOKDB_DATA to the shared data directory)",
+            src.display()
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let pgn = dir.path().join("medium-10k.pgn");
     std::fs::copy(&src, &pgn).unwrap();
     let (bookdb, reference, _) = build_both(&py, &pgn, 30, dir.path());
-    assert!(reference.len() > 10_000, "reference suspiciously small: {} positions", reference.len());
+    assert!(
+        reference.len() > 10_000,
+        "reference suspiciously small: {} positions",
+        reference.len()
+    );
     assert_books_equal(&bookdb, &reference);
 }
 
@@ -320,28 +365,53 @@ fn tricky_games_match_python_chess() {
     std::fs::write(&pgn, TRICKY).unwrap();
     let (bookdb, reference, summary) = build_both(&py, &pgn, 100, dir.path());
     // The reference itself must get the cases right, or the comparison proves little.
-    assert_eq!(summary, "games read 11, imported 8, skipped 3", "reference: games imported/skipped");
+    assert_eq!(
+        summary, "games read 11, imported 8, skipped 3",
+        "reference: games imported/skipped"
+    );
     let get = |b: &Book, key: &str, fen: &str, uci: &str| -> Option<[u64; 4]> {
-        b.get(&(key.to_string(), fen.to_string()))?.get(uci).copied()
+        b.get(&(key.to_string(), fen.to_string()))?
+            .get(uci)
+            .copied()
     };
     let start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq -";
     // e4: games 1 and 9 (1-0); the illegal, crazyhouse and null-move games must not count.
-    assert_eq!(get(&reference, "463b96181691fc9c", start, "e2e4"), Some([2, 0, 0, 0]), "reference: 1.e4 W/D/B/U");
+    assert_eq!(
+        get(&reference, "463b96181691fc9c", start, "e2e4"),
+        Some([2, 0, 0, 0]),
+        "reference: 1.e4 W/D/B/U"
+    );
     // Nf3 from the start position is repeated three times in game 5 but counts once.
-    assert_eq!(get(&reference, "463b96181691fc9c", start, "g1f3"), Some([0, 1, 0, 0]), "reference: repeated 1.Nf3");
+    assert_eq!(
+        get(&reference, "463b96181691fc9c", start, "g1f3"),
+        Some([0, 1, 0, 0]),
+        "reference: repeated 1.Nf3"
+    );
     // The en-passant file is part of the position after 1.e4 d5 2.e5 f5.
     let ep = "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6";
-    assert_eq!(get(&reference, "22a48b5a8e47ff78", ep, "e5f6"), Some([1, 0, 0, 0]), "reference: exf6 e.p.");
+    assert_eq!(
+        get(&reference, "22a48b5a8e47ff78", ep, "e5f6"),
+        Some([1, 0, 0, 0]),
+        "reference: exf6 e.p."
+    );
     // Pseudo-legal en passant from a FEN tag.
     assert_eq!(
-        get(&reference, "3d665cc1f5da1059", "8/8/8/KPp4r/8/8/8/4k3 w - c6", "a5a4"),
+        get(
+            &reference,
+            "3d665cc1f5da1059",
+            "8/8/8/KPp4r/8/8/8/4k3 w - c6",
+            "a5a4"
+        ),
         Some([0, 0, 0, 1]),
         "reference: pseudo-legal e.p. from FEN"
     );
     // Castling as the king's two-square move; under-promotion.
     let ucis: Vec<&String> = reference.values().flat_map(|m| m.keys()).collect();
     for u in ["e1g1", "e8g8", "e1c1", "e8c8", "a7a8q", "g2g1n"] {
-        assert!(ucis.iter().any(|x| x.as_str() == u), "reference lacks move {u}");
+        assert!(
+            ucis.iter().any(|x| x.as_str() == u),
+            "reference lacks move {u}"
+        );
     }
     assert_books_equal(&bookdb, &reference);
 }

@@ -6,8 +6,8 @@ pub mod packed;
 pub mod position;
 pub mod rangecoder;
 
-pub use packed::{PLANES, PosState, to_hex};
 pub use model::ChessModel;
+pub use packed::{PLANES, PosState, to_hex};
 pub use position::{
     MoveCode, decode_move, encode_move, legal_move, move_uci, parse_fen, parse_move, polyglot_key,
 };
@@ -43,16 +43,22 @@ impl PositionCodec for ChessCodec {
         let legal = legal_codes(pos).ok()?;
         moves
             .iter()
-            .map(|m| legal.binary_search(m).ok().and_then(|i| u8::try_from(i).ok()))
+            .map(|m| {
+                legal
+                    .binary_search(m)
+                    .ok()
+                    .and_then(|i| u8::try_from(i).ok())
+            })
             .collect()
     }
     fn unindex_moves(&self, pos: &[u8], idx: &[u8]) -> Result<Vec<u16>, String> {
         let legal = legal_codes(pos)?;
         idx.iter()
             .map(|&i| {
-                legal.get(usize::from(i)).copied().ok_or_else(|| {
-                    format!("move index {i} beyond the {} legal moves", legal.len())
-                })
+                legal
+                    .get(usize::from(i))
+                    .copied()
+                    .ok_or_else(|| format!("move index {i} beyond the {} legal moves", legal.len()))
             })
             .collect()
     }
@@ -62,7 +68,7 @@ impl PositionCodec for ChessCodec {
 fn legal_codes(pos: &[u8]) -> Result<Vec<u16>, String> {
     use shakmaty::Position;
     let state = PosState::unpack(pos).map_err(|e| e.to_string())?;
-    let chess = state.to_chess().map_err(|e| e.to_string())?;
+    let chess = state.to_chess_unchecked().map_err(|e| e.to_string())?;
     let mut codes: Vec<u16> = chess.legal_moves().iter().map(encode_move).collect();
     codes.sort_unstable();
     Ok(codes)

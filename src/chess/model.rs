@@ -32,7 +32,11 @@ const EP_STRIDE: usize = 10;
 
 #[inline]
 fn table_index(i: usize, v: &[u8; PLANES]) -> usize {
-    let below = if i % 8 == 0 { 13 } else { usize::from(v[i - 1]) };
+    let below = if i % 8 == 0 {
+        13
+    } else {
+        usize::from(v[i - 1])
+    };
     let left = if i < 8 { 13 } else { usize::from(v[i - 8]) };
     (i * CTX + below) * CTX + left
 }
@@ -70,7 +74,14 @@ fn smoothed(obs: &[u64], prior: &[u64]) -> Vec<u16> {
     let w: Vec<u64> = obs
         .iter()
         .zip(prior)
-        .map(|(&o, &p)| o * OBS_WEIGHT + if psum == 0 { 0 } else { p * PRIOR_WEIGHT / psum })
+        .map(|(&o, &p)| {
+            o * OBS_WEIGHT
+                + if psum == 0 {
+                    0
+                } else {
+                    p * PRIOR_WEIGHT / psum
+                }
+        })
         .collect();
     FreqTable::normalize(&w)
 }
@@ -129,12 +140,13 @@ impl ChessModel {
                 }
             }
         }
-        zstd::bulk::compress(&raw, 19).unwrap_or_default()
+        zstd::bulk::compress(&raw, 6).unwrap_or_default()
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<ChessModel, String> {
         let expected = 2 + 2 * (SQUARE_TABLES * SYMS + 2 * 16 + 2 * 9);
-        let raw = zstd::bulk::decompress(bytes, expected).map_err(|e| format!("model: zstd: {e}"))?;
+        let raw =
+            zstd::bulk::decompress(bytes, expected).map_err(|e| format!("model: zstd: {e}"))?;
         if raw.len() != expected || raw[0] != MODEL_VERSION || u32::from(raw[1]) != TOTAL_BITS {
             return Err(format!(
                 "model: unsupported version {} or size {}",

@@ -15,19 +15,19 @@ pub const EMPTY: PieceCode = 0;
 
 /// (code bits, code length) for piece codes 0..=12.
 const CODES: [(u8, u8); 13] = [
-    (0b0, 1),       // empty
-    (0b110, 3),     // white pawn
-    (0b10110, 5),   // white knight
-    (0b10100, 5),   // white bishop
-    (0b11111, 5),   // white rook
-    (0b111010, 6),  // white queen
-    (0b101110, 6),  // white king
-    (0b100, 3),     // black pawn
-    (0b10101, 5),   // black knight
-    (0b11100, 5),   // black bishop
-    (0b11110, 5),   // black rook
-    (0b111011, 6),  // black queen
-    (0b101111, 6),  // black king
+    (0b0, 1),      // empty
+    (0b110, 3),    // white pawn
+    (0b10110, 5),  // white knight
+    (0b10100, 5),  // white bishop
+    (0b11111, 5),  // white rook
+    (0b111010, 6), // white queen
+    (0b101110, 6), // white king
+    (0b100, 3),    // black pawn
+    (0b10101, 5),  // black knight
+    (0b11100, 5),  // black bishop
+    (0b11110, 5),  // black rook
+    (0b111011, 6), // black queen
+    (0b101111, 6), // black king
 ];
 
 /// Decoding table indexed by the next 6 bits: (piece code, code length). The code is complete,
@@ -111,39 +111,6 @@ impl BitWriter {
     }
 }
 
-struct BitReader<'a> {
-    data: &'a [u8],
-    pos: usize,
-}
-
-impl BitReader<'_> {
-    fn total(&self) -> usize {
-        self.data.len() * 8
-    }
-    /// The next `n` (<= 8) bits, zero-filled past the end.
-    #[inline]
-    fn peek(&self, n: usize) -> u8 {
-        let byte = self.pos / 8;
-        let b0 = u16::from(*self.data.get(byte).unwrap_or(&0));
-        let b1 = u16::from(*self.data.get(byte + 1).unwrap_or(&0));
-        let word = (b0 << 8) | b1;
-        let shift = 16 - (self.pos % 8) - n;
-        ((word >> shift) & ((1 << n) - 1)) as u8
-    }
-    #[inline]
-    fn take(&mut self, n: usize) -> Result<u8, PackError> {
-        if self.pos + n > self.total() {
-            return Err(PackError::Truncated {
-                needed: self.pos + n,
-                available: self.total(),
-            });
-        }
-        let v = self.peek(n);
-        self.pos += n;
-        Ok(v)
-    }
-}
-
 impl PosState {
     /// Encodes to the packed format: (bytes, number of significant bits).
     pub fn pack(&self) -> (Vec<u8>, usize) {
@@ -178,23 +145,47 @@ impl PosState {
         if data.is_empty() {
             return Err(PackError::Empty);
         }
-        let mut r = BitReader { data, pos: 0 };
+        // Left-aligned bit buffer, refilled a byte at a time (zeros past the end).
+        let mut acc: u64 = 0;
+        let mut have: u32 = 0;
+        let mut next = 0usize;
+        let mut used: usize = 0;
+        let mut refill = |acc: &mut u64, have: &mut u32| {
+            while *have <= 56 {
+                let b = u64::from(data.get(next).copied().unwrap_or(0));
+                next += 1;
+                *acc |= b << (56 - *have);
+                *have += 8;
+            }
+        };
         let mut squares = [EMPTY; 64];
         for i in 0..64 {
-            let (piece, len) = DECODE[usize::from(r.peek(6))];
-            r.take(usize::from(len))?;
+            if have < 6 {
+                refill(&mut acc, &mut have);
+            }
+            let (piece, len) = DECODE[(acc >> 58) as usize];
+            acc <<= len;
+            have -= u32::from(len);
+            used += usize::from(len);
             squares[packing_order(i)] = piece;
         }
-        let black_to_move = r.take(1)? == 1;
-        let castling = r.take(4)?;
-        let ep_file = if r.take(1)? == 1 {
-            Some(r.take(3)?)
-        } else {
-            None
-        };
-        let used = r.pos.div_ceil(8);
-        let pad = used * 8 - r.pos;
-        if pad > 0 && r.peek(pad) != 0 {
+        refill(&mut acc, &mut have);
+        let black_to_move = acc >> 63 == 1;
+        let castling = ((acc >> 59) & 0xf) as u8;
+        let ep_flag = (acc >> 58) & 1 == 1;
+        let ep_file = ep_flag.then_some(((acc >> 55) & 7) as u8);
+        let tail = if ep_flag { 9 } else { 6 };
+        used += tail;
+        let available = data.len() * 8;
+        if used > available {
+            return Err(PackError::Truncated {
+                needed: used,
+                available,
+            });
+        }
+        let bytes = used.div_ceil(8);
+        let pad = bytes * 8 - used;
+        if pad > 0 && data[bytes - 1] & ((1u8 << pad) - 1) != 0 {
             return Err(PackError::NonZeroPadding);
         }
         Ok((
@@ -204,7 +195,7 @@ impl PosState {
                 castling,
                 ep_file,
             },
-            used,
+            bytes,
         ))
     }
 

@@ -86,8 +86,23 @@ impl PosState {
         h.0
     }
 
-    /// Rebuilds a legal shakmaty position (halfmove clock 0, fullmove 1).
+    /// Rebuilds a legal shakmaty position (halfmove clock 0, fullmove 1), checking that the
+    /// state survives the round trip exactly.
     pub fn to_chess(&self) -> Result<Chess, PositionError> {
+        let pos = self.to_chess_unchecked()?;
+        // The identity must survive the round trip exactly (e.g. an ep flag without a pawn
+        // beside it would be dropped by shakmaty).
+        if PosState::from_chess(&pos) != *self {
+            return Err(PositionError::Illegal(
+                "castling or en-passant bits inconsistent with the board".into(),
+            ));
+        }
+        Ok(pos)
+    }
+
+    /// Like [`PosState::to_chess`] without the round-trip check (for states known to come
+    /// from legal positions, e.g. after a checksum-verified read).
+    pub fn to_chess_unchecked(&self) -> Result<Chess, PositionError> {
         let mut board = Board::empty();
         for (i, &c) in self.squares.iter().enumerate() {
             if c > 12 {
@@ -132,17 +147,9 @@ impl PosState {
             halfmoves: 0,
             fullmoves: std::num::NonZeroU32::MIN,
         };
-        let pos = setup
+        setup
             .position::<Chess>(CastlingMode::Standard)
-            .map_err(|e| PositionError::Illegal(e.to_string()))?;
-        // The identity must survive the round trip exactly (e.g. an ep flag without a pawn
-        // beside it would be dropped by shakmaty).
-        if PosState::from_chess(&pos) != *self {
-            return Err(PositionError::Illegal(
-                "castling or en-passant bits inconsistent with the board".into(),
-            ));
-        }
-        Ok(pos)
+            .map_err(|e| PositionError::Illegal(e.to_string()))
     }
 
     /// Four-field FEN (placement, side, castling, en passant under the identity rule).
@@ -319,11 +326,17 @@ mod tests {
         let start = PosState::from_chess(&Chess::default());
         let (bytes, bits) = start.pack();
         assert_eq!(bits, 170);
-        assert_eq!(to_hex(&bytes), "fe09eb6095a609ceb04eeec12fa609cb6095fe09e780");
+        assert_eq!(
+            to_hex(&bytes),
+            "fe09eb6095a609ceb04eeec12fa609cb6095fe09e780"
+        );
         let ep = PosState::from_chess(&play(&["e4", "d5", "e5", "f5"]));
         let (bytes, bits) = ep.pack();
         assert_eq!(bits, 173);
-        assert_eq!(to_hex(&bytes), "fe09eb6095a609ceb10eee192fa621cb6095fe09e7e8");
+        assert_eq!(
+            to_hex(&bytes),
+            "fe09eb6095a609ceb10eee192fa621cb6095fe09e7e8"
+        );
     }
 
     #[test]

@@ -24,7 +24,9 @@ use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 use serde::{Deserialize, Serialize};
 
 use super::input;
-use super::pgn::{CountRules, CountedGame, GameReader, GameResult, RawGame, SkipReason, game_fingerprint, replay};
+use super::pgn::{
+    CountRules, CountedGame, GameReader, GameResult, RawGame, SkipReason, game_fingerprint, replay,
+};
 use super::progress::Progress;
 use crate::error::{Error, Result};
 use crate::store::book::{self, DeltaCommitError};
@@ -135,6 +137,8 @@ struct ImportState {
     per_input: Vec<InputCounts>,
     skipped_by_reason: BTreeMap<String, u64>,
     next_run: u64,
+    /// Length of skipped.jsonl at the checkpoint (later lines are discarded on resume).
+    skipped_log_bytes: u64,
 }
 
 const STATE_VERSION: u32 = 1;
@@ -210,7 +214,8 @@ impl Aggregator {
                     Some(i) => &mut slot.others[i].1,
                     None => {
                         self.bytes += POS_OVERHEAD + pair.pos.len();
-                        slot.others.push((pair.pos.clone().into_boxed_slice(), Vec::with_capacity(1)));
+                        slot.others
+                            .push((pair.pos.clone().into_boxed_slice(), Vec::with_capacity(1)));
                         let last = slot.others.len() - 1;
                         &mut slot.others[last].1
                     }
@@ -229,7 +234,11 @@ impl Aggregator {
             };
             let rec = &mut moves[i];
             rec.counts[result] += 1;
-            let elo = if *white_moved { g.white_elo } else { g.black_elo };
+            let elo = if *white_moved {
+                g.white_elo
+            } else {
+                g.black_elo
+            };
             if let Some(e) = elo {
                 rec.rating_sum += u64::from(e);
                 rec.rating_count += 1;
@@ -323,8 +332,14 @@ fn sidecar(book: &Path, suffix: &str) -> PathBuf {
 
 /// Removes temporary book files left by interrupted writers (the caller holds the lock).
 pub fn remove_stale_temp_books(book: &Path) {
-    let dir = book.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let prefix = format!(".{}.tmp-", book.file_name().unwrap_or_default().to_string_lossy());
+    let dir = book
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let prefix = format!(
+        ".{}.tmp-",
+        book.file_name().unwrap_or_default().to_string_lossy()
+    );
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
             if e.file_name().to_string_lossy().starts_with(&prefix) {
@@ -336,11 +351,14 @@ pub fn remove_stale_temp_books(book: &Path) {
 
 /// xxh3-128 of a file's bytes, as 32 hex digits.
 pub fn fingerprint_file(path: &str) -> Result<String> {
-    let f = std::fs::File::open(path).map_err(|e| Error::io(format!("cannot open PGN input {path}"), e))?;
+    let f = std::fs::File::open(path)
+        .map_err(|e| Error::io(format!("cannot open PGN input {path}"), e))?;
     let mut r = std::io::BufReader::with_capacity(1 << 20, f);
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     loop {
-        let buf = r.fill_buf().map_err(|e| Error::io(format!("reading {path}"), e))?;
+        let buf = r
+            .fill_buf()
+            .map_err(|e| Error::io(format!("reading {path}"), e))?;
         if buf.is_empty() {
             break;
         }
@@ -531,7 +549,10 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
         Some(b) => b.imports()?.into_iter().map(|(k, _)| k).collect(),
         None => HashSet::new(),
     };
-    let before = existing.as_ref().map(|b| b.meta().clone()).unwrap_or_default();
+    let before = existing
+        .as_ref()
+        .map(|b| b.meta().clone())
+        .unwrap_or_default();
     drop(existing);
 
     let mut plan = Vec::new();
@@ -605,29 +626,42 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     if !summary.resumed {
         let _ = std::fs::remove_dir_all(&staging);
     }
-    std::fs::create_dir_all(&staging)
-        .map_err(|e| Error::io(format!("creating staging directory {}", staging.display()), e))?;
+    std::fs::create_dir_all(&staging).map_err(|e| {
+        Error::io(
+            format!("creating staging directory {}", staging.display()),
+            e,
+        )
+    })?;
     // Runs not recorded in the checkpoint are partial work from after it.
     if let Ok(rd) = std::fs::read_dir(&staging) {
         for e in rd.flatten() {
             let n = e.file_name().to_string_lossy().to_string();
-            if n != "state.json" && n != "skipped.jsonl" && !state.runs.iter().any(|(r, _)| *r == n) {
+            if n != "state.json" && n != "skipped.jsonl" && !state.runs.iter().any(|(r, _)| *r == n)
+            {
                 let _ = std::fs::remove_file(e.path());
             }
         }
     }
     if !summary.resumed {
         let _ = std::fs::remove_file(staging.join("skipped.jsonl"));
+    } else if let Ok(f) = std::fs::OpenOptions::new()
+        .write(true)
+        .open(staging.join("skipped.jsonl"))
+    {
+        // Lines written after the checkpoint describe games that will be read again.
+        let _ = f.set_len(state.skipped_log_bytes);
     }
 
     let progress = Progress::new(opts.show_progress);
     let mut stdin_fp: Vec<Option<String>> = vec![None; plan.len()];
     let t_read = Instant::now();
+    let mut trace = super::progress::Trace::new();
     let mut in_memory = None;
     if !state.read_complete {
         in_memory = read_phase(&plan, &staging, &mut state, opts, &progress, &mut stdin_fp)?;
     }
     summary.read_secs = t_read.elapsed().as_secs_f64();
+    trace.mark("read phase (parse, replay, aggregate, spill)");
     let t_apply = Instant::now();
     for (i, fp) in stdin_fp.into_iter().enumerate() {
         if let Some(fp) = fp {
@@ -748,7 +782,10 @@ impl Coordinator<'_> {
                 c.imported += imported;
                 c.skipped += skipped.len() as u64;
                 for (line, r) in skipped {
-                    *state.skipped_by_reason.entry(r.kind().to_string()).or_default() += 1;
+                    *state
+                        .skipped_by_reason
+                        .entry(r.kind().to_string())
+                        .or_default() += 1;
                     self.pending_skips.push(SkippedGame {
                         file: self.plan[input].name.clone(),
                         line,
@@ -781,7 +818,11 @@ impl Coordinator<'_> {
     }
 
     /// Sends `msg(i)` to every worker and collects one non-batch reply from each.
-    fn broadcast(&mut self, state: &mut ImportState, mut msg: impl FnMut(&mut ImportState) -> Msg) -> Result<Vec<Reply>> {
+    fn broadcast(
+        &mut self,
+        state: &mut ImportState,
+        mut msg: impl FnMut(&mut ImportState) -> Msg,
+    ) -> Result<Vec<Reply>> {
         for i in 0..self.txs.len() {
             let m = msg(state);
             self.txs[i]
@@ -813,18 +854,28 @@ impl Coordinator<'_> {
             if let Reply::Flushed(p, n) = r
                 && n > 0
             {
-                state
-                    .runs
-                    .push((p.file_name().unwrap_or_default().to_string_lossy().to_string(), n));
+                state.runs.push((
+                    p.file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .to_string(),
+                    n,
+                ));
             }
         }
         for sk in self.pending_skips.drain(..) {
             let line = serde_json::to_string(&sk).map_err(|e| Error::Invalid(e.to_string()))?;
-            writeln!(self.skipped_file, "{line}").map_err(|e| Error::io("writing skipped-games log", e))?;
+            writeln!(self.skipped_file, "{line}")
+                .map_err(|e| Error::io("writing skipped-games log", e))?;
         }
         self.skipped_file
             .sync_data()
             .map_err(|e| Error::io("syncing skipped-games log", e))?;
+        state.skipped_log_bytes = self
+            .skipped_file
+            .metadata()
+            .map_err(|e| Error::io("skipped-games log", e))?
+            .len();
         let bytes = serde_json::to_vec(&*state).map_err(|e| Error::Invalid(e.to_string()))?;
         write_atomic(&staging.join("state.json"), &bytes)?;
         self.full = false;
@@ -884,28 +935,37 @@ fn read_phase(
 
         for idx in state.input_index..plan.len() {
             let p = &plan[idx];
-            let path = if p.fingerprint.is_none() { "-" } else { p.name.as_str() };
+            let path = if p.fingerprint.is_none() {
+                "-"
+            } else {
+                p.name.as_str()
+            };
             let inp = input::open(path)?;
             progress.start_input(&inp.name, inp.raw_size);
             let raw_read = inp.raw_read.clone();
-            let hasher = std::sync::Arc::new(std::sync::Mutex::new(xxhash_rust::xxh3::Xxh3::new()));
-            let mut reader: Box<dyn std::io::Read + Send> = if p.fingerprint.is_none() {
-                Box::new(HashingReader {
-                    inner: inp.reader,
-                    hasher: hasher.clone(),
-                })
-            } else {
-                inp.reader
-            };
+            let raw_hash = inp.raw_hash.clone();
+            let mut reader = inp.reader;
             let resuming = idx == state.input_index;
             if opts.dedupe {
-                read_games(&mut co, state, idx, reader, resuming, &mut seen, progress, &raw_read)?;
+                read_games(
+                    &mut co,
+                    state,
+                    idx,
+                    &mut reader,
+                    resuming,
+                    &mut seen,
+                    progress,
+                    &raw_read,
+                )?;
             } else {
                 // Chunks of text cut at game boundaries; workers parse them in parallel.
                 let (mut offset, mut line) = if resuming && state.bytes_in_input > 0 {
                     let skip = state.bytes_in_input;
-                    let n = std::io::copy(&mut std::io::Read::take(&mut reader, skip), &mut std::io::sink())
-                        .map_err(|e| Error::io(format!("reading {}", p.name), e))?;
+                    let n = std::io::copy(
+                        &mut std::io::Read::take(&mut reader, skip),
+                        &mut std::io::sink(),
+                    )
+                    .map_err(|e| Error::io(format!("reading {}", p.name), e))?;
                     if n != skip {
                         return Err(Error::Invalid(format!(
                             "{}: input is shorter than when the interrupted import read it; remove {} to start over",
@@ -978,8 +1038,10 @@ fn read_phase(
                     }
                 }
             }
-            if p.fingerprint.is_none() {
-                let h = hasher.lock().map(|h| h.digest128()).unwrap_or(0);
+            if let Some(h) = raw_hash {
+                // Drain what the decompressor did not need, so the fingerprint covers every byte.
+                let _ = std::io::copy(&mut reader, &mut std::io::sink());
+                let h = h.lock().map(|h| h.digest128()).unwrap_or(0);
                 stdin_fp[idx] = Some(format!("{h:032x}"));
             }
             state.input_index = idx + 1;
@@ -993,7 +1055,8 @@ fn read_phase(
             let replies = co.broadcast(state, |_| Msg::Take)?;
             for sk in co.pending_skips.drain(..) {
                 let line = serde_json::to_string(&sk).map_err(|e| Error::Invalid(e.to_string()))?;
-                writeln!(co.skipped_file, "{line}").map_err(|e| Error::io("writing skipped-games log", e))?;
+                writeln!(co.skipped_file, "{line}")
+                    .map_err(|e| Error::io("writing skipped-games log", e))?;
             }
             let parts = replies
                 .into_iter()
@@ -1017,7 +1080,7 @@ fn read_games(
     co: &mut Coordinator<'_>,
     state: &mut ImportState,
     idx: usize,
-    reader: Box<dyn std::io::Read + Send>,
+    reader: &mut Box<dyn std::io::Read + Send>,
     resuming: bool,
     seen: &mut HashSet<u128>,
     progress: &Progress,
@@ -1048,7 +1111,10 @@ fn read_games(
                     state.per_input[idx].read += 1;
                     if !seen.insert(game_fingerprint(&g)) {
                         state.per_input[idx].skipped += 1;
-                        *state.skipped_by_reason.entry("duplicate".into()).or_default() += 1;
+                        *state
+                            .skipped_by_reason
+                            .entry("duplicate".into())
+                            .or_default() += 1;
                         co.pending_skips.push(SkippedGame {
                             file: name.clone(),
                             line: g.line,
@@ -1081,21 +1147,6 @@ fn read_games(
         if eof {
             return Ok(());
         }
-    }
-}
-
-struct HashingReader<R> {
-    inner: R,
-    hasher: std::sync::Arc<std::sync::Mutex<xxhash_rust::xxh3::Xxh3>>,
-}
-
-impl<R: std::io::Read> std::io::Read for HashingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if let Ok(mut h) = self.hasher.lock() {
-            h.update(&buf[..n]);
-        }
-        Ok(n)
     }
 }
 
@@ -1149,7 +1200,9 @@ fn apply(
         state
             .runs
             .iter()
-            .map(|(r, _)| RunReader::open(&staging.join(r)).map(|r| Box::new(r) as EntryStream<'static>))
+            .map(|(r, _)| {
+                RunReader::open(&staging.join(r)).map(|r| Box::new(r) as EntryStream<'static>)
+            })
             .collect()
     };
     let old = if book_path.exists() {
@@ -1176,7 +1229,14 @@ fn apply(
             }
             // Another process holds the book open: write a new file instead.
             let fresh: Vec<EntryStream<'static>> = vec![Box::new(new.into_iter().map(Ok))];
-            return rewrite(book_path, Some(Book::open(book_path, crate::chess_codec())?), fresh, games, records, writer_opts);
+            return rewrite(
+                book_path,
+                Some(Book::open(book_path, crate::chess_codec())?),
+                fresh,
+                games,
+                records,
+                writer_opts,
+            );
         }
     }
     rewrite(book_path, old, open_runs()?, games, records, writer_opts)
@@ -1200,14 +1260,12 @@ fn rewrite(
     }
     w.add_imports(records);
     sources.push(Box::new(MergeIter::new(runs)));
-    let t = Instant::now();
+    let mut trace = super::progress::Trace::new();
     for e in MergeIter::new(sources) {
         w.push(e?)?;
     }
-    let t_push = t.elapsed();
+    trace.mark("rewrite: merge and write blocks");
     w.finish()?;
-    if std::env::var_os("BOOKDB_TRACE").is_some() {
-        eprintln!("trace: rewrite push {:.2}s, finish {:.2}s", t_push.as_secs_f64(), t.elapsed().as_secs_f64() - t_push.as_secs_f64());
-    }
+    trace.mark("rewrite: finish (last blocks, meta, commit, compact, rename)");
     Ok("rewrite".into())
 }

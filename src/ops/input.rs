@@ -34,13 +34,22 @@ impl Format {
 pub struct CountingReader<R> {
     inner: R,
     counter: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    hasher: Option<RawHasher>,
 }
+
+/// xxh3-128 of the raw bytes read so far (the input's fingerprint once it is read to the end).
+pub type RawHasher = std::sync::Arc<std::sync::Mutex<xxhash_rust::xxh3::Xxh3>>;
 
 impl<R: Read> Read for CountingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.counter
             .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        if let Some(h) = &self.hasher
+            && let Ok(mut h) = h.lock()
+        {
+            h.update(&buf[..n]);
+        }
         Ok(n)
     }
 }
@@ -54,6 +63,9 @@ pub struct Input {
     /// Raw bytes consumed so far.
     pub raw_read: std::sync::Arc<std::sync::atomic::AtomicU64>,
     pub format: Format,
+    /// For standard input: the running fingerprint of the raw bytes (files are fingerprinted
+    /// before reading).
+    pub raw_hash: Option<RawHasher>,
 }
 
 pub fn open(path: &str) -> Result<Input> {
@@ -66,9 +78,12 @@ pub fn open(path: &str) -> Result<Input> {
         let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
         (Box::new(f), size, path.to_string())
     };
+    let raw_hash: Option<RawHasher> = (path == "-")
+        .then(|| std::sync::Arc::new(std::sync::Mutex::new(xxhash_rust::xxh3::Xxh3::new())));
     let counting = CountingReader {
         inner: raw,
         counter: counter.clone(),
+        hasher: raw_hash.clone(),
     };
     let mut buffered = BufReader::with_capacity(1 << 16, counting);
     let head = buffered
@@ -93,5 +108,6 @@ pub fn open(path: &str) -> Result<Input> {
         raw_size,
         raw_read: counter,
         format,
+        raw_hash,
     })
 }

@@ -189,7 +189,11 @@ impl std::fmt::Display for SkipReason {
             SkipReason::IllegalMove { ply, san } => {
                 let number = ply / 2 + 1;
                 let dots = if ply % 2 == 0 { "." } else { "..." };
-                write!(f, "illegal or unreadable move {number}{dots}{san} (ply {})", ply + 1)
+                write!(
+                    f,
+                    "illegal or unreadable move {number}{dots}{san} (ply {})",
+                    ply + 1
+                )
             }
             SkipReason::MinRating => write!(f, "a player is rated below --min-rating or unrated"),
             SkipReason::Duplicate => write!(f, "duplicate of an earlier game (--dedupe)"),
@@ -343,7 +347,13 @@ mod tests {
         // Plies 5-8 repeat the (position, move) pairs of plies 1-4.
         assert_eq!(c.pairs.len(), 4);
         let err = replay(&g[1], &RULES).unwrap_err();
-        assert_eq!(err, SkipReason::IllegalMove { ply: 1, san: "e4".into() });
+        assert_eq!(
+            err,
+            SkipReason::IllegalMove {
+                ply: 1,
+                san: "e4".into()
+            }
+        );
         assert_eq!(err.to_string(), "illegal or unreadable move 1...e4 (ply 2)");
     }
 
@@ -362,7 +372,8 @@ mod tests {
 
     #[test]
     fn fen_start_and_crlf() {
-        let pgn = "[SetUp \"1\"]\r\n[FEN \"4k3/8/8/8/8/8/4P3/4K3 w - - 0 1\"]\r\n\r\n1. e4 Kd7 *\r\n";
+        let pgn =
+            "[SetUp \"1\"]\r\n[FEN \"4k3/8/8/8/8/8/4P3/4K3 w - - 0 1\"]\r\n\r\n1. e4 Kd7 *\r\n";
         let g = games(pgn);
         let c = replay(&g[0], &RULES).unwrap();
         assert_eq!(c.pairs.len(), 2);

@@ -66,8 +66,11 @@
 //! castling), so export writes them back bit for bit.
 //!
 //! The new entries are merged with the book's content (if the book exists) and the file is
-//! replaced atomically. Merging follows `polyglot merge-book`: weights of the same move add up
-//! (saturating at 65535), so importing the same file twice doubles its weights.
+//! replaced atomically (under the book's writer lock, keeping its games count and `imports`
+//! records). Each imported file is recorded in the `imports` table as `polyglot:<xxh3-128 of its
+//! bytes>`; a file the book already lists is skipped, as `bookdb import` does with PGN, unless
+//! `--force`. Merging follows `polyglot merge-book`: weights of the same move from different
+//! files (or a forced re-import) add up, saturating at 65535; learn keeps the larger value.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::io::{BufWriter, Write};
@@ -77,6 +80,7 @@ use std::time::Instant;
 use serde::Serialize;
 use shakmaty::{Chess, File, Move, Position, Role, Square};
 
+use super::import::{WriterLock, remove_stale_temp_books};
 use super::query;
 use crate::chess::{MoveCode, PosState, encode_move, polyglot_key};
 use crate::error::{Error, Result};
@@ -266,7 +270,10 @@ pub fn parse_bin(data: &[u8]) -> std::result::Result<ParsedBin, String> {
         ));
     }
     let head = &data[..data.len().min(512)];
-    let text_start = head.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(0);
+    let text_start = head
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(0);
     if head[text_start] == b'<' {
         let s = String::from_utf8_lossy(&head[text_start..head.len().min(text_start + 20)])
             .replace(['\n', '\r'], " ");
@@ -316,10 +323,21 @@ pub fn parse_bin(data: &[u8]) -> std::result::Result<ParsedBin, String> {
 
 /// Reads and parses a Polyglot file; the error names the file.
 pub fn read_bin(path: &Path) -> Result<ParsedBin> {
-    let data = std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-    parse_bin(&data).map_err(|reason| {
+    read_bin_fingerprinted(path).map(|(p, _)| p)
+}
+
+/// [`read_bin`] plus the file's fingerprint (xxh3-128 of its bytes, 32 hex digits, as
+/// `bookdb import` fingerprints its inputs).
+fn read_bin_fingerprinted(path: &Path) -> Result<(ParsedBin, String)> {
+    let data =
+        std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let parsed = parse_bin(&data).map_err(|reason| {
         Error::Invalid(format!("{}: not a Polyglot book: {reason}", path.display()))
-    })
+    })?;
+    Ok((
+        parsed,
+        format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&data)),
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -329,7 +347,13 @@ pub fn read_bin(path: &Path) -> Result<ParsedBin> {
 #[derive(Clone, Debug, Default)]
 pub struct PolyglotImportOptions {
     pub writer: WriterOptions,
+    /// Import files the book already lists as imported (their weights then add up again).
+    pub force: bool,
 }
+
+/// Prefix of the `imports` table keys of Polyglot files (`polyglot:<xxh3-128 of the bytes>`),
+/// apart from the PGN inputs' keys.
+pub const IMPORT_KEY_PREFIX: &str = "polyglot:";
 
 /// What happened to one input file. Every complete entry read is counted exactly once in
 /// `placed`, `key_only` or `skipped`.
@@ -362,6 +386,8 @@ pub struct FileSummary {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct PolyglotImportSummary {
     pub files: Vec<FileSummary>,
+    /// Inputs skipped because the book lists them as imported already (see `--force`).
+    pub already_imported: Vec<String>,
     pub entries_read: u64,
     pub placed: u64,
     pub key_only: u64,
@@ -373,6 +399,12 @@ pub struct PolyglotImportSummary {
 
 impl std::fmt::Display for PolyglotImportSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for name in &self.already_imported {
+            writeln!(
+                f,
+                "{name}: already imported into this book; skipped (use --force to import it again)"
+            )?;
+        }
         for s in &self.files {
             writeln!(
                 f,
@@ -401,7 +433,11 @@ impl std::fmt::Display for PolyglotImportSummary {
         write!(
             f,
             "book: {} positions, {} key-only entries, {} pairs, {} bytes in {:.2}s",
-            self.book.positions, self.book.key_only, self.book.pairs, self.book_bytes, self.elapsed_secs
+            self.book.positions,
+            self.book.key_only,
+            self.book.pairs,
+            self.book_bytes,
+            self.elapsed_secs
         )
     }
 }
@@ -531,11 +567,18 @@ fn place_file(
     let mut by_key = group_entries(parsed, sum);
     let mut walk = Walk::default();
     walk.enter(Chess::default(), &by_key, sum);
-    let mut seed_keys: Vec<u64> = known.keys().copied().filter(|k| by_key.contains_key(k)).collect();
+    let mut seed_keys: Vec<u64> = known
+        .keys()
+        .copied()
+        .filter(|k| by_key.contains_key(k))
+        .collect();
     seed_keys.sort_unstable();
     for k in seed_keys {
         for packed in known.get(&k).into_iter().flatten() {
-            if let Some(pos) = PosState::unpack(packed).ok().and_then(|s| s.to_chess().ok()) {
+            if let Some(pos) = PosState::unpack(packed)
+                .ok()
+                .and_then(|s| s.to_chess().ok())
+            {
                 walk.visit(pos, packed.clone());
             }
         }
@@ -545,13 +588,17 @@ fn place_file(
     while let Some(pos) = walk.queue.pop_front() {
         let state = PosState::from_chess(&pos);
         let key = state.key();
-        let Some(km) = by_key.get_mut(&key) else { continue };
+        let Some(km) = by_key.get_mut(&key) else {
+            continue;
+        };
         // code -> (weight, learn)
         let mut moves: Vec<MoveRec> = Vec::with_capacity(km.moves.len());
         let mut children: Vec<Chess> = Vec::new();
         let legal = pos.legal_moves();
         for (i, &(pg, weight, learn)) in km.moves.iter().enumerate() {
-            let Some((m, two_square)) = pg_in_moves(&legal, pg) else { continue };
+            let Some((m, two_square)) = pg_in_moves(&legal, pg) else {
+                continue;
+            };
             let code = encode_move(&m);
             if let Some(rec) = moves.iter_mut().find(|r| r.mv == code) {
                 // e1g1 and e1h1 both listed: one move in two encodings.
@@ -641,15 +688,41 @@ pub fn import_polyglot(
     let start = Instant::now();
     let codec = crate::chess_codec();
     // Read and check every input before touching the book.
-    let mut parsed = Vec::with_capacity(inputs.len());
+    let mut read = Vec::with_capacity(inputs.len());
     for p in inputs {
-        parsed.push(read_bin(p)?);
+        read.push(read_bin_fingerprinted(p)?);
     }
+    let _lock = WriterLock::acquire(book_path)?;
+    remove_stale_temp_books(book_path);
     let old = if book_path.exists() {
         Some(Book::open(book_path, codec.clone())?)
     } else {
         None
     };
+    let mut summary = PolyglotImportSummary::default();
+    // Exactly once, as `bookdb import`: files the book lists are skipped unless forced.
+    let mut done: HashSet<String> = match &old {
+        Some(b) => b.imports()?.into_iter().map(|(k, _)| k).collect(),
+        None => HashSet::new(),
+    };
+    let mut todo: Vec<(&PathBuf, ParsedBin, String)> = Vec::with_capacity(read.len());
+    for (path, (parsed, fp)) in inputs.iter().zip(read) {
+        let key = format!("{IMPORT_KEY_PREFIX}{fp}");
+        if !done.insert(key.clone()) && !opts.force {
+            summary.already_imported.push(path.display().to_string());
+            continue;
+        }
+        todo.push((path, parsed, key));
+    }
+    if todo.is_empty() {
+        if let Some(b) = &old {
+            summary.book = b.meta().clone();
+        }
+        summary.book_bytes = std::fs::metadata(book_path).map(|m| m.len()).unwrap_or(0);
+        summary.elapsed_secs = start.elapsed().as_secs_f64();
+        return Ok(summary);
+    }
+    let parsed: Vec<&ParsedBin> = todo.iter().map(|(_, p, _)| p).collect();
     // Positions of the book whose keys occur in some input seed the walks.
     let all_keys: HashSet<u64> = parsed
         .iter()
@@ -666,9 +739,12 @@ pub fn import_polyglot(
             }
         }
     }
-    let mut summary = PolyglotImportSummary::default();
-    let mut new_lists: Vec<Vec<Entry>> = Vec::with_capacity(parsed.len());
-    for (path, p) in inputs.iter().zip(&parsed) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut records: Vec<(String, Vec<u8>)> = Vec::with_capacity(todo.len());
+    let mut new_lists: Vec<Vec<Entry>> = Vec::with_capacity(todo.len());
+    for (path, p, record_key) in &todo {
         let mut fs = FileSummary {
             file: path.display().to_string(),
             bytes: (p.entries.len() * ENTRY_BYTES + p.trailing_bytes) as u64,
@@ -684,12 +760,25 @@ pub fn import_polyglot(
             ));
         }
         if p.out_of_order > 0 {
-            fs.warnings.push(format!("{} entries out of key order (sorted)", p.out_of_order));
+            fs.warnings.push(format!(
+                "{} entries out of key order (sorted)",
+                p.out_of_order
+            ));
         }
         if p.entries.is_empty() {
             fs.warnings.push("no entries".into());
         }
         new_lists.push(place_file(p, &mut known, &mut fs));
+        let rec = serde_json::json!({
+            "name": fs.file,
+            "format": "polyglot",
+            "bytes": fs.bytes,
+            "entries_read": fs.entries_read,
+            "placed": fs.placed,
+            "key_only": fs.key_only,
+            "imported_at": now,
+        });
+        records.push((record_key.clone(), rec.to_string().into_bytes()));
         summary.entries_read += fs.entries_read;
         summary.placed += fs.placed;
         summary.key_only += fs.key_only;
@@ -699,12 +788,16 @@ pub fn import_polyglot(
         summary.files.push(fs);
     }
     drop(known);
+    drop(parsed);
+    drop(todo);
     let mut w = BookWriter::create(book_path, codec, opts.writer.clone())?;
     let mut streams: Vec<Box<dyn Iterator<Item = Result<Entry>> + '_>> = Vec::new();
     if let Some(book) = &old {
         w.add_games(book.meta().games);
+        w.add_imports(book.imports()?);
         streams.push(Box::new(book.iter()?));
     }
+    w.add_imports(records);
     for list in new_lists {
         streams.push(Box::new(list.into_iter().map(Ok)));
     }
@@ -765,7 +858,7 @@ pub struct ExportSummary {
     pub from_polyglot: u64,
     /// Keys whose counts were halved to fit (polyglot's COUNT_MAX rule).
     pub halved_keys: u64,
-    /// Moves left out, by reason: `min_games`, `zero_score`, `min_score`, `side`.
+    /// Moves left out, by reason: `min_games`, `zero_score`, `min_score`, `side`, `no_data`.
     pub dropped: BTreeMap<String, u64>,
     pub bytes: u64,
     pub elapsed_secs: f64,
@@ -774,7 +867,11 @@ pub struct ExportSummary {
 impl std::fmt::Display for ExportSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.format == "jsonl" {
-            return write!(f, "{}: {} positions written ({} bytes) in {:.2}s", self.out, self.keys, self.bytes, self.elapsed_secs);
+            return write!(
+                f,
+                "{}: {} positions written ({} bytes) in {:.2}s",
+                self.out, self.keys, self.bytes, self.elapsed_secs
+            );
         }
         write!(
             f,
@@ -836,6 +933,8 @@ pub enum DropReason {
     ZeroScore,
     MinScore,
     Side,
+    /// Neither game counts nor a stored Polyglot weight.
+    NoData,
 }
 
 impl DropReason {
@@ -845,6 +944,7 @@ impl DropReason {
             DropReason::ZeroScore => "zero_score",
             DropReason::MinScore => "min_score",
             DropReason::Side => "side",
+            DropReason::NoData => "no_data",
         }
     }
 }
@@ -933,7 +1033,11 @@ fn export_key(
             }
         }
     }
-    let mut counted: Vec<MakeBookCounts> = moves.values().filter(|o| o.counted).map(|o| o.counts).collect();
+    let mut counted: Vec<MakeBookCounts> = moves
+        .values()
+        .filter(|o| o.counted)
+        .map(|o| o.counts)
+        .collect();
     if halve_to_fit(&mut counted) > 0 {
         summary.halved_keys += 1;
         let mut it = counted.into_iter();
@@ -948,6 +1052,8 @@ fn export_key(
         let learn = o.stored.map_or(0, |x| x.learn);
         let res = if o.counted {
             make_book_weight(o.counts, o.white_to_move.unwrap_or(true), opts)
+        } else if o.stored.is_none() {
+            Err(DropReason::NoData)
         } else if side_dropped(o.white_to_move, opts.only) {
             Err(DropReason::Side)
         } else {
@@ -1018,7 +1124,8 @@ pub fn export_jsonl(book: &Book, out: &mut dyn Write) -> Result<u64> {
         let j = query::entry_json(&e?, false)?;
         let mut line = serde_json::to_vec(&j).map_err(|e| Error::Invalid(e.to_string()))?;
         line.push(b'\n');
-        out.write_all(&line).map_err(|e| Error::io("writing JSON lines", e))?;
+        out.write_all(&line)
+            .map_err(|e| Error::io("writing JSON lines", e))?;
         n += 1;
     }
     Ok(n)
@@ -1055,6 +1162,12 @@ pub fn export(
     opts: &PolyglotExportOptions,
 ) -> Result<ExportSummary> {
     let start = Instant::now();
+    if !(0.0..=100.0).contains(&opts.min_score) {
+        return Err(Error::Invalid(format!(
+            "--min-score {} is not a percentage (0 to 100)",
+            opts.min_score
+        )));
+    }
     let book = Book::open(book_path, crate::chess_codec())?;
     let run = |w: &mut dyn Write| -> Result<ExportSummary> {
         match format {
@@ -1082,11 +1195,18 @@ pub fn export(
         }
     } else {
         let path = Path::new(out);
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         let name = path
             .file_name()
             .ok_or_else(|| Error::Invalid(format!("{out}: not a file path")))?;
-        let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+        let tmp = dir.join(format!(
+            ".{}.tmp-{}",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
         let res = (|| -> Result<ExportSummary> {
             let f = std::fs::File::create(&tmp)
                 .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
@@ -1095,8 +1215,10 @@ pub fn export(
             let f = w
                 .into_inner()
                 .map_err(|e| Error::io(format!("writing {out}"), e.into_error()))?;
-            f.sync_all().map_err(|e| Error::io(format!("writing {out}"), e))?;
-            std::fs::rename(&tmp, path).map_err(|e| Error::io(format!("moving the export to {out}"), e))?;
+            f.sync_all()
+                .map_err(|e| Error::io(format!("writing {out}"), e))?;
+            std::fs::rename(&tmp, path)
+                .map_err(|e| Error::io(format!("moving the export to {out}"), e))?;
             Ok(s)
         })();
         if res.is_err() {
@@ -1148,7 +1270,9 @@ mod tests {
     fn legal_moves_round_trip_with_castling_and_promotions() {
         let positions = [
             Chess::default(),
-            play(&["e4", "e5", "Nf3", "Nc6", "Bc4", "Nf6", "d3", "d6", "Bg5", "Be6", "Nc3", "Qd7"]),
+            play(&[
+                "e4", "e5", "Nf3", "Nc6", "Bc4", "Nf6", "d3", "d6", "Bg5", "Be6", "Nc3", "Qd7",
+            ]),
             crate::chess::parse_fen("r3k2r/1P4P1/8/8/8/8/1p4p1/R3K2R w KQkq - 0 1").unwrap(),
             crate::chess::parse_fen("r3k2r/1P4P1/8/8/8/8/1p4p1/R3K2R b KQkq - 0 1").unwrap(),
             play(&["e4", "d5", "e5", "f5"]),
@@ -1179,10 +1303,16 @@ mod tests {
                 }
             }
         }
-        assert_eq!(castles, 5, "O-O in the Italian, both castlings for either side");
+        assert_eq!(
+            castles, 5,
+            "O-O in the Italian, both castlings for either side"
+        );
         assert_eq!(promos, 32);
         let start = Chess::default();
-        assert_eq!(pg_to_legal(&start, pg_encode(sq("e2"), sq("e5"), None)), None);
+        assert_eq!(
+            pg_to_legal(&start, pg_encode(sq("e2"), sq("e5"), None)),
+            None
+        );
         let italian = &positions[1];
         let e1h1 = pg_encode(sq("e1"), sq("h1"), None);
         let (m, _) = pg_to_legal(italian, e1h1).unwrap();
@@ -1196,13 +1326,19 @@ mod tests {
         }
         let e7e8q = pg_encode(sq("e7"), sq("e8"), Some(Role::Queen));
         assert_eq!(move_uci(raw_code_from_pg(e7e8q)), "e7e8q");
-        assert_eq!(move_uci(raw_code_from_pg(pg_encode(sq("e1"), sq("h1"), None))), "e1h1");
+        assert_eq!(
+            move_uci(raw_code_from_pg(pg_encode(sq("e1"), sq("h1"), None))),
+            "e1h1"
+        );
     }
 
     #[test]
     fn halving_follows_count_max() {
         let mut c = vec![
-            MakeBookCounts { n: 40000, sum: 41000 },
+            MakeBookCounts {
+                n: 40000,
+                sum: 41000,
+            },
             MakeBookCounts { n: 3, sum: 5 },
             MakeBookCounts { n: 16383, sum: 1 },
         ];
@@ -1210,17 +1346,35 @@ mod tests {
         assert_eq!(
             c,
             vec![
-                MakeBookCounts { n: 10000, sum: 10250 },
+                MakeBookCounts {
+                    n: 10000,
+                    sum: 10250
+                },
                 MakeBookCounts { n: 1, sum: 2 },
                 MakeBookCounts { n: 4096, sum: 1 },
             ]
         );
-        let mut small = vec![MakeBookCounts { n: 16383, sum: 32766 }];
+        let mut small = vec![MakeBookCounts {
+            n: 16383,
+            sum: 32766,
+        }];
         assert_eq!(halve_to_fit(&mut small), 0);
-        let mut edge = vec![MakeBookCounts { n: 16384, sum: 32768 }];
+        let mut edge = vec![MakeBookCounts {
+            n: 16384,
+            sum: 32768,
+        }];
         assert_eq!(halve_to_fit(&mut edge), 1);
-        assert_eq!(edge[0], MakeBookCounts { n: 8192, sum: 16384 });
-        let mut huge = vec![MakeBookCounts { n: u64::MAX, sum: u64::MAX }];
+        assert_eq!(
+            edge[0],
+            MakeBookCounts {
+                n: 8192,
+                sum: 16384
+            }
+        );
+        let mut huge = vec![MakeBookCounts {
+            n: u64::MAX,
+            sum: u64::MAX,
+        }];
         halve_to_fit(&mut huge);
         assert!(huge[0].n < COUNT_MAX && huge[0].sum <= 2 * huge[0].n);
     }
@@ -1253,7 +1407,10 @@ mod tests {
         };
         // 9 / 7 / 2 = 0.64 >= 0.5; 5 / 7 / 2 = 0.36 < 0.5
         assert_eq!(make_book_weight(w, true, &score), Ok(9));
-        assert_eq!(make_book_weight(b, false, &score), Err(DropReason::MinScore));
+        assert_eq!(
+            make_book_weight(b, false, &score),
+            Err(DropReason::MinScore)
+        );
         let white = PolyglotExportOptions {
             only: Some(OnlySide::White),
             ..Default::default()
@@ -1265,7 +1422,114 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(make_book_weight(w, true, &uniform), Ok(1));
-        assert_eq!(make_book_weight(lost, true, &uniform), Err(DropReason::ZeroScore));
+        assert_eq!(
+            make_book_weight(lost, true, &uniform),
+            Err(DropReason::ZeroScore)
+        );
+    }
+
+    #[test]
+    fn export_key_mixes_counts_stored_weights_and_halving() {
+        let start = Chess::default();
+        let state = PosState::from_chess(&start);
+        let code = |uci: &str| encode_move(&parse_move(&start, uci).unwrap());
+        let e = Entry {
+            key: state.key(),
+            pos: Some(state.pack().0),
+            moves: {
+                let mut v = vec![
+                    // 20000 games: every count of the key is halved once.
+                    MoveRec {
+                        mv: code("e2e4"),
+                        white: 8000,
+                        draws: 6000,
+                        black: 6000,
+                        ..Default::default()
+                    },
+                    MoveRec {
+                        mv: code("d2d4"),
+                        white: 3,
+                        draws: 1,
+                        ..Default::default()
+                    },
+                    // Imported from Polyglot, no games: stored weight and learn as they are.
+                    MoveRec {
+                        mv: code("g2g4"),
+                        polyglot: Some(PolyglotExtra {
+                            weight: 77,
+                            learn: 9,
+                        }),
+                        ..Default::default()
+                    },
+                    // Counts win over a stored weight; the learn value stays.
+                    MoveRec {
+                        mv: code("c2c4"),
+                        draws: 2,
+                        polyglot: Some(PolyglotExtra {
+                            weight: 500,
+                            learn: 3,
+                        }),
+                        ..Default::default()
+                    },
+                    MoveRec {
+                        mv: code("a2a3"),
+                        ..Default::default()
+                    },
+                ];
+                v.sort_by_key(|m| m.mv);
+                v
+            },
+        };
+        let mut es = ExportSummary::default();
+        let out = export_key(
+            std::slice::from_ref(&e),
+            &PolyglotExportOptions::default(),
+            &mut es,
+        )
+        .unwrap();
+        let pg = |from: &str, to: &str| pg_encode(sq(from), sq(to), None);
+        let k = e.key;
+        assert_eq!(
+            out,
+            vec![
+                PgEntry {
+                    key: k,
+                    mv: pg("e2", "e4"),
+                    weight: 11000,
+                    learn: 0
+                },
+                PgEntry {
+                    key: k,
+                    mv: pg("g2", "g4"),
+                    weight: 77,
+                    learn: 9
+                },
+                PgEntry {
+                    key: k,
+                    mv: pg("d2", "d4"),
+                    weight: 4,
+                    learn: 0
+                },
+                PgEntry {
+                    key: k,
+                    mv: pg("c2", "c4"),
+                    weight: 1,
+                    learn: 3
+                },
+            ]
+        );
+        assert_eq!(es.halved_keys, 1);
+        assert_eq!(es.dropped.get("no_data"), Some(&1));
+        // Black-only export leaves out the white-to-move position, stored weights included.
+        let black = PolyglotExportOptions {
+            only: Some(OnlySide::Black),
+            ..Default::default()
+        };
+        assert!(
+            export_key(std::slice::from_ref(&e), &black, &mut es)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     fn bin(entries: &[PgEntry]) -> Vec<u8> {
@@ -1277,9 +1541,24 @@ mod tests {
         let e4 = pg_encode(sq("e2"), sq("e4"), None);
         let d4 = pg_encode(sq("d2"), sq("d4"), None);
         let entries = [
-            PgEntry { key: 0x463b96181691fc9c, mv: e4, weight: 10, learn: 7 },
-            PgEntry { key: 0x463b96181691fc9c, mv: d4, weight: 0, learn: 0 },
-            PgEntry { key: SENTINEL_KEY, mv: 0, weight: 0, learn: 0 },
+            PgEntry {
+                key: 0x463b96181691fc9c,
+                mv: e4,
+                weight: 10,
+                learn: 7,
+            },
+            PgEntry {
+                key: 0x463b96181691fc9c,
+                mv: d4,
+                weight: 0,
+                learn: 0,
+            },
+            PgEntry {
+                key: SENTINEL_KEY,
+                mv: 0,
+                weight: 0,
+                learn: 0,
+            },
         ];
         let mut data = bin(&entries);
         data.push(0xab);
@@ -1288,10 +1567,17 @@ mod tests {
         assert_eq!(p.trailing_bytes, 1);
         assert_eq!(p.invalid_moves, 0, "the sentinel is not counted as garbage");
         assert_eq!(PgEntry::from_bytes(&entries[0].to_bytes()), entries[0]);
-        assert_eq!(&entries[0].to_bytes()[..8], &[0x46, 0x3b, 0x96, 0x18, 0x16, 0x91, 0xfc, 0x9c]);
+        assert_eq!(
+            &entries[0].to_bytes()[..8],
+            &[0x46, 0x3b, 0x96, 0x18, 0x16, 0x91, 0xfc, 0x9c]
+        );
 
         assert!(parse_bin(&data[..15]).is_err());
-        assert!(parse_bin(b"\n\n<!DOCTYPE html><html><body>not a book</body></html>").unwrap_err().contains("HTML"));
+        assert!(
+            parse_bin(b"\n\n<!DOCTYPE html><html><body>not a book</body></html>")
+                .unwrap_err()
+                .contains("HTML")
+        );
         assert!(parse_bin(&[b'a'; 64]).unwrap_err().contains("text"));
         assert_eq!(parse_bin(&[]).unwrap().entries.len(), 0);
         // Pseudo-random bytes: keys out of order.
@@ -1317,17 +1603,55 @@ mod tests {
         let a3 = pg_encode(sq("a2"), sq("a3"), None);
         let bogus = pg_encode(sq("e2"), sq("e5"), None);
         let mut entries = vec![
-            PgEntry { key: polyglot_key(&start), mv: e4, weight: 5, learn: 1 },
-            PgEntry { key: polyglot_key(&start), mv: bogus, weight: 2, learn: 0 },
-            PgEntry { key: polyglot_key(&after_e4), mv: e5, weight: 3, learn: 0 },
-            PgEntry { key: polyglot_key(&after_e4), mv: e5, weight: 4, learn: 0 },
+            PgEntry {
+                key: polyglot_key(&start),
+                mv: e4,
+                weight: 5,
+                learn: 1,
+            },
+            PgEntry {
+                key: polyglot_key(&start),
+                mv: bogus,
+                weight: 2,
+                learn: 0,
+            },
+            PgEntry {
+                key: polyglot_key(&after_e4),
+                mv: e5,
+                weight: 3,
+                learn: 0,
+            },
+            PgEntry {
+                key: polyglot_key(&after_e4),
+                mv: e5,
+                weight: 4,
+                learn: 0,
+            },
             // Unreachable from the start through the book's moves.
-            PgEntry { key: polyglot_key(&castle_pos), mv: pg_encode(sq("e1"), sq("g1"), None), weight: 9, learn: 0 },
-            PgEntry { key: 42, mv: a3, weight: 0, learn: 0 },
-            PgEntry { key: SENTINEL_KEY, mv: 0, weight: 0, learn: 0 },
+            PgEntry {
+                key: polyglot_key(&castle_pos),
+                mv: pg_encode(sq("e1"), sq("g1"), None),
+                weight: 9,
+                learn: 0,
+            },
+            PgEntry {
+                key: 42,
+                mv: a3,
+                weight: 0,
+                learn: 0,
+            },
+            PgEntry {
+                key: SENTINEL_KEY,
+                mv: 0,
+                weight: 0,
+                learn: 0,
+            },
         ];
         entries.sort();
-        let parsed = ParsedBin { entries, ..Default::default() };
+        let parsed = ParsedBin {
+            entries,
+            ..Default::default()
+        };
         let mut known = HashMap::new();
         let mut s = FileSummary::default();
         let out = place_file(&parsed, &mut known, &mut s);
@@ -1338,23 +1662,46 @@ mod tests {
         assert_eq!(s.positions, 2);
         let placed: Vec<&Entry> = out.iter().filter(|e| e.pos.is_some()).collect();
         assert_eq!(placed.len(), 2);
-        let at_e4 = placed.iter().find(|e| e.key == polyglot_key(&after_e4)).unwrap();
-        assert_eq!(at_e4.moves[0].polyglot, Some(PolyglotExtra { weight: 4, learn: 0 }));
+        let at_e4 = placed
+            .iter()
+            .find(|e| e.key == polyglot_key(&after_e4))
+            .unwrap();
+        assert_eq!(
+            at_e4.moves[0].polyglot,
+            Some(PolyglotExtra {
+                weight: 4,
+                learn: 0
+            })
+        );
         // With the castling position known (e.g. from the target book), e1g1 is placed.
         let mut known = HashMap::new();
-        known.insert(polyglot_key(&castle_pos), vec![PosState::from_chess(&castle_pos).pack().0]);
+        known.insert(
+            polyglot_key(&castle_pos),
+            vec![PosState::from_chess(&castle_pos).pack().0],
+        );
         let mut s = FileSummary::default();
         let out = place_file(&parsed, &mut known, &mut s);
         assert_eq!(s.placed, 3);
         assert_eq!(s.castling_king_two_squares, 1);
-        let c = out.iter().find(|e| e.key == polyglot_key(&castle_pos)).unwrap();
+        let c = out
+            .iter()
+            .find(|e| e.key == polyglot_key(&castle_pos))
+            .unwrap();
         assert!(c.pos.is_some());
         assert_eq!(move_uci(c.moves[0].mv), "e1g1");
         // Export writes it back as king-takes-rook.
         let opts = PolyglotExportOptions::default();
         let mut es = ExportSummary::default();
         let pg = export_key(std::slice::from_ref(c), &opts, &mut es).unwrap();
-        assert_eq!(pg, vec![PgEntry { key: c.key, mv: pg_encode(sq("e1"), sq("h1"), None), weight: 9, learn: 0 }]);
+        assert_eq!(
+            pg,
+            vec![PgEntry {
+                key: c.key,
+                mv: pg_encode(sq("e1"), sq("h1"), None),
+                weight: 9,
+                learn: 0
+            }]
+        );
         // Key-only moves come back bit for bit.
         let ko: Vec<Entry> = out.iter().filter(|e| e.pos.is_none()).cloned().collect();
         for e in &ko {

@@ -54,7 +54,8 @@ impl Progress {
     }
 
     pub fn finish_reading(&self, games: u64) {
-        self.bar.set_message(format!("{games} games read; writing book"));
+        self.bar
+            .set_message(format!("{games} games read; writing book"));
     }
 
     pub fn phase(&self, msg: &str) {
@@ -63,5 +64,57 @@ impl Progress {
 
     pub fn clear(&self) {
         self.bar.finish_and_clear();
+    }
+}
+
+/// Phase timing for development (`BOOKDB_TRACE=1`): prints wall and process CPU seconds spent
+/// since the previous mark to stderr.
+pub struct Trace {
+    on: bool,
+    wall: std::time::Instant,
+    cpu: f64,
+}
+
+fn process_cpu_secs() -> f64 {
+    // Fields 14 and 15 of /proc/self/stat: utime and stime in clock ticks (100 Hz on Linux).
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let u: f64 = f.get(11)?.parse().ok()?;
+            let k: f64 = f.get(12)?.parse().ok()?;
+            Some((u + k) / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
+impl Default for Trace {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Trace {
+    pub fn new() -> Trace {
+        Trace {
+            on: std::env::var_os("BOOKDB_TRACE").is_some(),
+            wall: std::time::Instant::now(),
+            cpu: process_cpu_secs(),
+        }
+    }
+
+    pub fn mark(&mut self, label: &str) {
+        if !self.on {
+            return;
+        }
+        let cpu = process_cpu_secs();
+        eprintln!(
+            "trace: {label}: wall {:.2}s cpu {:.2}s",
+            self.wall.elapsed().as_secs_f64(),
+            cpu - self.cpu
+        );
+        self.wall = std::time::Instant::now();
+        self.cpu = cpu;
     }
 }

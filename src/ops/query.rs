@@ -37,9 +37,8 @@ pub struct EntryJson {
 }
 
 fn move_json(m: &MoveRec, pos: Option<&Chess>) -> MoveJson {
-    let san = pos.and_then(|p| {
-        legal_move(p, m.mv).map(|mv| SanPlus::from_move(p.clone(), mv).to_string())
-    });
+    let san = pos
+        .and_then(|p| legal_move(p, m.mv).map(|mv| SanPlus::from_move(p.clone(), mv).to_string()));
     MoveJson {
         uci: move_uci(m.mv),
         san,
@@ -101,7 +100,10 @@ pub fn resolve_position(fen: Option<&str>, moves: Option<&str>) -> Result<Chess>
         {
             let tok = tok.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
             let m = parse_move(&pos, tok).map_err(|e| {
-                Error::Position(PositionError::Illegal(format!("--moves, move {}: {e}", i + 1)))
+                Error::Position(PositionError::Illegal(format!(
+                    "--moves, move {}: {e}",
+                    i + 1
+                )))
             })?;
             pos.play_unchecked(m);
         }
@@ -123,7 +125,9 @@ pub fn probe(book: &Book, pos: &Chess) -> Result<ProbeAnswer> {
     let packed = state.pack().0;
     let key = state.key();
     let mut all = book.get(key)?;
-    let idx = all.iter().position(|e| e.pos.as_deref() == Some(&packed[..]));
+    let idx = all
+        .iter()
+        .position(|e| e.pos.as_deref() == Some(&packed[..]));
     let entry = idx.map(|i| all.swap_remove(i));
     Ok(ProbeAnswer {
         key,
@@ -149,7 +153,12 @@ impl ProbeAnswer {
         let j = self.json()?;
         let mut s = String::new();
         let _ = writeln!(s, "position  {}", self.state.fen());
-        let _ = writeln!(s, "key       {}   packed {}", j.key, to_hex(&self.state.pack().0));
+        let _ = writeln!(
+            s,
+            "key       {}   packed {}",
+            j.key,
+            to_hex(&self.state.pack().0)
+        );
         if j.moves.is_empty() {
             let _ = writeln!(s, "not in book");
             return Ok(s);

@@ -64,7 +64,10 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &WriterOptions) -> Result<Mer
     w.add_imports(imports);
     let streams = books
         .iter()
-        .map(|b| b.iter().map(|i| Box::new(i) as Box<dyn Iterator<Item = Result<Entry>> + '_>))
+        .map(|b| {
+            b.iter()
+                .map(|i| Box::new(i) as Box<dyn Iterator<Item = Result<Entry>> + '_>)
+        })
         .collect::<Result<Vec<_>>>()?;
     for e in MergeIter::new(streams) {
         w.push(e?)?;
@@ -75,7 +78,11 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &WriterOptions) -> Result<Mer
         output: out.display().to_string(),
         output_bytes: std::fs::metadata(out).map(|m| m.len()).unwrap_or(0),
         book: meta,
-        overlapping_imports: seen.into_iter().filter(|(_, n)| *n > 1).map(|(k, _)| k).collect(),
+        overlapping_imports: seen
+            .into_iter()
+            .filter(|(_, n)| *n > 1)
+            .map(|(k, _)| k)
+            .collect(),
         elapsed_secs: start.elapsed().as_secs_f64(),
     })
 }
@@ -95,7 +102,11 @@ pub struct CompactSummary {
 /// Rewrites a book: folds the delta tier into blocks, drops moves with fewer than `min_games`
 /// games (moves known only from a Polyglot import are kept), retrains the position model and
 /// the dictionary, and returns the space to the file system.
-pub fn compact(book: &Path, min_games: Option<u64>, opts: &WriterOptions) -> Result<CompactSummary> {
+pub fn compact(
+    book: &Path,
+    min_games: Option<u64>,
+    opts: &WriterOptions,
+) -> Result<CompactSummary> {
     let start = Instant::now();
     let _lock = WriterLock::acquire(book)?;
     remove_stale_temp_books(book);
@@ -110,7 +121,8 @@ pub fn compact(book: &Path, min_games: Option<u64>, opts: &WriterOptions) -> Res
         let mut e = e?;
         if let Some(n) = min_games {
             let len = e.moves.len();
-            e.moves.retain(|m| m.games() >= n || (m.games() == 0 && m.polyglot.is_some()));
+            e.moves
+                .retain(|m| m.games() >= n || (m.games() == 0 && m.polyglot.is_some()));
             moves_pruned += (len - e.moves.len()) as u64;
             if e.moves.is_empty() {
                 positions_pruned += 1;

@@ -166,11 +166,18 @@ fn check_entry(place: &str, e: &Entry, report: &mut VerifyReport) {
         report.problem(bad(format!("key {:016x} has no moves", e.key)));
     }
     if e.moves.windows(2).any(|w| w[0].mv >= w[1].mv) {
-        report.problem(bad(format!("key {:016x}: moves unsorted or repeated", e.key)));
+        report.problem(bad(format!(
+            "key {:016x}: moves unsorted or repeated",
+            e.key
+        )));
     }
     for m in &e.moves {
         if m.games() == 0 && m.polyglot.is_none() {
-            report.problem(bad(format!("key {:016x}: move {} has no games", e.key, move_uci(m.mv))));
+            report.problem(bad(format!(
+                "key {:016x}: move {} has no games",
+                e.key,
+                move_uci(m.mv)
+            )));
         }
         if m.rating_count > m.games() {
             report.problem(bad(format!(
@@ -184,7 +191,10 @@ fn check_entry(place: &str, e: &Entry, report: &mut VerifyReport) {
     let state = match PosState::unpack(p) {
         Ok(s) => s,
         Err(err) => {
-            report.problem(bad(format!("key {:016x}: packed position invalid: {err}", e.key)));
+            report.problem(bad(format!(
+                "key {:016x}: packed position invalid: {err}",
+                e.key
+            )));
             return;
         }
     };
@@ -228,7 +238,13 @@ pub fn stats(path: &Path) -> Result<Stats> {
     let book = Book::open(path, crate::chess_codec())?;
     let m = book.meta();
     let file_bytes = book.file_bytes();
-    let per = |b: u64| if m.pairs == 0 { 0.0 } else { b as f64 / m.pairs as f64 };
+    let per = |b: u64| {
+        if m.pairs == 0 {
+            0.0
+        } else {
+            b as f64 / m.pairs as f64
+        }
+    };
     Ok(Stats {
         path: path.display().to_string(),
         format_version: crate::store::book::FORMAT_VERSION,

@@ -47,7 +47,8 @@ impl BlockHeader {
                 bytes.len()
             )));
         }
-        let u32_at = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+        let u32_at =
+            |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
         let h = BlockHeader {
             version: bytes[0],
             compression: match bytes[1] {
@@ -131,6 +132,8 @@ pub fn prepare(
 /// Per-move record kinds (column 7): a single game without rating (result W/D/B/U = 0..3), a
 /// single rated game (4..7, the rating in column 12), or general (8: all six counters).
 pub const KIND_GENERAL: u8 = 8;
+/// Added to a kind when the move carries Polyglot weight and learn (columns 14 and 15).
+pub const KIND_POLYGLOT: u8 = 0x10;
 
 fn move_kind(m: &MoveRec) -> u8 {
     if m.games() != 1 {
@@ -199,7 +202,13 @@ pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Pa
         }
         for mv in &e.moves {
             let kind = move_kind(mv);
-            cols[7].push(kind);
+            cols[7].push(
+                kind | if mv.polyglot.is_some() {
+                    KIND_POLYGLOT
+                } else {
+                    0
+                },
+            );
             match kind {
                 0..=3 => {}
                 4..=7 => varint::put(&mut cols[12], mv.rating_sum),
@@ -212,8 +221,7 @@ pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Pa
                     varint::put(&mut cols[13], mv.rating_count);
                 }
             }
-            if pg {
-                let x = mv.polyglot.unwrap_or_default();
+            if let Some(x) = mv.polyglot {
                 cols[14].extend_from_slice(&x.weight.to_le_bytes());
                 cols[15].extend_from_slice(&x.learn.to_le_bytes());
             }
@@ -356,7 +364,9 @@ impl<'a> BlockView<'a> {
         let mut cols: [&[u8]; COLUMNS] = [&[]; COLUMNS];
         let mut off = COLUMNS * 4;
         for (i, col) in cols.iter_mut().enumerate() {
-            let len = u32::from_le_bytes([raw[4 * i], raw[4 * i + 1], raw[4 * i + 2], raw[4 * i + 3]]) as usize;
+            let len =
+                u32::from_le_bytes([raw[4 * i], raw[4 * i + 1], raw[4 * i + 2], raw[4 * i + 3]])
+                    as usize;
             let end = off
                 .checked_add(len)
                 .filter(|&e| e <= raw.len())
@@ -365,23 +375,31 @@ impl<'a> BlockView<'a> {
             off = end;
         }
         if off != raw.len() {
-            return Err(bad(format!("{} trailing bytes in section A", raw.len() - off)));
+            return Err(bad(format!(
+                "{} trailing bytes in section A",
+                raw.len() - off
+            )));
         }
         if count == 0 {
             return Err(bad("empty block".into()));
         }
         if cols[0].len() != count || cols[1].len() != count {
-            return Err(bad("fragment or flag column does not match the entry count".into()));
+            return Err(bad(
+                "fragment or flag column does not match the entry count".into(),
+            ));
         }
         let known = FLAG_KEY_ONLY | FLAG_POLYGLOT | FLAG_RAW_MOVES;
-        if let Some(&f) = cols[1].iter().find(|&&f| f & !known != 0 || (f & FLAG_KEY_ONLY != 0 && f & FLAG_RAW_MOVES == 0)) {
+        if let Some(&f) = cols[1]
+            .iter()
+            .find(|&&f| f & !known != 0 || (f & FLAG_KEY_ONLY != 0 && f & FLAG_RAW_MOVES == 0))
+        {
             return Err(bad(format!("invalid entry flags {f:#04x}")));
         }
         let key_only = cols[1].iter().filter(|&&f| f & FLAG_KEY_ONLY != 0).count();
         if cols[4].len() != 8 * key_only {
             return Err(bad("key column does not match the key-only entries".into()));
         }
-        if let Some(&k) = cols[7].iter().find(|&&k| k > KIND_GENERAL) {
+        if let Some(&k) = cols[7].iter().find(|&&k| k & !KIND_POLYGLOT > KIND_GENERAL) {
             return Err(bad(format!("invalid move record kind {k}")));
         }
         Ok(BlockView {
@@ -457,7 +475,8 @@ impl<'a> BlockView<'a> {
             at = i;
             let mut p = cur.poslen;
             let len = varint::get(self.cols[3], &mut p)
-                .ok_or_else(|| self.bad(format!("position length of entry {i} unreadable")))? as usize;
+                .ok_or_else(|| self.bad(format!("position length of entry {i} unreadable")))?
+                as usize;
             let stored = self
                 .b
                 .get(cur.b..cur.b.saturating_add(len))
@@ -477,6 +496,20 @@ impl<'a> BlockView<'a> {
         }
     }
 
+    /// Reads entry i's move count, bounded by the moves the block actually holds (every move
+    /// has one kind byte), so later offset arithmetic cannot overflow.
+    fn move_count(&self, cur: &mut Cursor, i: usize) -> Result<usize, Corruption> {
+        let n = varint::get(self.cols[2], &mut cur.nmoves)
+            .ok_or_else(|| self.bad(format!("move count of entry {i} unreadable")))?;
+        let left = self.cols[7].len().saturating_sub(cur.moves);
+        match usize::try_from(n) {
+            Ok(n) if n <= left => Ok(n),
+            _ => Err(self.bad(format!(
+                "entry {i} claims {n} moves, the block holds {left} more"
+            ))),
+        }
+    }
+
     fn kinds(&self, cur: &Cursor, n: usize, i: usize) -> Result<&'a [u8], Corruption> {
         self.cols[7]
             .get(cur.moves..cur.moves + n)
@@ -487,8 +520,7 @@ impl<'a> BlockView<'a> {
     fn seek(&self, cur: &mut Cursor, from: usize, to: usize) -> Result<(), Corruption> {
         for i in from..to {
             let flags = self.cols[1][i];
-            let n = varint::get(self.cols[2], &mut cur.nmoves)
-                .ok_or_else(|| self.bad(format!("move count of entry {i} unreadable")))? as usize;
+            let n = self.move_count(cur, i)?;
             if flags & FLAG_KEY_ONLY != 0 {
                 cur.key_only += 1;
             } else {
@@ -502,12 +534,10 @@ impl<'a> BlockView<'a> {
                 cur.idx_moves += n;
             }
             for &k in self.kinds(cur, n, i)? {
-                cur.count_values(k);
+                cur.count_values(k & !KIND_POLYGLOT);
+                cur.pg += usize::from(k & KIND_POLYGLOT != 0);
             }
             cur.moves += n;
-            if flags & FLAG_POLYGLOT != 0 {
-                cur.pg += n;
-            }
         }
         Ok(())
     }
@@ -536,8 +566,7 @@ impl<'a> BlockView<'a> {
         model: &dyn PositionModel,
     ) -> Result<Entry, Corruption> {
         let flags = self.cols[1][i];
-        let n = varint::get(self.cols[2], &mut cur.nmoves)
-            .ok_or_else(|| self.bad(format!("move count of entry {i} unreadable")))? as usize;
+        let n = self.move_count(cur, i)?;
         let entry_err = |reason: String| Corruption::Entry {
             block_key: self.block_key,
             index: i,
@@ -551,7 +580,8 @@ impl<'a> BlockView<'a> {
             (u64::from_le_bytes(k), None)
         } else {
             let len = varint::get(self.cols[3], &mut cur.poslen)
-                .ok_or_else(|| self.bad(format!("position length of entry {i} unreadable")))? as usize;
+                .ok_or_else(|| self.bad(format!("position length of entry {i} unreadable")))?
+                as usize;
             let coded = self
                 .b
                 .get(cur.b..cur.b.saturating_add(len))
@@ -579,7 +609,10 @@ impl<'a> BlockView<'a> {
                 .get(2 * cur.raw_moves..2 * (cur.raw_moves + n))
                 .ok_or_else(|| self.bad(format!("raw move column too short at entry {i}")))?;
             cur.raw_moves += n;
-            bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()
+            bytes
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect()
         } else {
             let idx = self.cols[5]
                 .get(cur.idx_moves..cur.idx_moves + n)
@@ -590,13 +623,20 @@ impl<'a> BlockView<'a> {
                 .unindex_moves(pos, idx)
                 .map_err(|reason| entry_err(format!("move indices invalid: {reason}")))?
         };
-        let pg = flags & FLAG_POLYGLOT != 0;
-        if pg && (self.cols[14].len() < 2 * (cur.pg + n) || self.cols[15].len() < 4 * (cur.pg + n)) {
+        let kinds = self.kinds(cur, n, i)?;
+        let pg = kinds.iter().filter(|&&k| k & KIND_POLYGLOT != 0).count();
+        if (pg > 0) != (flags & FLAG_POLYGLOT != 0) {
+            return Err(self.bad(format!(
+                "polyglot flag of entry {i} disagrees with its moves"
+            )));
+        }
+        if self.cols[14].len() < 2 * (cur.pg + pg) || self.cols[15].len() < 4 * (cur.pg + pg) {
             return Err(self.bad(format!("polyglot columns too short at entry {i}")));
         }
-        let kinds = self.kinds(cur, n, i)?;
         let mut moves = Vec::with_capacity(n);
-        for (k, (&kind, &mv)) in kinds.iter().zip(&codes).enumerate() {
+        for (&kind, &mv) in kinds.iter().zip(&codes) {
+            let has_pg = kind & KIND_POLYGLOT != 0;
+            let kind = kind & !KIND_POLYGLOT;
             let mut rec = MoveRec {
                 mv,
                 ..Default::default()
@@ -623,8 +663,9 @@ impl<'a> BlockView<'a> {
                     rec.rating_count = self.next_value(cur, 5, i)?;
                 }
             }
-            if pg {
-                let p = cur.pg + k;
+            if has_pg {
+                let p = cur.pg;
+                cur.pg += 1;
                 rec.polyglot = Some(PolyglotExtra {
                     weight: u16::from_le_bytes([self.cols[14][2 * p], self.cols[14][2 * p + 1]]),
                     learn: u32::from_le_bytes([
@@ -641,9 +682,6 @@ impl<'a> BlockView<'a> {
             return Err(entry_err("move count and moves differ".into()));
         }
         cur.moves += n;
-        if pg {
-            cur.pg += n;
-        }
         Ok(Entry { key, pos, moves })
     }
 
@@ -730,7 +768,10 @@ mod tests {
             pos: None,
             moves: vec![MoveRec {
                 mv: 12,
-                polyglot: Some(PolyglotExtra { weight: 7, learn: 9 }),
+                polyglot: Some(PolyglotExtra {
+                    weight: 7,
+                    learn: 9,
+                }),
                 ..Default::default()
             }],
         });
@@ -761,7 +802,12 @@ mod tests {
             if let Some(p) = &e.pos {
                 let mut coded = Vec::new();
                 model.encode(p, &mut coded).unwrap();
-                assert_eq!(view.find_coded(e.key, &coded, &codec, model).unwrap().as_ref(), Some(e));
+                assert_eq!(
+                    view.find_coded(e.key, &coded, &codec, model)
+                        .unwrap()
+                        .as_ref(),
+                    Some(e)
+                );
             }
         }
         view.entries(&codec, model).unwrap()
@@ -783,7 +829,53 @@ mod tests {
         for i in 0..block.len() {
             let mut bad = block.clone();
             bad[i] ^= 0x40;
-            assert!(open_block(1, &bad, &PlainDecompressor).is_err(), "flip at byte {i} undetected");
+            assert!(
+                open_block(1, &bad, &PlainDecompressor).is_err(),
+                "flip at byte {i} undetected"
+            );
+        }
+    }
+
+    /// Inputs found by fuzzing (fuzz/regressions): huge move counts in a checksummed block.
+    #[test]
+    fn fuzz_regressions_do_not_panic() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
+        for name in ["block-1", "block-2"] {
+            let Ok(data) = std::fs::read(dir.join(name)) else {
+                continue;
+            };
+            let codec = ChessCodec;
+            for model in [&IdentityModel as &dyn PositionModel, &*chess_model()] {
+                for skip in 0..data.len().min(16) {
+                    if let Ok(blk) = open_block(1, &data[skip..], &PlainDecompressor)
+                        && let Ok(v) = BlockView::parse(1, &blk)
+                    {
+                        let _ = v.entries(&codec, model);
+                        let _ = v.find(0, &codec, model);
+                    }
+                }
+            }
+        }
+        // The same shape built directly: a count of 2^63 moves.
+        let mut entries = sample_entries();
+        entries.truncate(2);
+        let p = build_payload(&entries, &ChessCodec, &IdentityModel).unwrap();
+        let mut a = p.a.clone();
+        let dir_len = COLUMNS * 4;
+        let col2_start = dir_len + entries.len() * 2;
+        a[col2_start] = 0xff;
+        let mut forged = p.a.clone();
+        forged.clear();
+        forged.extend_from_slice(&a);
+        let forged = Payload {
+            count: p.count,
+            a: forged,
+            b: p.b.clone(),
+        };
+        let sealed = seal(&forged, 0, None).unwrap();
+        let blk = open_block(1, &sealed, &PlainDecompressor).unwrap();
+        if let Ok(v) = BlockView::parse(1, &blk) {
+            assert!(v.entries(&ChessCodec, &IdentityModel).is_err());
         }
     }
 

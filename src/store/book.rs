@@ -82,6 +82,24 @@ impl Default for WriterOptions {
     }
 }
 
+/// Runs redb calls so that a panic inside redb on a damaged file (it has `unreachable!()`s on
+/// unknown page types) becomes a corruption error instead of a crash.
+pub fn shield<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown failure".into());
+            Err(Error::Corrupt(Corruption::Storage(format!(
+                "redb failed while {what} ({msg}); the file is damaged"
+            ))))
+        }
+    }
+}
+
 fn not_a_book(path: &Path, reason: impl Into<String>) -> Error {
     Error::NotABook {
         path: path.to_path_buf(),
@@ -134,7 +152,9 @@ impl Decompressors for DecompressorPool {
             }
         };
         let mut out = Vec::with_capacity(capacity);
-        let res = ctx.decompress_to_buffer(src, &mut out).map_err(|e| e.to_string());
+        let res = ctx
+            .decompress_to_buffer(src, &mut out)
+            .map_err(|e| e.to_string());
         if let Ok(mut m) = self.free.lock() {
             let v = m.entry(dict_id).or_default();
             if v.len() < 16 {
@@ -147,13 +167,20 @@ impl Decompressors for DecompressorPool {
 
 impl std::fmt::Debug for Book {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Book").field("path", &self.path).field("meta", &self.meta).finish()
+        f.debug_struct("Book")
+            .field("path", &self.path)
+            .field("meta", &self.meta)
+            .finish()
     }
 }
 
 impl Book {
     /// Opens an existing book read-only, checking magic, version and codec.
     pub fn open(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
+        shield("opening the book", || Self::open_inner(path, codec))
+    }
+
+    fn open_inner(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
         if !path.exists() {
             return Err(Error::BookNotFound {
                 path: path.to_path_buf(),
@@ -181,7 +208,11 @@ impl Book {
         let version = get(META_VERSION)?
             .and_then(|v| <[u8; 4]>::try_from(v.as_slice()).ok())
             .map(u32::from_le_bytes)
-            .ok_or_else(|| Error::Corrupt(Corruption::Meta("format_version missing or malformed".into())))?;
+            .ok_or_else(|| {
+                Error::Corrupt(Corruption::Meta(
+                    "format_version missing or malformed".into(),
+                ))
+            })?;
         if version != FORMAT_VERSION {
             return Err(Error::UnsupportedVersion {
                 path: path.to_path_buf(),
@@ -201,8 +232,9 @@ impl Book {
             ));
         }
         let meta: BookMeta = match get(META_COUNTERS)? {
-            Some(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|e| Error::Corrupt(Corruption::Meta(format!("counters unreadable: {e}"))))?,
+            Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                Error::Corrupt(Corruption::Meta(format!("counters unreadable: {e}")))
+            })?,
             None => return Err(Error::Corrupt(Corruption::Meta("counters missing".into()))),
         };
         let mut dicts = HashMap::new();
@@ -258,14 +290,25 @@ impl Book {
     }
 
     fn model(&self, block_key: u64, id: u16) -> Result<&dyn PositionModel, Corruption> {
-        self.models.get(&id).map(|m| &**m).ok_or_else(|| Corruption::Header {
-            block_key,
-            reason: format!("position model {id} missing from the meta table"),
-        })
+        self.models
+            .get(&id)
+            .map(|m| &**m)
+            .ok_or_else(|| Corruption::Header {
+                block_key,
+                reason: format!("position model {id} missing from the meta table"),
+            })
     }
 
     /// The block that would hold `key`: (first key, stored bytes).
     fn with_block<T>(
+        &self,
+        key: u64,
+        f: impl FnOnce(u64, &[u8]) -> Result<T>,
+    ) -> Result<Option<T>> {
+        shield("reading a block", || self.with_block_inner(key, f))
+    }
+
+    fn with_block_inner<T>(
         &self,
         key: u64,
         f: impl FnOnce(u64, &[u8]) -> Result<T>,
@@ -340,6 +383,10 @@ impl Book {
 
     /// The delta-tier entry with exactly this identity.
     pub fn delta_get(&self, key: u64, pos: Option<&[u8]>) -> Result<Option<Entry>> {
+        shield("reading the delta tier", || self.delta_get_inner(key, pos))
+    }
+
+    fn delta_get_inner(&self, key: u64, pos: Option<&[u8]>) -> Result<Option<Entry>> {
         let txn = self.db.begin_read()?;
         let table = match txn.open_table(DELTA) {
             Ok(t) => t,
@@ -355,6 +402,10 @@ impl Book {
 
     /// Delta-tier entries with this key.
     pub fn delta_range(&self, key: u64) -> Result<Vec<Entry>> {
+        shield("reading the delta tier", || self.delta_range_inner(key))
+    }
+
+    fn delta_range_inner(&self, key: u64) -> Result<Vec<Entry>> {
         let txn = self.db.begin_read()?;
         let table = match txn.open_table(DELTA) {
             Ok(t) => t,
@@ -396,6 +447,10 @@ impl Book {
 
     /// The import records: input fingerprint → JSON.
     pub fn imports(&self) -> Result<Vec<(String, Vec<u8>)>> {
+        shield("reading import records", || self.imports_inner())
+    }
+
+    fn imports_inner(&self) -> Result<Vec<(String, Vec<u8>)>> {
         let txn = self.db.begin_read()?;
         let table = match txn.open_table(IMPORTS) {
             Ok(t) => t,
@@ -412,6 +467,10 @@ impl Book {
 
     /// Iterates the blocks' entries in (key, position) order, block by block.
     pub fn iter_blocks(&self) -> Result<BookIter<'_>> {
+        shield("reading blocks", || self.iter_blocks_inner())
+    }
+
+    fn iter_blocks_inner(&self) -> Result<BookIter<'_>> {
         let txn = self.db.begin_read()?;
         let table = match txn.open_table(BLOCKS) {
             Ok(t) => Some(t),
@@ -427,7 +486,11 @@ impl Book {
     }
 
     /// Iterates raw blocks: (first key, stored bytes). Used by `verify` and `stats`.
-    pub fn for_each_block(&self, mut f: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<()> {
+    pub fn for_each_block(&self, f: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<()> {
+        shield("reading blocks", || self.for_each_block_inner(f))
+    }
+
+    fn for_each_block_inner(&self, mut f: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<()> {
         let txn = self.db.begin_read()?;
         let table = match txn.open_table(BLOCKS) {
             Ok(t) => t,
@@ -459,7 +522,11 @@ impl Book {
     }
 
     /// Opens one stored block (checksum and decompression only), for tools.
-    pub fn open_block<'a>(&self, block_key: u64, bytes: &'a [u8]) -> Result<block::OpenBlock<'a>, Corruption> {
+    pub fn open_block<'a>(
+        &self,
+        block_key: u64,
+        bytes: &'a [u8],
+    ) -> Result<block::OpenBlock<'a>, Corruption> {
         block::open_block(block_key, bytes, &self.pool)
     }
 }
@@ -482,11 +549,12 @@ impl Iterator for BookIter<'_> {
             }
             let from = self.next_key?;
             let table = self.table.as_ref()?;
-            let item = match table.range(from..) {
-                Ok(mut r) => r.next()?,
+            let item = match shield("reading blocks", || Ok(table.range(from..)?.next())) {
+                Ok(Some(item)) => item,
+                Ok(None) => return None,
                 Err(e) => {
                     self.next_key = None;
-                    return Some(Err(e.into()));
+                    return Some(Err(e));
                 }
             };
             let (k, v) = match item {
@@ -534,7 +602,9 @@ pub fn decode_delta(key: u64, pos: &[u8], value: &[u8]) -> Result<Entry, Corrupt
     h.update(&value[4..]);
     let found = h.finalize();
     if found != expected {
-        return Err(bad(format!("checksum mismatch (stored {expected:08x}, computed {found:08x})")));
+        return Err(bad(format!(
+            "checksum mismatch (stored {expected:08x}, computed {found:08x})"
+        )));
     }
     let mut at = 4;
     let moves = super::record::decode_moves(value, &mut at)
@@ -557,6 +627,10 @@ pub struct DeltaIter<'a> {
 
 impl DeltaIter<'_> {
     fn fill(&mut self) -> Result<()> {
+        shield("reading the delta tier", || self.fill_inner())
+    }
+
+    fn fill_inner(&mut self) -> Result<()> {
         let txn = self.book.db.begin_read()?;
         let table = match txn.open_table(DELTA) {
             Ok(t) => t,
@@ -589,7 +663,8 @@ impl DeltaIter<'_> {
 impl Iterator for DeltaIter<'_> {
     type Item = Result<Entry>;
     fn next(&mut self) -> Option<Result<Entry>> {
-        if self.buf.is_empty() && !self.done
+        if self.buf.is_empty()
+            && !self.done
             && let Err(e) = self.fill()
         {
             self.done = true;
@@ -626,6 +701,8 @@ pub struct BookWriter {
     batch: Vec<(u64, Vec<u8>)>,
     batch_bytes: usize,
     imports: Vec<(String, Vec<u8>)>,
+    /// Seal attempts (a block that overflows its page is sealed again with fewer entries).
+    seals: u64,
 }
 
 /// Blocks are committed in transactions of about this many bytes.
@@ -643,8 +720,15 @@ const DICT_SAMPLE_ENTRIES: usize = 256;
 pub const PAGE_FIT: usize = 4096 - 48;
 
 impl BookWriter {
-    pub fn create(path: &Path, codec: Arc<dyn PositionCodec>, opts: WriterOptions) -> Result<BookWriter> {
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    pub fn create(
+        path: &Path,
+        codec: Arc<dyn PositionCodec>,
+        opts: WriterOptions,
+    ) -> Result<BookWriter> {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         let name = path
             .file_name()
             .ok_or_else(|| Error::Invalid(format!("{}: not a file path", path.display())))?;
@@ -676,6 +760,7 @@ impl BookWriter {
             batch: Vec::new(),
             batch_bytes: 0,
             imports: Vec::new(),
+            seals: 0,
         })
     }
 
@@ -687,7 +772,9 @@ impl BookWriter {
     /// Adds the next entry; it must sort after the previous one (equal identities are an error).
     pub fn push(&mut self, e: Entry) -> Result<()> {
         if let Some((k, p)) = &self.last {
-            let ord = k.cmp(&e.key).then_with(|| p.as_deref().cmp(&e.pos.as_deref()));
+            let ord = k
+                .cmp(&e.key)
+                .then_with(|| p.as_deref().cmp(&e.pos.as_deref()));
             if ord != std::cmp::Ordering::Less {
                 return Err(Error::Invalid(format!(
                     "entries out of order at key {:016x}",
@@ -728,7 +815,9 @@ impl BookWriter {
     fn prepare_parallel(&self, entries: &[Entry]) -> Result<Vec<block::Prepared>> {
         let model = self.model()?;
         let codec = &*self.codec;
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8);
         let chunk = entries.len().div_ceil(threads).max(1);
         let parts: Vec<Result<Vec<block::Prepared>, String>> = std::thread::scope(|s| {
             let handles: Vec<_> = entries
@@ -744,7 +833,10 @@ impl BookWriter {
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err("prepare thread panicked".into())))
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("prepare thread panicked".into()))
+                })
                 .collect()
         });
         let mut out = Vec::with_capacity(entries.len());
@@ -772,10 +864,21 @@ impl BookWriter {
             .iter()
             .filter_map(|e| e.pos.as_deref())
             .collect();
+        let t0 = std::time::Instant::now();
         let bytes = self.codec.train(&samples).map_err(Error::Invalid)?;
+        let t1 = t0.elapsed();
         let model = self.codec.load_model(&bytes).map_err(Error::Invalid)?;
+        let t2 = t0.elapsed();
         self.model = Some((1, model, bytes));
         let prepared = self.prepare_parallel(&self.held_entries)?;
+        let t3 = t0.elapsed();
+        if std::env::var_os("BOOKDB_TRACE").is_some() {
+            eprintln!(
+                "trace: train {t1:?} load {:?} prepare {:?}",
+                t2 - t1,
+                t3 - t2
+            );
+        }
         let mut dict = None;
         let chunks = self.held_entries.len() / DICT_SAMPLE_ENTRIES;
         if self.opts.dictionary && chunks >= 64 {
@@ -798,7 +901,10 @@ impl BookWriter {
         .map_err(|e| Error::io("starting zstd", e))?;
         self.compressor = Some((comp, if dict.is_some() { 1 } else { 0 }));
         self.dictionary = dict;
-        for (e, p) in std::mem::take(&mut self.held_entries).into_iter().zip(prepared) {
+        for (e, p) in std::mem::take(&mut self.held_entries)
+            .into_iter()
+            .zip(prepared)
+        {
             self.add_prepared(e, p)?;
         }
         Ok(())
@@ -846,7 +952,9 @@ impl BookWriter {
                 let sealed = self.seal_prefix(n)?;
                 let fits = sealed.len() <= self.limit();
                 // Never split entries of one key; a single oversized entry goes alone.
-                let can_shrink = (1..n).rev().find(|&k| self.pending[k - 1].key != self.pending[k].key);
+                let can_shrink = (1..n)
+                    .rev()
+                    .find(|&k| self.pending[k - 1].key != self.pending[k].key);
                 if fits || can_shrink.is_none() {
                     self.queue(n, sealed)?;
                     break;
@@ -864,6 +972,7 @@ impl BookWriter {
     }
 
     fn seal_prefix(&mut self, n: usize) -> Result<Vec<u8>> {
+        self.seals += 1;
         let payload = block::build_payload_with(&self.pending[..n], &self.pending_coded[..n])
             .map_err(Error::Invalid)?;
         let model_id = self.model.as_ref().map_or(0, |(id, _, _)| *id);
@@ -871,7 +980,8 @@ impl BookWriter {
             .compressor
             .as_mut()
             .ok_or_else(|| Error::Invalid("compressor not started".into()))?;
-        let sealed = block::seal(&payload, model_id, Some((comp, *id))).map_err(|e| Error::io("zstd", e))?;
+        let sealed =
+            block::seal(&payload, model_id, Some((comp, *id))).map_err(|e| Error::io("zstd", e))?;
         Ok(sealed)
     }
 
@@ -897,7 +1007,10 @@ impl BookWriter {
     }
 
     fn commit_batch(&mut self) -> Result<()> {
-        let db = self.db.as_ref().ok_or_else(|| Error::Invalid("writer closed".into()))?;
+        let db = self
+            .db
+            .as_ref()
+            .ok_or_else(|| Error::Invalid("writer closed".into()))?;
         let mut txn = db.begin_write()?;
         txn.set_durability(redb::Durability::None)
             .map_err(|e| Error::Db(e.to_string()))?;
@@ -919,7 +1032,16 @@ impl BookWriter {
         }
         self.drain_held()?;
         self.flush_block()?;
-        let db = self.db.take().ok_or_else(|| Error::Invalid("writer closed".into()))?;
+        if std::env::var_os("BOOKDB_TRACE").is_some() {
+            eprintln!(
+                "trace: {} blocks sealed in {} attempts",
+                self.meta.blocks, self.seals
+            );
+        }
+        let db = self
+            .db
+            .take()
+            .ok_or_else(|| Error::Invalid("writer closed".into()))?;
         let res = (|| -> Result<()> {
             let txn = db.begin_write()?;
             {
@@ -931,13 +1053,17 @@ impl BookWriter {
                 m.insert(META_MAGIC, MAGIC)?;
                 m.insert(META_VERSION, FORMAT_VERSION.to_le_bytes().as_slice())?;
                 m.insert(META_CODEC, self.codec.name().as_bytes())?;
-                let counters = serde_json::to_vec(&self.meta).map_err(|e| Error::Invalid(e.to_string()))?;
+                let counters =
+                    serde_json::to_vec(&self.meta).map_err(|e| Error::Invalid(e.to_string()))?;
                 m.insert(META_COUNTERS, counters.as_slice())?;
                 if let Some(d) = &self.dictionary {
                     m.insert(format!("{META_DICT_PREFIX}1").as_str(), d.as_slice())?;
                 }
                 if let Some((id, _, bytes)) = &self.model {
-                    m.insert(format!("{META_MODEL_PREFIX}{id}").as_str(), bytes.as_slice())?;
+                    m.insert(
+                        format!("{META_MODEL_PREFIX}{id}").as_str(),
+                        bytes.as_slice(),
+                    )?;
                 }
                 let mut imp = txn.open_table(IMPORTS)?;
                 for (k, v) in &self.imports {
@@ -951,24 +1077,29 @@ impl BookWriter {
         })();
         let mut db = db;
         // Return space the allocator reserved but the book does not use.
-        let t = std::time::Instant::now();
         let res = res.and_then(|()| {
             while db.compact()? {}
             Ok(())
         });
-        if std::env::var_os("BOOKDB_TRACE").is_some() {
-            eprintln!("trace: compact {:.2}s", t.elapsed().as_secs_f64());
-        }
         drop(db);
         if let Err(e) = res {
             let _ = std::fs::remove_file(&self.tmp_path);
             return Err(e);
         }
-        let f = std::fs::File::open(&self.tmp_path).map_err(|e| Error::io("reopening new book", e))?;
-        f.sync_all().map_err(|e| Error::io("fsync of new book", e))?;
-        std::fs::rename(&self.tmp_path, &self.final_path)
-            .map_err(|e| Error::io(format!("moving new book to {}", self.final_path.display()), e))?;
-        if let Some(dir) = self.final_path.parent().filter(|p| !p.as_os_str().is_empty())
+        let f =
+            std::fs::File::open(&self.tmp_path).map_err(|e| Error::io("reopening new book", e))?;
+        f.sync_all()
+            .map_err(|e| Error::io("fsync of new book", e))?;
+        std::fs::rename(&self.tmp_path, &self.final_path).map_err(|e| {
+            Error::io(
+                format!("moving new book to {}", self.final_path.display()),
+                e,
+            )
+        })?;
+        if let Some(dir) = self
+            .final_path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
             && let Ok(d) = std::fs::File::open(dir)
         {
             let _ = d.sync_all();
@@ -1004,7 +1135,10 @@ pub fn plan_delta(book: &Book, new: Vec<Entry>, games: u64) -> Result<DeltaPlan>
     for e in new {
         let in_blocks = match &e.pos {
             Some(p) => book.lookup_blocks(p)?,
-            None => book.get_blocks(e.key)?.into_iter().find(|x| x.pos.is_none()),
+            None => book
+                .get_blocks(e.key)?
+                .into_iter()
+                .find(|x| x.pos.is_none()),
         };
         let in_delta = book.delta_get(e.key, e.pos.as_deref())?;
         let old_pairs = match (&in_blocks, &in_delta) {
@@ -1083,7 +1217,8 @@ pub fn commit_delta(path: &Path, plan: &DeltaPlan) -> Result<(), DeltaCommitErro
                 imp.insert(k.as_str(), v.as_slice())?;
             }
             let mut m = txn.open_table(META)?;
-            let counters = serde_json::to_vec(&plan.meta).map_err(|e| Error::Invalid(e.to_string()))?;
+            let counters =
+                serde_json::to_vec(&plan.meta).map_err(|e| Error::Invalid(e.to_string()))?;
             m.insert(META_COUNTERS, counters.as_slice())?;
         }
         txn.commit()?;

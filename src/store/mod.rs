@@ -10,9 +10,9 @@ pub mod run;
 pub mod varint;
 
 pub use block::{BlockHeader, BlockView, Compression};
+pub use book::BookIter;
 pub use book::{Book, BookMeta, BookWriter, WriterOptions};
 pub use entry::{Entry, MoveRec, PolyglotExtra};
-pub use book::BookIter;
 
 /// Game-specific encoding of positions, plugged into the store.
 pub trait PositionCodec: Send + Sync {

@@ -12,7 +12,14 @@ pub fn encode_moves(moves: &[MoveRec], out: &mut Vec<u8>) {
     for m in moves {
         out.extend_from_slice(&m.mv.to_le_bytes());
         out.push(u8::from(m.polyglot.is_some()));
-        for v in [m.white, m.draws, m.black, m.unknown, m.rating_sum, m.rating_count] {
+        for v in [
+            m.white,
+            m.draws,
+            m.black,
+            m.unknown,
+            m.rating_sum,
+            m.rating_count,
+        ] {
             varint::put(out, v);
         }
         if let Some(p) = m.polyglot {
@@ -103,7 +110,11 @@ mod tests {
             any::<u64>(),
             proptest::option::of(proptest::collection::vec(any::<u8>(), 1..30)),
             proptest::collection::vec(
-                (any::<u16>(), any::<[u64; 6]>(), proptest::option::of((any::<u16>(), any::<u32>()))),
+                (
+                    any::<u16>(),
+                    any::<[u64; 6]>(),
+                    proptest::option::of((any::<u16>(), any::<u32>())),
+                ),
                 0..5,
             ),
         )

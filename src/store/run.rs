@@ -29,11 +29,14 @@ pub struct RunWriter {
 impl RunWriter {
     pub fn create(path: &Path) -> Result<RunWriter> {
         let tmp = path.with_extension("tmp");
-        let f = File::create(&tmp).map_err(|e| Error::io(format!("creating run {}", tmp.display()), e))?;
+        let f = File::create(&tmp)
+            .map_err(|e| Error::io(format!("creating run {}", tmp.display()), e))?;
         let mut enc = zstd::stream::write::Encoder::new(BufWriter::with_capacity(1 << 16, f), 1)
             .map_err(|e| Error::io("starting zstd", e))?;
-        enc.include_checksum(true).map_err(|e| Error::io("zstd", e))?;
-        enc.write_all(MAGIC).map_err(|e| Error::io("writing run", e))?;
+        enc.include_checksum(true)
+            .map_err(|e| Error::io("zstd", e))?;
+        enc.write_all(MAGIC)
+            .map_err(|e| Error::io("writing run", e))?;
         Ok(RunWriter {
             tmp,
             path: path.to_path_buf(),
@@ -49,7 +52,10 @@ impl RunWriter {
         if let Some((k, p)) = &self.last
             && (k, p.as_deref()) >= (&e.key, e.pos.as_deref())
         {
-            return Err(Error::Invalid(format!("run entries out of order at key {:016x}", e.key)));
+            return Err(Error::Invalid(format!(
+                "run entries out of order at key {:016x}",
+                e.key
+            )));
         }
         self.last = Some((e.key, e.pos.clone()));
         self.buf.clear();
@@ -57,8 +63,12 @@ impl RunWriter {
         let len = (self.buf.len() as u32).to_le_bytes();
         self.crc.update(&len);
         self.crc.update(&self.buf);
-        self.enc.write_all(&len).map_err(|e| Error::io("writing run", e))?;
-        self.enc.write_all(&self.buf).map_err(|e| Error::io("writing run", e))?;
+        self.enc
+            .write_all(&len)
+            .map_err(|e| Error::io("writing run", e))?;
+        self.enc
+            .write_all(&self.buf)
+            .map_err(|e| Error::io("writing run", e))?;
         self.count += 1;
         Ok(())
     }
@@ -71,7 +81,9 @@ impl RunWriter {
         let crc = self.crc.clone().finalize();
         self.enc.write_all(&crc.to_le_bytes()).map_err(ctx)?;
         let w = self.enc.finish().map_err(ctx)?;
-        let f = w.into_inner().map_err(|e| Error::io("flushing run", e.into_error()))?;
+        let f = w
+            .into_inner()
+            .map_err(|e| Error::io("flushing run", e.into_error()))?;
         f.sync_all().map_err(ctx)?;
         std::fs::rename(&self.tmp, &self.path).map_err(ctx)?;
         Ok(self.count)
@@ -93,7 +105,8 @@ impl RunReader {
     pub fn open(path: &Path) -> Result<RunReader> {
         let name = path.display().to_string();
         let f = File::open(path).map_err(|e| Error::io(format!("opening run {name}"), e))?;
-        let mut dec = zstd::stream::read::Decoder::new(f).map_err(|e| Error::io(format!("run {name}"), e))?;
+        let mut dec =
+            zstd::stream::read::Decoder::new(f).map_err(|e| Error::io(format!("run {name}"), e))?;
         let mut magic = [0u8; 8];
         dec.read_exact(&mut magic)
             .map_err(|e| Error::io(format!("run {name}: reading header"), e))?;
@@ -121,7 +134,9 @@ impl RunReader {
         let n = u32::from_le_bytes(len);
         if n == 0 {
             let mut tail = [0u8; 12];
-            self.dec.read_exact(&mut tail).map_err(|e| self.damaged(e))?;
+            self.dec
+                .read_exact(&mut tail)
+                .map_err(|e| self.damaged(e))?;
             let count = u64::from_le_bytes(tail[..8].try_into().unwrap_or_default());
             let crc = u32::from_le_bytes(tail[8..].try_into().unwrap_or_default());
             if count != self.count || crc != self.crc.clone().finalize() {
@@ -129,7 +144,9 @@ impl RunReader {
             }
             // zstd verifies its own content checksum when the frame ends.
             let mut rest = Vec::new();
-            self.dec.read_to_end(&mut rest).map_err(|e| self.damaged(e))?;
+            self.dec
+                .read_to_end(&mut rest)
+                .map_err(|e| self.damaged(e))?;
             if !rest.is_empty() {
                 return Err(self.damaged("bytes after the end frame"));
             }
@@ -139,7 +156,9 @@ impl RunReader {
             return Err(self.damaged(format!("frame of {n} bytes")));
         }
         self.buf.resize(n as usize, 0);
-        self.dec.read_exact(&mut self.buf).map_err(|e| self.damaged(e))?;
+        self.dec
+            .read_exact(&mut self.buf)
+            .map_err(|e| self.damaged(e))?;
         self.crc.update(&len);
         self.crc.update(&self.buf);
         let mut pos = 0;
@@ -204,14 +223,20 @@ mod tests {
         }
         assert!(w.push(&entry(2)).is_err());
         assert_eq!(w.finish().unwrap(), 4);
-        let got: Vec<Entry> = RunReader::open(&path).unwrap().map(Result::unwrap).collect();
+        let got: Vec<Entry> = RunReader::open(&path)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
         assert_eq!(got, vec![entry(1), entry(5), entry(9), entry(1 << 40)]);
 
         let bytes = std::fs::read(&path).unwrap();
         for cut in [bytes.len() - 1, bytes.len() / 2, 10] {
             std::fs::write(&path, &bytes[..cut]).unwrap();
             let r = RunReader::open(&path).map(|r| r.collect::<Result<Vec<_>>>());
-            assert!(matches!(r, Err(_) | Ok(Err(_))), "truncation at {cut} undetected");
+            assert!(
+                matches!(r, Err(_) | Ok(Err(_))),
+                "truncation at {cut} undetected"
+            );
         }
         for i in (8..bytes.len()).step_by(7) {
             let mut bad = bytes.clone();

@@ -1,0 +1,86 @@
+//! Book files: arbitrary bytes written to a file, `Book::open`ed, then read every way
+//! (`iter`, `get`, `lookup`, `for_each_block` + `decode_block`, `block_count`).
+//!
+//! Checks: every failure is an `Err`, never a panic (corrupt redb pages, meta tables, models,
+//! dictionaries or blocks). Keep inputs small (`-max_len`): redb is slow on large garbage.
+//!
+//! redb 4.6 itself panics on some corrupt pages (e.g. `unreachable!()` on an unknown page
+//! type, see fuzz/regressions/book_file-1). With `BOOKDB_FUZZ_IGNORE_REDB_PANICS=1` panics
+//! raised inside redb's own source are swallowed, so the fuzzer can get past them to
+//! bookdb's handling of corrupt meta entries and blocks; any other panic still aborts.
+#![no_main]
+
+use std::panic::{self, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use bookdb::store::Book;
+use bookdb_fuzz::samples;
+use libfuzzer_sys::fuzz_target;
+
+fn path() -> &'static PathBuf {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| {
+        std::env::temp_dir().join(format!("bookdb-fuzz-book-{}.redb", std::process::id()))
+    })
+}
+
+fn in_redb(info: &panic::PanicHookInfo<'_>) -> bool {
+    info.location().is_some_and(|l| {
+        let f = l.file();
+        f.contains("/redb-") || f.contains("\\redb-")
+    })
+}
+
+/// Installs, once, a hook that lets redb-internal panics unwind (to be caught below) and
+/// hands every other panic to libFuzzer's hook, which aborts. Returns whether it is active.
+fn ignore_redb_panics() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        let on = std::env::var("BOOKDB_FUZZ_IGNORE_REDB_PANICS").is_ok_and(|v| v == "1");
+        if on {
+            let fuzzer_hook = panic::take_hook();
+            panic::set_hook(Box::new(move |info| {
+                if !in_redb(info) {
+                    fuzzer_hook(info);
+                }
+            }));
+        }
+        on
+    })
+}
+
+fn exercise(data: &[u8]) {
+    let path = path();
+    std::fs::write(path, data).expect("writing the temporary book");
+    let Ok(book) = Book::open(path, bookdb::chess_codec()) else {
+        return;
+    };
+    let _ = book.block_count();
+    if let Ok(iter) = book.iter() {
+        for item in iter.take(100_000) {
+            if item.is_err() {
+                break;
+            }
+        }
+    }
+    for s in samples().iter().take(4) {
+        let _ = book.get(s.key);
+        let _ = book.lookup(&s.packed);
+    }
+    let _ = book.get(0);
+    let _ = book.get(u64::MAX);
+    let _ = book.for_each_block(|k, v| {
+        let _ = book.decode_block(k, v);
+        Ok(())
+    });
+}
+
+fuzz_target!(|data: &[u8]| {
+    if ignore_redb_panics() {
+        // Only redb-internal panics get here (the hook aborts on all others).
+        let _ = panic::catch_unwind(AssertUnwindSafe(|| exercise(data)));
+    } else {
+        exercise(data);
+    }
+});
