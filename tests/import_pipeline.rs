@@ -123,7 +123,7 @@ fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
     .unwrap();
     let r = import(&[&tiny], &inc, &[]);
     assert_eq!(r["applied"], "delta");
-    assert_eq!(r["book"]["delta_entries"].as_u64().unwrap() > 0, true);
+    assert!(r["book"]["delta_entries"].as_u64().unwrap() > 0);
     ok(&["verify", "--book", s(&inc)]);
     let with_tiny = dump(&inc);
     let whole3 = dir.path().join("whole3.book");

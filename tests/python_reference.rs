@@ -189,7 +189,8 @@ fn assert_books_equal(bookdb: &Book, reference: &Book) {
         diffs.len() - only_bookdb - only_ref
     );
     // Up to 5 of each kind: different moves/counts first, then present on one side only.
-    let kinds: [(&str, fn(bool, bool) -> bool); 3] = [
+    type Kind = (&'static str, fn(bool, bool) -> bool);
+    let kinds: [Kind; 3] = [
         ("different moves/counts", |b, r| b && r),
         ("only in bookdb", |b, r| b && !r),
         ("only in reference", |b, r| !b && r),

@@ -32,7 +32,7 @@ const EP_STRIDE: usize = 10;
 
 #[inline]
 fn table_index(i: usize, v: &[u8; PLANES]) -> usize {
-    let below = if i % 8 == 0 {
+    let below = if i.is_multiple_of(8) {
         13
     } else {
         usize::from(v[i - 1])
@@ -74,14 +74,7 @@ fn smoothed(obs: &[u64], prior: &[u64]) -> Vec<u16> {
     let w: Vec<u64> = obs
         .iter()
         .zip(prior)
-        .map(|(&o, &p)| {
-            o * OBS_WEIGHT
-                + if psum == 0 {
-                    0
-                } else {
-                    p * PRIOR_WEIGHT / psum
-                }
-        })
+        .map(|(&o, &p)| o * OBS_WEIGHT + (p * PRIOR_WEIGHT).checked_div(psum).unwrap_or(0))
         .collect();
     FreqTable::normalize(&w)
 }

@@ -215,8 +215,8 @@ pub fn parse_fen(fen: &str) -> Result<Chess, PositionError> {
     let parsed = Fen::from_ascii(fen.trim().as_bytes()).map_err(|e| bad(e.to_string()))?;
     parsed
         .into_position::<Chess>(CastlingMode::Standard)
-        .or_else(|e| e.ignore_invalid_castling_rights())
-        .or_else(|e| e.ignore_invalid_ep_square())
+        .or_else(|e| e.ignore_invalid_castling_rights().map_err(Box::new))
+        .or_else(|e| e.ignore_invalid_ep_square().map_err(Box::new))
         .map_err(|e| bad(e.to_string()))
 }
 

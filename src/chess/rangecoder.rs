@@ -180,7 +180,7 @@ impl FreqTable {
         let spare = u64::from(TOTAL) - n;
         let mut freqs: Vec<u64> = counts
             .iter()
-            .map(|&c| 1 + if sum == 0 { 0 } else { c * spare / sum })
+            .map(|&c| 1 + (c * spare).checked_div(sum).unwrap_or(0))
             .collect();
         // Hand out the rounding remainder to the largest counts (ties: lowest index).
         let mut left = u64::from(TOTAL) - freqs.iter().sum::<u64>();

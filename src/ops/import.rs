@@ -1179,6 +1179,7 @@ fn reduce_runs(staging: &Path, state: &mut ImportState, state_path: &Path) -> Re
 type EntryStream<'a> = Box<dyn Iterator<Item = Result<Entry>> + 'a>;
 
 /// Applies the runs to the book; returns how ("rewrite" or "delta").
+#[allow(clippy::too_many_arguments)]
 fn apply(
     book_path: &Path,
     staging: &Path,

@@ -57,8 +57,9 @@
 //! file, every legal reply is tried once and the positions after them whose keys are in the file
 //! are visited: one bridging ply, so that books holding one side's moves only (repertoire books,
 //! per-player books, `-only-white` books) and books without the start position are placed too.
-//! A position is only ever placed under a key the file lists (a 64-bit match). Placed moves are stored with the
-//! book's move code (castling as `e1g1`), `polyglot = Some(weight, learn)` and zero counts.
+//! A position is only ever placed under a key the file lists (a 64-bit match). Placed moves are
+//! stored with the book's move code (castling as `e1g1`), `polyglot = Some(weight, learn)` and
+//! zero counts.
 //! Moves that are legal in no reached position of their key, and entries whose key is never
 //! reached, go into a key-only entry of that key with the raw Polyglot squares: from, to and
 //! promotion are translated to the book's code layout without interpretation (castling stays

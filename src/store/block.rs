@@ -884,12 +884,12 @@ mod tests {
         fn garbage_blocks_never_panic(data in proptest::collection::vec(any::<u8>(), 0..300)) {
             let codec = ChessCodec;
             let m = IdentityModel;
-            if let Ok(blk) = open_block(1, &data, &PlainDecompressor) {
-                if let Ok(v) = BlockView::parse(1, &blk) {
-                    let _ = v.entries(&codec, &m);
-                    let _ = v.find(0, &codec, &m);
-                    let _ = v.find_coded(0, &[1, 2], &codec, &m);
-                }
+            if let Ok(blk) = open_block(1, &data, &PlainDecompressor)
+                && let Ok(v) = BlockView::parse(1, &blk)
+            {
+                let _ = v.entries(&codec, &m);
+                let _ = v.find(0, &codec, &m);
+                let _ = v.find_coded(0, &[1, 2], &codec, &m);
             }
             // Arbitrary bytes as an unchecked, uncompressed block body.
             let blk = OpenBlock {

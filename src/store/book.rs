@@ -107,6 +107,11 @@ fn not_a_book(path: &Path, reason: impl Into<String>) -> Error {
     }
 }
 
+/// A boxed stream of entries in (key, position) order.
+pub type EntryStream<'a> = Box<dyn Iterator<Item = Result<Entry>> + 'a>;
+/// The merged view of a book's blocks and delta tier.
+pub type EntryIter<'a> = MergeIter<EntryStream<'a>, Error>;
+
 /// A book opened for reading.
 pub struct Book {
     path: PathBuf,
@@ -436,7 +441,7 @@ impl Book {
     }
 
     /// Iterates all entries in (key, position) order: blocks and delta tier merged.
-    pub fn iter(&self) -> Result<MergeIter<Box<dyn Iterator<Item = Result<Entry>> + '_>, Error>> {
+    pub fn iter(&self) -> Result<EntryIter<'_>> {
         let blocks: Box<dyn Iterator<Item = Result<Entry>> + '_> = Box::new(self.iter_blocks()?);
         if self.meta.delta_entries == 0 {
             return Ok(MergeIter::new(vec![blocks]));
