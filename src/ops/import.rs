@@ -191,6 +191,13 @@ const POS_OVERHEAD: usize = 112;
 const MOVE_BYTES: usize = 56;
 
 impl Aggregator {
+    pub fn with_capacity(positions: usize) -> Aggregator {
+        Aggregator {
+            map: KeyMap::with_capacity_and_hasher(positions, Default::default()),
+            bytes: 0,
+        }
+    }
+
     pub fn add(&mut self, g: &CountedGame) {
         let result = match g.result {
             GameResult::White => 0,
@@ -284,7 +291,12 @@ impl Aggregator {
             e
         };
         let mut v: Vec<Entry> = Vec::with_capacity(self.map.len());
-        for (key, p) in std::mem::take(&mut self.map) {
+        let cap = self.map.capacity();
+        let map = std::mem::replace(
+            &mut self.map,
+            KeyMap::with_capacity_and_hasher(cap, Default::default()),
+        );
+        for (key, p) in map {
             v.push(to_entry(key, p.pos, p.moves));
             for (pos, moves) in p.others {
                 v.push(to_entry(key, pos, moves));
@@ -436,7 +448,9 @@ fn count_game(
 }
 
 fn worker(rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize) {
-    let mut agg = Aggregator::default();
+    // Sized for the budget up front: rehashing a table of millions of positions as it grows
+    // costs more than the aggregation itself. Untouched buckets cost no resident memory.
+    let mut agg = Aggregator::with_capacity(budget / (POS_OVERHEAD + 24 + MOVE_BYTES));
     while let Ok(msg) = rx.recv() {
         let reply = match msg {
             Msg::Games(input, games) => {
@@ -622,9 +636,19 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
             per_input: vec![InputCounts::default(); plan.len()],
             ..Default::default()
         });
-    summary.resumed = state.input_index > 0 || state.games_in_input > 0 || state.read_complete;
+    summary.resumed = !state.runs.is_empty()
+        || state.input_index > 0
+        || state.games_in_input > 0
+        || state.bytes_in_input > 0
+        || state.read_complete;
     if !summary.resumed {
         let _ = std::fs::remove_dir_all(&staging);
+        state = ImportState {
+            version: STATE_VERSION,
+            id: id.clone(),
+            per_input: vec![InputCounts::default(); plan.len()],
+            ..Default::default()
+        };
     }
     std::fs::create_dir_all(&staging).map_err(|e| {
         Error::io(

@@ -355,8 +355,16 @@ const VARINT_COLS: usize = 6;
 
 impl<'a> BlockView<'a> {
     pub fn parse(block_key: u64, blk: &'a OpenBlock<'_>) -> Result<BlockView<'a>, Corruption> {
-        let raw = &blk.a[..];
-        let count = blk.header.count as usize;
+        Self::parse_parts(block_key, blk.header.count as usize, &blk.a, blk.b)
+    }
+
+    /// Parses a block from its entry count, decompressed section A and section B.
+    pub fn parse_parts(
+        block_key: u64,
+        count: usize,
+        raw: &'a [u8],
+        b: &'a [u8],
+    ) -> Result<BlockView<'a>, Corruption> {
         let bad = |reason: String| Corruption::Payload { block_key, reason };
         if raw.len() < COLUMNS * 4 {
             return Err(bad("section A shorter than its column directory".into()));
@@ -406,7 +414,7 @@ impl<'a> BlockView<'a> {
             block_key,
             count,
             cols,
-            b: blk.b,
+            b,
         })
     }
 
@@ -464,6 +472,19 @@ impl<'a> BlockView<'a> {
         codec: &dyn PositionCodec,
         model: &dyn PositionModel,
     ) -> Result<Option<Entry>, Corruption> {
+        self.find_coded_known(key, coded, None, codec, model)
+    }
+
+    /// As [`BlockView::find_coded`]; with `pos` (the position `coded` encodes, with key `key`)
+    /// the matching entry's position is not decoded again.
+    pub fn find_coded_known(
+        &self,
+        key: u64,
+        coded: &[u8],
+        pos: Option<&[u8]>,
+        codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
+    ) -> Result<Option<Entry>, Corruption> {
         let frag = key as u8;
         let mut cur = Cursor::default();
         let mut at = 0;
@@ -482,7 +503,7 @@ impl<'a> BlockView<'a> {
                 .get(cur.b..cur.b.saturating_add(len))
                 .ok_or_else(|| self.bad(format!("position of entry {i} overruns section B")))?;
             if stored == coded {
-                let e = self.decode_at(i, &mut cur, codec, model)?;
+                let e = self.decode_at_known(i, &mut cur, codec, model, pos.map(|p| (key, p)))?;
                 return Ok((e.key == key).then_some(e));
             }
         }
@@ -565,6 +586,19 @@ impl<'a> BlockView<'a> {
         codec: &dyn PositionCodec,
         model: &dyn PositionModel,
     ) -> Result<Entry, Corruption> {
+        self.decode_at_known(i, cur, codec, model, None)
+    }
+
+    /// Decodes entry i; `known` is its (key, position) when the caller has already matched
+    /// the stored position bytes, which saves decoding the position and recomputing the key.
+    fn decode_at_known(
+        &self,
+        i: usize,
+        cur: &mut Cursor,
+        codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
+        known: Option<(u64, &[u8])>,
+    ) -> Result<Entry, Corruption> {
         let flags = self.cols[1][i];
         let n = self.move_count(cur, i)?;
         let entry_err = |reason: String| Corruption::Entry {
@@ -587,13 +621,17 @@ impl<'a> BlockView<'a> {
                 .get(cur.b..cur.b.saturating_add(len))
                 .ok_or_else(|| self.bad(format!("position of entry {i} overruns section B")))?;
             cur.b += len;
-            let pos = model
-                .decode(coded)
-                .map_err(|reason| entry_err(format!("position undecodable: {reason}")))?;
-            let key = codec
-                .key(&pos)
-                .map_err(|reason| entry_err(format!("position invalid: {reason}")))?;
-            (key, Some(pos))
+            if let Some((key, pos)) = known {
+                (key, Some(pos.to_vec()))
+            } else {
+                let pos = model
+                    .decode(coded)
+                    .map_err(|reason| entry_err(format!("position undecodable: {reason}")))?;
+                let key = codec
+                    .key(&pos)
+                    .map_err(|reason| entry_err(format!("position invalid: {reason}")))?;
+                (key, Some(pos))
+            }
         };
         if key as u8 != self.fragment(i) {
             return Err(Corruption::KeyMismatch {

@@ -121,7 +121,61 @@ pub struct Book {
     dicts: HashMap<u16, Arc<Vec<u8>>>,
     models: HashMap<u16, Arc<dyn PositionModel>>,
     pool: DecompressorPool,
+    /// First keys of all blocks, sorted (a snapshot taken at open).
+    index: Vec<u64>,
+    cache: BlockCache,
 }
+
+/// Opened blocks (checksum verified, section A decompressed), kept for repeated probes.
+struct BlockCache {
+    limit: usize,
+    map: Mutex<(HashMap<u64, Arc<CachedBlock>>, usize)>,
+}
+
+struct CachedBlock {
+    count: usize,
+    model_id: u16,
+    a: Vec<u8>,
+    b: Vec<u8>,
+}
+
+impl CachedBlock {
+    fn bytes(&self) -> usize {
+        self.a.len() + self.b.len() + 64
+    }
+}
+
+impl BlockCache {
+    fn get(&self, key: u64) -> Option<Arc<CachedBlock>> {
+        if self.limit == 0 {
+            return None;
+        }
+        self.map.lock().ok()?.0.get(&key).cloned()
+    }
+
+    fn put(&self, key: u64, b: Arc<CachedBlock>) {
+        if self.limit == 0 {
+            return;
+        }
+        if let Ok(mut g) = self.map.lock() {
+            let (map, used) = &mut *g;
+            // Random eviction (hash order) until the new block fits.
+            while *used + b.bytes() > self.limit {
+                let Some(&k) = map.keys().next() else { break };
+                if let Some(old) = map.remove(&k) {
+                    *used -= old.bytes();
+                }
+            }
+            *used += b.bytes();
+            if let Some(old) = map.insert(key, b) {
+                *used -= old.bytes();
+            }
+        }
+    }
+}
+
+/// Default size of the block cache of a [`Book`].
+pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
 
 /// Pooled zstd contexts with their dictionary loaded, so a probe does not pay for setup.
 pub struct DecompressorPool {
@@ -265,6 +319,16 @@ impl Book {
             }
         }
         drop(meta_table);
+        let mut index = Vec::with_capacity(meta.blocks as usize);
+        match txn.open_table(BLOCKS) {
+            Ok(t) => {
+                for item in t.iter()? {
+                    index.push(item?.0.value());
+                }
+            }
+            Err(redb::TableError::TableDoesNotExist(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
         drop(txn);
         Ok(Book {
             path: path.to_path_buf(),
@@ -274,6 +338,11 @@ impl Book {
             pool: DecompressorPool::new(dicts.clone()),
             dicts,
             models,
+            index,
+            cache: BlockCache {
+                limit: DEFAULT_CACHE_BYTES,
+                map: Mutex::new((HashMap::new(), 0)),
+            },
         })
     }
 
@@ -350,6 +419,10 @@ impl Book {
     pub fn lookup(&self, pos: &[u8]) -> Result<Option<Entry>> {
         let key = self.codec.key(pos).map_err(Error::Invalid)?;
         let from_blocks = self.lookup_blocks(pos)?;
+        if self.meta.delta_entries == 0 {
+            // Readers see the book as it was when opened; reopen to see later imports.
+            return Ok(from_blocks);
+        }
         match (from_blocks, self.delta_get(key, Some(pos))?) {
             (Some(mut a), Some(b)) => {
                 a.merge(b);
@@ -361,6 +434,16 @@ impl Book {
 
     /// Entries with this key in the blocks only.
     pub fn get_blocks(&self, key: u64) -> Result<Vec<Entry>> {
+        let Some((block_key, blk)) = self.cached_block(key)? else {
+            return Ok(Vec::new());
+        };
+        let view = BlockView::parse_parts(block_key, blk.count, &blk.a, &blk.b)?;
+        let model = self.model(block_key, blk.model_id)?;
+        Ok(view.find(key, &*self.codec, model)?)
+    }
+
+    /// As [`Book::get_blocks`] without the cache and index: reads through redb each time.
+    pub fn get_blocks_uncached(&self, key: u64) -> Result<Vec<Entry>> {
         Ok(self
             .with_block(key, |block_key, bytes| {
                 let blk = block::open_block(block_key, bytes, &self.pool)?;
@@ -371,8 +454,62 @@ impl Book {
             .unwrap_or_default())
     }
 
+    /// Sets the size of the cache of opened blocks (0 disables it).
+    pub fn set_cache_bytes(&mut self, bytes: usize) {
+        self.cache.limit = bytes;
+        if let Ok(mut g) = self.cache.map.lock() {
+            g.0.clear();
+            g.1 = 0;
+        }
+    }
+
+    /// The opened block that would hold `key`, from the cache or read and verified now.
+    fn cached_block(&self, key: u64) -> Result<Option<(u64, Arc<CachedBlock>)>> {
+        let i = self.index.partition_point(|&k| k <= key);
+        let Some(&block_key) = i.checked_sub(1).and_then(|i| self.index.get(i)) else {
+            return Ok(None);
+        };
+        if let Some(b) = self.cache.get(block_key) {
+            return Ok(Some((block_key, b)));
+        }
+        let opened = shield("reading a block", || {
+            let txn = self.db.begin_read()?;
+            let table = txn.open_table(BLOCKS)?;
+            let v = table.get(block_key)?.ok_or_else(|| {
+                Error::Corrupt(Corruption::Header {
+                    block_key,
+                    reason: "block listed at open is gone (the file was replaced; reopen it)"
+                        .into(),
+                })
+            })?;
+            let blk = block::open_block(block_key, v.value(), &self.pool)?;
+            Ok(CachedBlock {
+                count: blk.header.count as usize,
+                model_id: blk.header.model_id,
+                b: blk.b.to_vec(),
+                a: blk.a,
+            })
+        })?;
+        let b = Arc::new(opened);
+        self.cache.put(block_key, b.clone());
+        Ok(Some((block_key, b)))
+    }
+
     /// The entry holding exactly this encoded position in the blocks (decodes only that entry).
     pub fn lookup_blocks(&self, pos: &[u8]) -> Result<Option<Entry>> {
+        let key = self.codec.key(pos).map_err(Error::Invalid)?;
+        let Some((block_key, blk)) = self.cached_block(key)? else {
+            return Ok(None);
+        };
+        let view = BlockView::parse_parts(block_key, blk.count, &blk.a, &blk.b)?;
+        let model = self.model(block_key, blk.model_id)?;
+        let mut coded = Vec::with_capacity(32);
+        model.encode(pos, &mut coded).map_err(Error::Invalid)?;
+        Ok(view.find_coded_known(key, &coded, Some(pos), &*self.codec, model)?)
+    }
+
+    /// As [`Book::lookup_blocks`] without the cache and index: reads through redb each time.
+    pub fn lookup_blocks_uncached(&self, pos: &[u8]) -> Result<Option<Entry>> {
         let key = self.codec.key(pos).map_err(Error::Invalid)?;
         Ok(self
             .with_block(key, |block_key, bytes| {
@@ -381,7 +518,7 @@ impl Book {
                 let model = self.model(block_key, blk.header.model_id)?;
                 let mut coded = Vec::with_capacity(32);
                 model.encode(pos, &mut coded).map_err(Error::Invalid)?;
-                Ok(view.find_coded(key, &coded, &*self.codec, model)?)
+                Ok(view.find_coded_known(key, &coded, Some(pos), &*self.codec, model)?)
             })?
             .flatten())
     }
