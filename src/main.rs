@@ -512,7 +512,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// mimalloc's `mi_option_purge_delay` (index 15 of `mi_option_e` in mimalloc.h v2).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
 fn main() -> ExitCode {
+    // Return freed memory to the OS at once: `--memory` bounds the resident set, and mimalloc
+    // otherwise keeps freed pages of finished phases (measured in docs/PERFORMANCE.md).
+    // SAFETY: mi_option_set only stores an option value; any thread may call it at any time.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
     // redb panics on some damaged files; the library turns those panics into corruption
     // errors, so keep them quiet here. Any other panic is a bug and is reported as such.
     std::panic::set_hook(Box::new(|info| {

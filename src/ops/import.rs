@@ -266,44 +266,67 @@ impl Aggregator {
         self.map.is_empty()
     }
 
-    /// Drains into entries sorted by (key, position).
-    pub fn take_sorted(&mut self) -> Vec<Entry> {
-        self.bytes = 0;
-        let to_entry = |key: u64, pos: Box<[u8]>, moves: Vec<AggMove>| {
-            let mut e = Entry {
-                key,
-                pos: Some(pos.into_vec()),
-                moves: moves
-                    .into_iter()
-                    .map(|m| MoveRec {
-                        mv: m.mv,
-                        white: m.counts[0],
-                        draws: m.counts[1],
-                        black: m.counts[2],
-                        unknown: m.counts[3],
-                        rating_sum: m.rating_sum,
-                        rating_count: m.rating_count,
-                        polyglot: None,
-                    })
-                    .collect(),
-            };
-            e.normalize();
-            e
-        };
-        let mut v: Vec<Entry> = Vec::with_capacity(self.map.len());
-        let cap = self.map.capacity();
-        let map = std::mem::replace(
-            &mut self.map,
-            KeyMap::with_capacity_and_hasher(cap, Default::default()),
-        );
-        for (key, p) in map {
-            v.push(to_entry(key, p.pos, p.moves));
+    /// Drains into a stream of entries sorted by (key, position). Positions and move lists
+    /// are moved, not copied; each entry is built only when the stream reaches it, so memory
+    /// stays near that of the aggregate itself.
+    pub fn into_sorted(self) -> SortedAggregate {
+        let mut v: Vec<(u64, Box<[u8]>, Vec<AggMove>)> = Vec::with_capacity(self.map.len());
+        for (key, p) in self.map {
+            v.push((key, p.pos, p.moves));
             for (pos, moves) in p.others {
-                v.push(to_entry(key, pos, moves));
+                v.push((key, pos, moves));
             }
         }
-        v.sort_unstable_by(|a, b| a.cmp_id(b));
-        v
+        v.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        SortedAggregate {
+            inner: v.into_iter(),
+        }
+    }
+
+    /// Drains into entries sorted by (key, position).
+    pub fn take_sorted(&mut self) -> Vec<Entry> {
+        std::mem::take(self).into_sorted().collect()
+    }
+}
+
+/// Entries of a drained [`Aggregator`], in (key, position) order.
+pub struct SortedAggregate {
+    inner: std::vec::IntoIter<(u64, Box<[u8]>, Vec<AggMove>)>,
+}
+
+impl SortedAggregate {
+    pub fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.inner.len() == 0
+    }
+}
+
+impl Iterator for SortedAggregate {
+    type Item = Entry;
+    fn next(&mut self) -> Option<Entry> {
+        let (key, pos, moves) = self.inner.next()?;
+        let mut e = Entry {
+            key,
+            pos: Some(pos.into_vec()),
+            moves: moves
+                .into_iter()
+                .map(|m| MoveRec {
+                    mv: m.mv,
+                    white: m.counts[0],
+                    draws: m.counts[1],
+                    black: m.counts[2],
+                    unknown: m.counts[3],
+                    rating_sum: m.rating_sum,
+                    rating_count: m.rating_count,
+                    polyglot: None,
+                })
+                .collect(),
+        };
+        e.normalize();
+        Some(e)
     }
 }
 
@@ -427,7 +450,7 @@ enum Reply {
         full: bool,
     },
     Flushed(PathBuf, u64),
-    Taken(Vec<Entry>),
+    Taken(SortedAggregate),
     Failed(Error),
 }
 
@@ -450,7 +473,8 @@ fn count_game(
 fn worker(rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize) {
     // Sized for the budget up front: rehashing a table of millions of positions as it grows
     // costs more than the aggregation itself. Untouched buckets cost no resident memory.
-    let mut agg = Aggregator::with_capacity(budget / (POS_OVERHEAD + 24 + MOVE_BYTES));
+    let capacity = budget / (POS_OVERHEAD + 24 + MOVE_BYTES);
+    let mut agg = Aggregator::with_capacity(capacity);
     while let Ok(msg) = rx.recv() {
         let reply = match msg {
             Msg::Games(input, games) => {
@@ -504,20 +528,22 @@ fn worker(rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize
                 if agg.is_empty() {
                     Reply::Flushed(path, 0)
                 } else {
-                    let entries = agg.take_sorted();
+                    let sorted = std::mem::take(&mut agg).into_sorted();
                     let res = RunWriter::create(&path).and_then(|mut w| {
-                        for e in &entries {
-                            w.push(e)?;
+                        for e in sorted {
+                            w.push(&e)?;
                         }
                         w.finish()
                     });
+                    // A fresh table only once the old one and the run are gone.
+                    agg = Aggregator::with_capacity(capacity);
                     match res {
                         Ok(n) => Reply::Flushed(path, n),
                         Err(e) => Reply::Failed(e),
                     }
                 }
             }
-            Msg::Take => Reply::Taken(agg.take_sorted()),
+            Msg::Take => Reply::Taken(std::mem::take(&mut agg).into_sorted()),
         };
         if tx.send(reply).is_err() {
             return;
@@ -720,7 +746,12 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     }
 
     progress.phase("merging runs into the book");
-    reduce_runs(&staging, &mut state, &state_path)?;
+    reduce_runs(
+        &staging,
+        &mut state,
+        &state_path,
+        (opts.memory_mib / 4).clamp(4, MAX_FAN_IN),
+    )?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -748,11 +779,11 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
         Some(parts) => parts.iter().map(|p| p.len() as u64).sum(),
         None => state.runs.iter().map(|(_, n)| n).sum(),
     };
+    let mem = WriterOptions::for_memory(opts.memory_mib.max(1) << 20);
     let mut writer_opts = opts.writer.clone();
-    writer_opts.model_sample = writer_opts
-        .model_sample
-        .min((opts.memory_mib << 20) / 2 / 400)
-        .max(10_000);
+    writer_opts.model_sample = writer_opts.model_sample.min(mem.model_sample);
+    writer_opts.commit_bytes = writer_opts.commit_bytes.min(mem.commit_bytes);
+    writer_opts.cache_bytes = writer_opts.cache_bytes.min(mem.cache_bytes);
     summary.applied = apply(
         book_path,
         &staging,
@@ -917,7 +948,7 @@ fn read_phase(
     opts: &ImportOptions,
     progress: &Progress,
     stdin_fp: &mut [Option<String>],
-) -> Result<Option<Vec<Vec<Entry>>>> {
+) -> Result<Option<Vec<SortedAggregate>>> {
     let jobs = if opts.jobs == 0 {
         std::thread::available_parallelism().map_or(2, |n| n.get())
     } else {
@@ -926,7 +957,7 @@ fn read_phase(
     .clamp(1, 256);
     // Half the budget for aggregation; the rest covers chunks in flight, the writer's model
     // sample and the merge.
-    let budget = ((opts.memory_mib.max(1) << 20) / 2 / jobs).max(1 << 16);
+    let budget = ((opts.memory_mib.max(1) << 20) / 3 / jobs).max(1 << 16);
     let skipped_file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -934,7 +965,7 @@ fn read_phase(
         .map_err(|e| Error::io("opening skipped-games log", e))?;
     let mut seen: HashSet<u128> = HashSet::new();
 
-    std::thread::scope(|s| -> Result<Option<Vec<Vec<Entry>>>> {
+    std::thread::scope(|s| -> Result<Option<Vec<SortedAggregate>>> {
         let (res_tx, res_rx) = unbounded::<Reply>();
         let mut txs = Vec::with_capacity(jobs);
         for _ in 0..jobs {
@@ -1176,9 +1207,14 @@ fn read_games(
 
 /// Merges runs in passes until at most `MAX_FAN_IN` remain (crash-safe: the merged run is
 /// recorded before its sources are deleted).
-fn reduce_runs(staging: &Path, state: &mut ImportState, state_path: &Path) -> Result<()> {
-    while state.runs.len() > MAX_FAN_IN {
-        let group: Vec<(String, u64)> = state.runs.drain(..MAX_FAN_IN).collect();
+fn reduce_runs(
+    staging: &Path,
+    state: &mut ImportState,
+    state_path: &Path,
+    fan_in: usize,
+) -> Result<()> {
+    while state.runs.len() > fan_in {
+        let group: Vec<(String, u64)> = state.runs.drain(..fan_in).collect();
         let readers = group
             .iter()
             .map(|(r, _)| RunReader::open(&staging.join(r)))
@@ -1208,7 +1244,7 @@ fn apply(
     book_path: &Path,
     staging: &Path,
     state: &ImportState,
-    in_memory: Option<Vec<Vec<Entry>>>,
+    in_memory: Option<Vec<SortedAggregate>>,
     run_entries: u64,
     games: u64,
     records: Vec<(String, Vec<u8>)>,
@@ -1219,7 +1255,7 @@ fn apply(
         if let Some(parts) = in_memory.take() {
             return Ok(parts
                 .into_iter()
-                .map(|v| Box::new(v.into_iter().map(Ok)) as EntryStream<'static>)
+                .map(|v| Box::new(v.map(Ok)) as EntryStream<'static>)
                 .collect());
         }
         state

@@ -109,10 +109,22 @@ impl Trace {
             return;
         }
         let cpu = process_cpu_secs();
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+                / 1024
+        };
         eprintln!(
-            "trace: {label}: wall {:.2}s cpu {:.2}s",
+            "trace: {label}: wall {:.2}s cpu {:.2}s rss {} MiB peak {} MiB",
             self.wall.elapsed().as_secs_f64(),
-            cpu - self.cpu
+            cpu - self.cpu,
+            field("VmRSS:"),
+            field("VmHWM:")
         );
         self.wall = std::time::Instant::now();
         self.cpu = cpu;

@@ -66,8 +66,24 @@ pub struct WriterOptions {
     pub dictionary: bool,
     /// Dictionary size in bytes.
     pub dictionary_bytes: usize,
-    /// Positions held in memory to train the position model (memory: ~150 bytes each).
+    /// Positions held in memory to train the position model (memory: ~200 bytes each).
     pub model_sample: usize,
+    /// Sealed blocks are committed in transactions of about this many bytes.
+    pub commit_bytes: usize,
+    /// redb's page cache while writing.
+    pub cache_bytes: usize,
+}
+
+impl WriterOptions {
+    /// Options that keep the writer within about a quarter of `memory` bytes.
+    pub fn for_memory(memory: usize) -> WriterOptions {
+        WriterOptions {
+            model_sample: (memory / 8 / 200).clamp(10_000, MODEL_SAMPLE),
+            commit_bytes: (memory / 16).clamp(1 << 20, COMMIT_BYTES),
+            cache_bytes: (memory / 8).clamp(4 << 20, 256 << 20),
+            ..WriterOptions::default()
+        }
+    }
 }
 
 impl Default for WriterOptions {
@@ -78,6 +94,8 @@ impl Default for WriterOptions {
             dictionary: true,
             dictionary_bytes: 16 * 1024,
             model_sample: MODEL_SAMPLE,
+            commit_bytes: COMMIT_BYTES,
+            cache_bytes: 256 << 20,
         }
     }
 }
@@ -174,6 +192,9 @@ impl BlockCache {
     }
 }
 
+/// redb page cache of a book opened for reading.
+pub const READER_CACHE_BYTES: usize = 64 << 20;
+
 /// Default size of the block cache of a [`Book`].
 pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
 
@@ -245,15 +266,18 @@ impl Book {
                 path: path.to_path_buf(),
             });
         }
-        let db = redb::ReadOnlyDatabase::open(path).map_err(|e| match e {
-            redb::DatabaseError::Storage(redb::StorageError::Io(io))
-                if io.kind() != std::io::ErrorKind::InvalidData
-                    && io.kind() != std::io::ErrorKind::UnexpectedEof =>
-            {
-                Error::io(format!("opening {}", path.display()), io)
-            }
-            other => not_a_book(path, format!("not a redb database: {other}")),
-        })?;
+        let db = redb::Builder::new()
+            .set_cache_size(READER_CACHE_BYTES)
+            .open_read_only(path)
+            .map_err(|e| match e {
+                redb::DatabaseError::Storage(redb::StorageError::Io(io))
+                    if io.kind() != std::io::ErrorKind::InvalidData
+                        && io.kind() != std::io::ErrorKind::UnexpectedEof =>
+                {
+                    Error::io(format!("opening {}", path.display()), io)
+                }
+                other => not_a_book(path, format!("not a redb database: {other}")),
+            })?;
         let txn = db.begin_read()?;
         let meta_table = txn
             .open_table(META)
@@ -880,7 +904,9 @@ impl BookWriter {
             std::process::id()
         ));
         let _ = std::fs::remove_file(&tmp_path);
-        let db = redb::Database::create(&tmp_path)
+        let db = redb::Builder::new()
+            .set_cache_size(opts.cache_bytes)
+            .create(&tmp_path)
             .map_err(|e| Error::Db(format!("creating {}: {e}", tmp_path.display())))?;
         Ok(BookWriter {
             final_path: path.to_path_buf(),
@@ -1142,7 +1168,7 @@ impl BookWriter {
         self.meta.stored_bytes += sealed.len() as u64;
         self.batch_bytes += sealed.len();
         self.batch.push((first, sealed));
-        if self.batch_bytes >= COMMIT_BYTES {
+        if self.batch_bytes >= self.opts.commit_bytes {
             self.commit_batch()?;
         }
         Ok(())
