@@ -705,6 +705,65 @@ pub struct BookIter<'a> {
     buf: VecDeque<Entry>,
 }
 
+/// Blocks read ahead and decoded together on all cores by [`BookIter`].
+const ITER_BATCH_BLOCKS: usize = 32;
+
+impl BookIter<'_> {
+    /// Reads the next batch of blocks and decodes them in parallel into `buf`.
+    fn fill(&mut self) -> Result<()> {
+        let Some(from) = self.next_key else {
+            return Ok(());
+        };
+        let Some(table) = self.table.as_ref() else {
+            self.next_key = None;
+            return Ok(());
+        };
+        let raw: Vec<(u64, Vec<u8>)> = shield("reading blocks", || {
+            let mut out = Vec::with_capacity(ITER_BATCH_BLOCKS);
+            for item in table.range(from..)?.take(ITER_BATCH_BLOCKS) {
+                let (k, v) = item?;
+                out.push((k.value(), v.value().to_vec()));
+            }
+            Ok(out)
+        })?;
+        self.next_key = match raw.last() {
+            Some((k, _)) => k.checked_add(1),
+            None => None,
+        };
+        let book = self.book;
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8);
+        let per = raw.len().div_ceil(threads).max(1);
+        let decoded: Vec<Result<Vec<Vec<Entry>>, Corruption>> = if raw.len() <= 1 || threads == 1 {
+            vec![raw.iter().map(|(k, v)| book.decode_block(*k, v)).collect()]
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = raw
+                    .chunks(per)
+                    .map(|c| {
+                        s.spawn(move || c.iter().map(|(k, v)| book.decode_block(*k, v)).collect())
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(Corruption::Storage("block decoder thread panicked".into()))
+                        })
+                    })
+                    .collect()
+            })
+        };
+        for part in decoded {
+            for entries in part? {
+                self.buf.extend(entries);
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Iterator for BookIter<'_> {
     type Item = Result<Entry>;
 
@@ -713,31 +772,11 @@ impl Iterator for BookIter<'_> {
             if let Some(e) = self.buf.pop_front() {
                 return Some(Ok(e));
             }
-            let from = self.next_key?;
-            let table = self.table.as_ref()?;
-            let item = match shield("reading blocks", || Ok(table.range(from..)?.next())) {
-                Ok(Some(item)) => item,
-                Ok(None) => return None,
-                Err(e) => {
-                    self.next_key = None;
-                    return Some(Err(e));
-                }
-            };
-            let (k, v) = match item {
-                Ok(kv) => kv,
-                Err(e) => {
-                    self.next_key = None;
-                    return Some(Err(e.into()));
-                }
-            };
-            let block_key = k.value();
-            self.next_key = block_key.checked_add(1);
-            match self.book.decode_block(block_key, v.value()) {
-                Ok(entries) => self.buf.extend(entries),
-                Err(e) => {
-                    self.next_key = None;
-                    return Some(Err(e.into()));
-                }
+            self.next_key?;
+            if let Err(e) = self.fill() {
+                self.next_key = None;
+                self.buf.clear();
+                return Some(Err(e));
             }
         }
     }
