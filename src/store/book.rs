@@ -1431,5 +1431,10 @@ pub fn commit_delta(path: &Path, plan: &DeltaPlan) -> Result<(), DeltaCommitErro
         txn.commit()?;
         Ok(())
     };
-    run().map_err(DeltaCommitError::Other)
+    run().map_err(DeltaCommitError::Other)?;
+    // Copy-on-write leaves the file with free pages; give them back (best effort: the
+    // commit above is already durable).
+    let mut db = db;
+    while let Ok(true) = db.compact() {}
+    Ok(())
 }
