@@ -79,6 +79,16 @@ pub(crate) mod tests_support {
     use super::*;
     use shakmaty::{Chess, Position};
 
+    /// The position after a line of SAN or UCI moves from the start.
+    pub fn play(moves: &[&str]) -> Chess {
+        let mut pos = Chess::default();
+        for m in moves {
+            let mv = parse_move(&pos, m).expect("legal move");
+            pos.play_unchecked(mv);
+        }
+        pos
+    }
+
     /// A few dozen real positions (a short game plus an en-passant case).
     pub fn sample_positions() -> Vec<Vec<u8>> {
         let mut out = Vec::new();

@@ -293,14 +293,7 @@ mod tests {
     use super::*;
     use crate::chess::packed::to_hex;
 
-    fn play(moves: &[&str]) -> Chess {
-        let mut pos = Chess::default();
-        for m in moves {
-            let mv = parse_move(&pos, m).unwrap();
-            pos.play_unchecked(mv);
-        }
-        pos
-    }
+    use crate::chess::tests_support::play;
 
     #[test]
     fn key_vectors() {

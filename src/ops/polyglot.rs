@@ -1196,18 +1196,7 @@ pub fn export(
         }
     } else {
         let path = Path::new(out);
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let name = path
-            .file_name()
-            .ok_or_else(|| Error::Invalid(format!("{out}: not a file path")))?;
-        let tmp = dir.join(format!(
-            ".{}.tmp-{}",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
+        let tmp = crate::store::book::temp_sibling(path)?;
         let res = (|| -> Result<ExportSummary> {
             let f = std::fs::File::create(&tmp)
                 .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
@@ -1240,14 +1229,7 @@ mod tests {
     use super::*;
     use crate::chess::{move_uci, parse_move};
 
-    fn play(moves: &[&str]) -> Chess {
-        let mut pos = Chess::default();
-        for m in moves {
-            let mv = parse_move(&pos, m).unwrap();
-            pos.play_unchecked(mv);
-        }
-        pos
-    }
+    use crate::chess::tests_support::play;
 
     fn sq(name: &str) -> Square {
         name.parse().unwrap()

@@ -879,6 +879,23 @@ impl Iterator for DeltaIter<'_> {
     }
 }
 
+/// The temporary file a new version of `path` is written to before it is renamed into place:
+/// `.<name>.tmp-<pid>` in the same directory (so the rename is atomic).
+pub fn temp_sibling(path: &Path) -> Result<PathBuf> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::Invalid(format!("{}: not a file path", path.display())))?;
+    Ok(dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    )))
+}
+
 /// Writes a new book file from entries given in (key, position) order. The file appears at its
 /// final path only when [`BookWriter::finish`] succeeds (temporary file, fsync, rename).
 pub struct BookWriter {
@@ -930,18 +947,7 @@ impl BookWriter {
         codec: Arc<dyn PositionCodec>,
         opts: WriterOptions,
     ) -> Result<BookWriter> {
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let name = path
-            .file_name()
-            .ok_or_else(|| Error::Invalid(format!("{}: not a file path", path.display())))?;
-        let tmp_path = dir.join(format!(
-            ".{}.tmp-{}",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
+        let tmp_path = temp_sibling(path)?;
         let _ = std::fs::remove_file(&tmp_path);
         let db = redb::Builder::new()
             .set_cache_size(opts.cache_bytes)
