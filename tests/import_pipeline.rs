@@ -179,9 +179,15 @@ fn killed_imports_resume_exactly() {
         &["--memory", "2"],
     );
     let full = t.elapsed();
-    let steps = 8u32;
+    let timing_inc = dir.path().join("timing_inc.book");
+    std::fs::copy(&clean_a, &timing_inc).unwrap();
+    let t = std::time::Instant::now();
+    import(&[&b], &timing_inc, &["--memory", "2"]);
+    let inc = t.elapsed();
+    let steps = 10u32;
     for i in 0..steps {
         for incremental in [false, true] {
+            let span = if incremental { inc } else { full };
             let book = dir.path().join(format!("k{i}{incremental}.book"));
             let inputs: Vec<&Path> = if incremental {
                 std::fs::copy(&clean_a, &book).unwrap();
@@ -205,7 +211,7 @@ fn killed_imports_resume_exactly() {
             );
             let mut child = Command::new(bin()).args(&args).spawn().unwrap();
             std::thread::sleep(
-                full.mul_f64(f64::from(i) / f64::from(steps)) + Duration::from_millis(5),
+                span.mul_f64(f64::from(i) / f64::from(steps)) + Duration::from_millis(5),
             );
             let _ = child.kill(); // SIGKILL
             let _ = child.wait();

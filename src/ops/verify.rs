@@ -37,8 +37,9 @@ const MAX_PROBLEMS: usize = 200;
 /// recompute to the stored ones, global order, positions legal, moves legal, meta counters.
 pub fn verify(path: &Path) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
-    // Verify never writes: redb's own repair-capable check needs a writable handle and may
-    // change the file, so the checks below read everything through a read-only handle.
+    // Verify reads through a read-only handle (redb's own check_integrity needs a writable one
+    // and may change the file). The only write is redb's crash recovery when the last writer
+    // was killed mid-transaction, which any reader needs before it can open the book.
     if !path.exists() {
         return Err(Error::BookNotFound {
             path: path.to_path_buf(),

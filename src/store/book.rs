@@ -266,10 +266,30 @@ impl Book {
                 path: path.to_path_buf(),
             });
         }
-        let db = redb::Builder::new()
-            .set_cache_size(READER_CACHE_BYTES)
-            .open_read_only(path)
-            .map_err(|e| match e {
+        let open = || {
+            redb::Builder::new()
+                .set_cache_size(READER_CACHE_BYTES)
+                .open_read_only(path)
+        };
+        let db = match open() {
+            // The last writer was killed mid-transaction: redb must replay its recovery, which
+            // needs a writable handle. Recovery keeps the last committed transaction only.
+            Err(redb::DatabaseError::RepairAborted) => {
+                match redb::Database::open(path) {
+                    Ok(db) => drop(db),
+                    Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
+                        return Err(Error::Invalid(format!(
+                            "{}: the book is being written by another process; try again when it is done",
+                            path.display()
+                        )));
+                    }
+                    Err(e) => return Err(not_a_book(path, format!("recovery failed: {e}"))),
+                }
+                open()
+            }
+            other => other,
+        }
+        .map_err(|e| match e {
                 redb::DatabaseError::Storage(redb::StorageError::Io(io))
                     if io.kind() != std::io::ErrorKind::InvalidData
                         && io.kind() != std::io::ErrorKind::UnexpectedEof =>
