@@ -22,32 +22,10 @@ use bookdb::chess::polyglot_key;
 use shakmaty::uci::UciMove;
 use shakmaty::{Chess, Move, Position};
 
+mod common;
+use common::{data_dir, data_file, peers_required, python_chess};
+
 const BOOKDB: &str = env!("CARGO_BIN_EXE_bookdb");
-
-fn peers_required() -> bool {
-    std::env::var("BOOKDB_REQUIRE_PEERS").is_ok_and(|v| v.trim() == "1")
-}
-
-fn data_dir() -> PathBuf {
-    match std::env::var_os("BOOKDB_DATA") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"),
-    }
-}
-
-/// A data file, or `None` after printing a SKIP line.
-fn data_file(rel: &str) -> Option<PathBuf> {
-    let p = data_dir().join(rel);
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!(
-            "SKIP: data file {} not found (set BOOKDB_DATA)",
-            p.display()
-        );
-        None
-    }
-}
 
 /// A peer program from PATH or /usr/games, or `None` after printing a SKIP line (a failure
 /// when peers are required).
@@ -65,31 +43,6 @@ fn peer(name: &str) -> Option<PathBuf> {
         );
     }
     eprintln!("SKIP: peer {name} not installed (apt-get install polyglot pgn-extract gnuchess)");
-    None
-}
-
-/// A Python interpreter with python-chess, or `None` after printing a SKIP line.
-fn python_chess() -> Option<String> {
-    let mut candidates = Vec::new();
-    if let Ok(p) = std::env::var("BOOKDB_PYTHON") {
-        candidates.push(p);
-    }
-    candidates.extend(["python3".to_string(), "python".to_string()]);
-    for py in &candidates {
-        let ok = Command::new(py)
-            .args(["-c", "import chess, chess.polyglot"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Some(py.clone());
-        }
-    }
-    if peers_required() {
-        panic!(
-            "python-chess not importable by any of {candidates:?} and BOOKDB_REQUIRE_PEERS=1 (pip install chess)"
-        );
-    }
-    eprintln!("SKIP: python-chess not installed (pip install chess)");
     None
 }
 

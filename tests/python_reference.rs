@@ -6,8 +6,11 @@
 //! The real-games test reads `medium-10k.pgn` from `$BOOKDB_DATA/pgn/` (default
 //! `../shared/data` next to the crate) and is skipped, with a printed reason, if it is absent.
 
+mod common;
+use common::{data_dir, python_chess as python};
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// position (key, fen) -> uci -> [white, draws, black, unknown]
@@ -17,44 +20,6 @@ const SCRIPT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/scripts/replay_reference.py"
 );
-
-fn peers_required() -> bool {
-    std::env::var("BOOKDB_REQUIRE_PEERS").is_ok_and(|v| v.trim() == "1")
-}
-
-/// A Python interpreter that can `import chess`, or `None` (after printing why) if there is
-/// none and peers are not required.
-fn python() -> Option<String> {
-    let mut candidates = Vec::new();
-    if let Ok(p) = std::env::var("BOOKDB_PYTHON") {
-        candidates.push(p);
-    }
-    candidates.extend(["python3".to_string(), "python".to_string()]);
-    for py in &candidates {
-        let ok = Command::new(py)
-            .args(["-c", "import chess, chess.pgn, chess.polyglot"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Some(py.clone());
-        }
-    }
-    if peers_required() {
-        panic!(
-            "python-chess not importable by any of {candidates:?} and BOOKDB_REQUIRE_PEERS=1 \
-             (pip install chess)"
-        );
-    }
-    eprintln!("SKIP: python-chess not installed (pip install chess)");
-    None
-}
-
-fn data_dir() -> PathBuf {
-    match std::env::var_os("BOOKDB_DATA") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"),
-    }
-}
 
 /// Runs a command, panicking with its stderr if it fails; returns (stdout, stderr).
 fn run(cmd: &mut Command, what: &str) -> (String, String) {

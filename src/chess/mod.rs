@@ -79,6 +79,27 @@ pub(crate) mod tests_support {
     use super::*;
     use shakmaty::{Chess, Position};
 
+    /// Any bit-level position state (not necessarily legal chess).
+    pub fn arb_state() -> impl proptest::strategy::Strategy<Value = PosState> {
+        use proptest::prelude::*;
+        (
+            proptest::collection::vec(0u8..13, 64),
+            any::<bool>(),
+            0u8..16,
+            proptest::option::of(0u8..8),
+        )
+            .prop_map(|(sq, black_to_move, castling, ep_file)| {
+                let mut squares = [0u8; 64];
+                squares.copy_from_slice(&sq);
+                PosState {
+                    squares,
+                    black_to_move,
+                    castling,
+                    ep_file,
+                }
+            })
+    }
+
     /// The position after a line of SAN or UCI moves from the start.
     pub fn play(moves: &[&str]) -> Chess {
         let mut pos = Chess::default();

@@ -262,24 +262,7 @@ mod tests {
         assert!(total / s.len() < 12, "average {} bytes", total / s.len());
     }
 
-    fn arb_state() -> impl Strategy<Value = PosState> {
-        (
-            proptest::collection::vec(0u8..13, 64),
-            any::<bool>(),
-            0u8..16,
-            proptest::option::of(0u8..8),
-        )
-            .prop_map(|(sq, black_to_move, castling, ep_file)| {
-                let mut squares = [0u8; 64];
-                squares.copy_from_slice(&sq);
-                PosState {
-                    squares,
-                    black_to_move,
-                    castling,
-                    ep_file,
-                }
-            })
-    }
+    use crate::chess::tests_support::arb_state;
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]

@@ -260,26 +260,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn arb_state() -> impl Strategy<Value = PosState> {
-        (
-            proptest::array::uniform32(0u8..13),
-            proptest::array::uniform32(0u8..13),
-            any::<bool>(),
-            0u8..16,
-            proptest::option::of(0u8..8),
-        )
-            .prop_map(|(a, b, black_to_move, castling, ep_file)| {
-                let mut squares = [0u8; 64];
-                squares[..32].copy_from_slice(&a);
-                squares[32..].copy_from_slice(&b);
-                PosState {
-                    squares,
-                    black_to_move,
-                    castling,
-                    ep_file,
-                }
-            })
-    }
+    use crate::chess::tests_support::arb_state;
 
     proptest! {
         #[test]

@@ -4,6 +4,37 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// True when CI demands the peers (`BOOKDB_REQUIRE_PEERS=1`): missing peers fail, not skip.
+pub fn peers_required() -> bool {
+    std::env::var("BOOKDB_REQUIRE_PEERS").is_ok_and(|v| v.trim() == "1")
+}
+
+/// A Python interpreter that can import python-chess, or `None` after printing a SKIP line
+/// (a failure when peers are required). `$BOOKDB_PYTHON` is tried first.
+pub fn python_chess() -> Option<String> {
+    let mut candidates = Vec::new();
+    if let Ok(p) = std::env::var("BOOKDB_PYTHON") {
+        candidates.push(p);
+    }
+    candidates.extend(["python3".to_string(), "python".to_string()]);
+    for py in &candidates {
+        let ok = Command::new(py)
+            .args(["-c", "import chess, chess.pgn, chess.polyglot"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(py.clone());
+        }
+    }
+    if peers_required() {
+        panic!(
+            "python-chess not importable by any of {candidates:?} and BOOKDB_REQUIRE_PEERS=1 (pip install chess)"
+        );
+    }
+    eprintln!("SKIP: python-chess not installed (pip install chess)");
+    None
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_bookdb")
 }
