@@ -38,7 +38,7 @@ fn main() {
     let t = std::time::Instant::now();
     for p in &samples {
         let s = PosState::unpack(p).expect("unpack");
-        let _ = s.to_chess().expect("chess");
+        let _ = s.to_chess_unchecked().expect("chess");
     }
     println!(
         "unpack+to_chess: {:?} per entry",
@@ -53,4 +53,28 @@ fn main() {
         "index_moves: {:?} per entry",
         t.elapsed() / entries.len() as u32
     );
+    let t = std::time::Instant::now();
+    for e in &entries {
+        let moves: Vec<u16> = e.moves.iter().map(|m| m.mv).collect();
+        out.clear();
+        let _ = codec.prepare(&*model, e.pos.as_deref().expect("pos"), &moves, &mut out);
+    }
+    println!(
+        "prepare (encode + index): {:?} per entry",
+        t.elapsed() / entries.len() as u32
+    );
+    for level in [3, 6, 9] {
+        let t = std::time::Instant::now();
+        let mut stored = 0;
+        let mut comp = zstd::bulk::Compressor::new(level).expect("zstd");
+        for chunk in entries.chunks(300) {
+            let p = bookdb::store::block::build_payload(chunk, &codec, &*model).expect("payload");
+            stored += comp.compress(&p.a).expect("zstd").len();
+        }
+        println!(
+            "payload + zstd -{level} (no dictionary): {:?} per entry, section A {:.2} bytes per entry",
+            t.elapsed() / entries.len() as u32,
+            stored as f64 / entries.len() as f64
+        );
+    }
 }

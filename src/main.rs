@@ -519,7 +519,7 @@ fn main() -> ExitCode {
     // Return freed memory to the OS at once: `--memory` bounds the resident set, and mimalloc
     // otherwise keeps freed pages of finished phases (measured in docs/PERFORMANCE.md).
     // SAFETY: mi_option_set only stores an option value; any thread may call it at any time.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 10) };
     // redb panics on some damaged files; the library turns those panics into corruption
     // errors, so keep them quiet here. Any other panic is a bug and is reported as such.
     std::panic::set_hook(Box::new(|info| {

@@ -7,14 +7,15 @@ pub mod position;
 pub mod rangecoder;
 
 pub use model::ChessModel;
-pub use packed::{PLANES, PosState, to_hex};
+pub use packed::{MAX_PACKED, PLANES, PackedPos, PosState, to_hex};
 pub use position::{
-    MoveCode, decode_move, encode_move, legal_move, move_uci, parse_fen, parse_move, polyglot_key,
+    MoveCode, decode_move, encode_move, key_and_pack, legal_move, move_uci, parse_fen, parse_move,
+    polyglot_key,
 };
 
 use std::sync::Arc;
 
-use crate::store::{PositionCodec, PositionModel};
+use crate::store::{PositionCodec, PositionModel, Restored};
 
 /// Chess positions in the packed format of DESIGN.md §2.
 #[derive(Clone, Copy, Debug, Default)]
@@ -40,38 +41,92 @@ impl PositionCodec for ChessCodec {
         Ok(Arc::new(model::ChessModel::from_bytes(bytes)?))
     }
     fn index_moves(&self, pos: &[u8], moves: &[u16]) -> Option<Vec<u8>> {
-        let legal = legal_codes(pos).ok()?;
-        moves
-            .iter()
-            .map(|m| {
-                legal
-                    .binary_search(m)
-                    .ok()
-                    .and_then(|i| u8::try_from(i).ok())
-            })
-            .collect()
+        index_moves_of(&PosState::unpack(pos).ok()?, moves)
+    }
+    fn prepare(
+        &self,
+        model: &dyn PositionModel,
+        pos: &[u8],
+        moves: &[u16],
+        coded: &mut Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, String> {
+        let Some(m) = model.as_any().downcast_ref::<ChessModel>() else {
+            model.encode(pos, coded)?;
+            return Ok(self.index_moves(pos, moves));
+        };
+        let state = PosState::unpack(pos).map_err(|e| e.to_string())?;
+        coded.extend_from_slice(&m.encode_state(&state));
+        Ok(index_moves_of(&state, moves))
     }
     fn unindex_moves(&self, pos: &[u8], idx: &[u8]) -> Result<Vec<u16>, String> {
-        let legal = legal_codes(pos)?;
-        idx.iter()
-            .map(|&i| {
-                legal
-                    .get(usize::from(i))
-                    .copied()
-                    .ok_or_else(|| format!("move index {i} beyond the {} legal moves", legal.len()))
-            })
-            .collect()
+        unindex_moves_of(&PosState::unpack(pos).map_err(|e| e.to_string())?, idx)
+    }
+    fn restore(
+        &self,
+        model: &dyn PositionModel,
+        coded: &[u8],
+        idx: Option<&[u8]>,
+    ) -> Result<Restored, String> {
+        let Some(m) = model.as_any().downcast_ref::<ChessModel>() else {
+            let pos = model.decode(coded)?;
+            let key = self.key(&pos)?;
+            let moves = idx.map(|idx| self.unindex_moves(&pos, idx));
+            return Ok(Restored { pos, key, moves });
+        };
+        let state = m
+            .decode_state(coded)
+            .ok_or_else(|| "position bytes do not decode under the book's model".to_string())?;
+        Ok(Restored {
+            pos: state.pack().0,
+            key: state.key(),
+            moves: idx.map(|idx| unindex_moves_of(&state, idx)),
+        })
     }
 }
 
-/// The legal moves of a packed position as sorted move codes.
-fn legal_codes(pos: &[u8]) -> Result<Vec<u16>, String> {
+/// The moves standing at the given ranks of a position's legal moves in move-code order.
+fn unindex_moves_of(state: &PosState, idx: &[u8]) -> Result<Vec<u16>, String> {
     use shakmaty::Position;
-    let state = PosState::unpack(pos).map_err(|e| e.to_string())?;
     let chess = state.to_chess_unchecked().map_err(|e| e.to_string())?;
-    let mut codes: Vec<u16> = chess.legal_moves().iter().map(encode_move).collect();
+    let legal = chess.legal_moves();
+    let mut codes = [0u16; 256];
+    let codes = &mut codes[..legal.len()];
+    for (c, m) in codes.iter_mut().zip(&legal) {
+        *c = encode_move(m);
+    }
     codes.sort_unstable();
-    Ok(codes)
+    idx.iter()
+        .map(|&i| {
+            codes
+                .get(usize::from(i))
+                .copied()
+                .ok_or_else(|| format!("move index {i} beyond the {} legal moves", codes.len()))
+        })
+        .collect()
+}
+
+/// Each move's rank among the position's legal moves in move-code order (the same as the
+/// index [`unindex_moves_of`] takes); `None` if a move is not legal there.
+fn index_moves_of(state: &PosState, moves: &[u16]) -> Option<Vec<u8>> {
+    use shakmaty::Position;
+    if moves.is_empty() {
+        return Some(Vec::new());
+    }
+    let chess = state.to_chess_unchecked().ok()?;
+    let mut idx = vec![0u8; moves.len()];
+    let mut found = 0usize;
+    for lm in &chess.legal_moves() {
+        let c = encode_move(lm);
+        for (i, &m) in idx.iter_mut().zip(moves) {
+            match c.cmp(&m) {
+                std::cmp::Ordering::Less => *i += 1,
+                std::cmp::Ordering::Equal => found += 1,
+                std::cmp::Ordering::Greater => {}
+            }
+        }
+    }
+    // Moves are distinct, so all were found exactly when the count matches.
+    (found == moves.len()).then_some(idx)
 }
 
 #[cfg(test)]

@@ -49,14 +49,7 @@ fn encode_in(cum: &[u16], enc: &mut Encoder, sym: usize) {
 
 #[inline]
 fn decode_in(cum: &[u16], n: usize, dec: &mut Decoder<'_>) -> Option<usize> {
-    let v = dec.peek()?;
-    let mut sym = 0;
-    while sym + 1 < n && u32::from(cum[sym + 1]) <= v {
-        sym += 1;
-    }
-    let lo = u32::from(cum[sym]);
-    dec.consume(lo, u32::from(cum[sym + 1]) - lo);
-    Some(sym)
+    dec.decode_symbol(cum, n)
 }
 
 fn push_cum(out: &mut Vec<u16>, freqs: &[u16]) {
@@ -198,9 +191,8 @@ impl ChessModel {
             let t = table_index(i, &v);
             v[i] = decode_in(&self.squares[t * SQ_STRIDE..], SYMS, &mut dec)? as u8;
         }
-        let half = dec.peek()?;
-        let turn = usize::from(half >= TOTAL / 2);
-        dec.consume(turn as u32 * (TOTAL / 2), TOTAL / 2);
+        const HALVES: [u16; 3] = [0, (TOTAL / 2) as u16, TOTAL as u16];
+        let turn = decode_in(&HALVES, 2, &mut dec)?;
         let castling = decode_in(&self.castling[turn * CASTLE_STRIDE..], 16, &mut dec)? as u8;
         let ep = decode_in(&self.ep[turn * EP_STRIDE..], 9, &mut dec)? as u8;
         v[64] = u8::from(turn == 1) | (castling << 1);
@@ -220,6 +212,9 @@ impl PositionModel for ChessModel {
         self.decode_state(data)
             .map(|s| s.pack().0)
             .ok_or_else(|| "position bytes do not decode under the book's model".to_string())
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

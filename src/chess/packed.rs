@@ -76,59 +76,184 @@ pub const fn packing_order(i: usize) -> usize {
     (i % 8) * 8 + i / 8
 }
 
-struct BitWriter {
-    out: Vec<u8>,
+/// Longest packed position: 64 six-bit codes plus 9 state bits (393 bits).
+pub const MAX_PACKED: usize = 50;
+
+/// A packed position in a fixed-size buffer (no heap allocation; the replay hot path).
+#[derive(Clone, Copy)]
+pub struct PackedPos {
+    len: u8,
+    bytes: [u8; MAX_PACKED],
+}
+
+impl PackedPos {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl std::fmt::Debug for PackedPos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PackedPos({})", to_hex(self.as_bytes()))
+    }
+}
+
+impl PartialEq for PackedPos {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for PackedPos {}
+
+/// Big-endian bit writer into a [`PackedPos`]; holds fewer than 32 pending bits.
+struct FixedBits {
+    out: PackedPos,
     acc: u64,
     nacc: u32,
+    len: usize,
     bits: usize,
 }
 
-impl BitWriter {
+impl FixedBits {
     fn new() -> Self {
-        BitWriter {
-            out: Vec::with_capacity(24),
+        FixedBits {
+            out: PackedPos {
+                len: 0,
+                bytes: [0; MAX_PACKED],
+            },
             acc: 0,
             nacc: 0,
+            len: 0,
             bits: 0,
         }
     }
-    #[inline]
-    fn put(&mut self, value: u8, len: u8) {
-        self.acc = (self.acc << len) | u64::from(value);
-        self.nacc += u32::from(len);
-        self.bits += usize::from(len);
+
+    /// Appends the low `l` bits of `value` (`l` ≤ 32).
+    #[inline(always)]
+    fn put(&mut self, value: u32, l: u32) {
+        self.acc = (self.acc << l) | u64::from(value);
+        self.nacc += l;
+        self.bits += l as usize;
+        if self.nacc >= 32 {
+            self.nacc -= 32;
+            let word = (self.acc >> self.nacc) as u32;
+            // 393 bits at most: the last full word ends at byte 48.
+            if let Some(dst) = self.out.bytes.get_mut(self.len..self.len + 4) {
+                dst.copy_from_slice(&word.to_be_bytes());
+            }
+            self.len += 4;
+            self.acc &= (1u64 << self.nacc) - 1;
+        }
+    }
+
+    /// Appends `n` zero bits.
+    #[inline(always)]
+    fn zeros(&mut self, mut n: u32) {
+        while n > 0 {
+            let k = n.min(32);
+            self.put(0, k);
+            n -= k;
+        }
+    }
+
+    fn state(&mut self, black_to_move: bool, castling: u8, ep_file: Option<u8>) {
+        self.put(u32::from(black_to_move), 1);
+        self.put(u32::from(castling & 0xf), 4);
+        match ep_file {
+            Some(f) => self.put(0b1000 | u32::from(f & 7), 4),
+            None => self.put(0, 1),
+        }
+    }
+
+    fn finish(mut self) -> (PackedPos, usize) {
         while self.nacc >= 8 {
             self.nacc -= 8;
-            self.out.push((self.acc >> self.nacc) as u8);
+            self.out.bytes[self.len] = (self.acc >> self.nacc) as u8;
+            self.len += 1;
         }
-        self.acc &= (1u64 << self.nacc) - 1;
-    }
-    fn finish(mut self) -> (Vec<u8>, usize) {
         if self.nacc > 0 {
-            self.out.push((self.acc << (8 - self.nacc)) as u8);
+            self.out.bytes[self.len] = (self.acc << (8 - self.nacc)) as u8;
+            self.len += 1;
         }
+        self.out.len = self.len as u8;
         (self.out, self.bits)
     }
+}
+
+/// Packs square contents (indexed a1 = 0 … h8 = 63; values above 12 are written as 12) and
+/// the state bits; returns the packed form and its number of significant bits.
+pub fn pack_parts(
+    squares: &[PieceCode; 64],
+    black_to_move: bool,
+    castling: u8,
+    ep_file: Option<u8>,
+) -> (PackedPos, usize) {
+    let mut w = FixedBits::new();
+    for i in 0..64 {
+        let (code, l) = CODES[usize::from(squares[packing_order(i)].min(12))];
+        w.put(u32::from(code), u32::from(l));
+    }
+    w.state(black_to_move, castling, ep_file);
+    w.finish()
+}
+
+/// Packs a board given in packing order: bit i of `occupied` is set if the i-th square in
+/// packing order holds a piece, and bit i of `planes[k]` is bit k of that piece's code. Visits
+/// only the occupied squares (each with the run of empty squares before it in one write) and
+/// calls `visit(code, i)` for each.
+#[inline(always)]
+pub fn pack_occupied(
+    occupied: u64,
+    planes: &[u64; 4],
+    black_to_move: bool,
+    castling: u8,
+    ep_file: Option<u8>,
+    mut visit: impl FnMut(PieceCode, usize),
+) -> PackedPos {
+    let mut w = FixedBits::new();
+    let mut next = 0u32;
+    let mut occ = occupied;
+    while occ != 0 {
+        let i = occ.trailing_zeros();
+        occ &= occ - 1;
+        let code = ((planes[0] >> i) & 1)
+            | (((planes[1] >> i) & 1) << 1)
+            | (((planes[2] >> i) & 1) << 2)
+            | (((planes[3] >> i) & 1) << 3);
+        let code = (code as u8).min(12);
+        visit(code, i as usize);
+        let (bits, l) = CODES[usize::from(code)];
+        // The empty squares before this one are zero bits: one write for both.
+        let gap = i - next;
+        if gap + u32::from(l) <= 32 {
+            w.put(u32::from(bits), gap + u32::from(l));
+        } else {
+            w.zeros(gap);
+            w.put(u32::from(bits), u32::from(l));
+        }
+        next = i + 1;
+    }
+    w.zeros(64 - next);
+    w.state(black_to_move, castling, ep_file);
+    w.finish().0
 }
 
 impl PosState {
     /// Encodes to the packed format: (bytes, number of significant bits).
     pub fn pack(&self) -> (Vec<u8>, usize) {
-        let mut w = BitWriter::new();
-        for i in 0..64 {
-            let (bits, len) = CODES[usize::from(self.squares[packing_order(i)].min(12))];
-            w.put(bits, len);
-        }
-        w.put(u8::from(self.black_to_move), 1);
-        w.put(self.castling & 0xf, 4);
-        match self.ep_file {
-            Some(f) => {
-                w.put(1, 1);
-                w.put(f & 7, 3);
-            }
-            None => w.put(0, 1),
-        }
-        w.finish()
+        let (p, bits) = self.pack_fixed();
+        (p.as_bytes().to_vec(), bits)
+    }
+
+    /// [`PosState::pack`] into a fixed-size buffer.
+    pub fn pack_fixed(&self) -> (PackedPos, usize) {
+        pack_parts(
+            &self.squares,
+            self.black_to_move,
+            self.castling,
+            self.ep_file,
+        )
     }
 
     /// Decodes exactly one packed position occupying all of `data`.
@@ -159,15 +284,27 @@ impl PosState {
             }
         };
         let mut squares = [EMPTY; 64];
-        for i in 0..64 {
-            if have < 6 {
+        let mut i = 0usize;
+        while i < 64 {
+            if have < 57 {
                 refill(&mut acc, &mut have);
+            }
+            // A run of empty squares is a run of zero bits: skip it at once. At most 51 of
+            // them, so the code after them is inside the buffer (57 bits or more).
+            let zeros = (acc.leading_zeros().min(51) as usize).min(64 - i);
+            i += zeros;
+            acc <<= zeros;
+            have -= zeros as u32;
+            used += zeros;
+            if i == 64 {
+                break;
             }
             let (piece, len) = DECODE[(acc >> 58) as usize];
             acc <<= len;
             have -= u32::from(len);
             used += usize::from(len);
             squares[packing_order(i)] = piece;
+            i += 1;
         }
         refill(&mut acc, &mut have);
         let black_to_move = acc >> 63 == 1;

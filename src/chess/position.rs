@@ -5,11 +5,14 @@ use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::zobrist::{Zobrist64, ZobristValue};
 use shakmaty::{
-    Bitboard, Board, ByColor, CastlingMode, CastlingSide, Chess, Color, EnPassantMode, File, Move,
-    Piece, Position, Rank, Role, Setup, Square,
+    Bitboard, Board, ByColor, ByRole, CastlingMode, CastlingSide, Chess, Color, EnPassantMode,
+    File, Move, Piece, Position, Rank, Role, Setup, Square,
 };
 
-use super::packed::{CASTLE_BK, CASTLE_BQ, CASTLE_WK, CASTLE_WQ, EMPTY, PieceCode, PosState};
+use super::packed::{
+    CASTLE_BK, CASTLE_BQ, CASTLE_WK, CASTLE_WQ, EMPTY, PackedPos, PieceCode, PosState,
+    pack_occupied,
+};
 use crate::error::PositionError;
 
 fn piece_code(p: Piece) -> PieceCode {
@@ -27,6 +30,101 @@ fn code_piece(c: PieceCode) -> Option<Piece> {
     Some(Piece { color, role })
 }
 
+/// The Polyglot key and the packed form of a position, straight from its bitboards: equal to
+/// `PosState::from_chess(pos)` followed by `key()` and `pack()`, without the intermediate
+/// state or any allocation (the import's per-ply hot path).
+pub fn key_and_pack(pos: &Chess) -> (u64, PackedPos) {
+    let b = pos.board();
+    // The four bits of each square's piece code as bitboards (codes: white pawn … king 1..=6,
+    // black 7..=12), flipped along the a1-h8 diagonal so that bit i is the i-th square in
+    // packing order (file-major): the flip maps square index r·8+f to f·8+r.
+    let (white, black) = (b.white(), b.black());
+    let plane0 = b.pawns() | b.bishops() | b.queens();
+    let plane1 = (white & (b.knights() | b.bishops() | b.kings()))
+        | (black & (b.pawns() | b.rooks() | b.queens()));
+    let plane2 = (white & (b.rooks() | b.queens() | b.kings())) | (black & (b.pawns() | b.kings()));
+    let plane3 = black & !b.pawns();
+    let planes = [plane0, plane1, plane2, plane3].map(|p| p.flip_diagonal().0);
+    let occupied = b.occupied().flip_diagonal().0;
+    let castling = castling_bits(pos);
+    let ep_file = pos
+        .ep_square(EnPassantMode::PseudoLegal)
+        .map(|sq| sq.file() as u8);
+    let black_to_move = pos.turn() == Color::Black;
+    let zobrist = packing_zobrist();
+    let mut h = 0u64;
+    let packed = pack_occupied(
+        occupied,
+        &planes,
+        black_to_move,
+        castling,
+        ep_file,
+        |code, i| {
+            h ^= zobrist[usize::from(code)][i];
+        },
+    );
+    let mut h = Zobrist64(h);
+    for (bit, color, side) in CASTLING_BITS {
+        if castling & bit != 0 {
+            h ^= Zobrist64::zobrist_for_castling_right(color, side);
+        }
+    }
+    if let Some(f) = ep_file {
+        h ^= Zobrist64::zobrist_for_en_passant_file(File::new(u32::from(f)));
+    }
+    if !black_to_move {
+        h ^= Zobrist64::zobrist_for_white_turn();
+    }
+    (h.0, packed)
+}
+
+/// Polyglot piece keys indexed by piece code and square index (code 0: zeros).
+fn square_zobrist() -> &'static [[u64; 64]; 13] {
+    static TABLE: std::sync::OnceLock<[[u64; 64]; 13]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = [[0u64; 64]; 13];
+        for (code, row) in t.iter_mut().enumerate() {
+            if let Some(piece) = code_piece(code as PieceCode) {
+                for (i, v) in row.iter_mut().enumerate() {
+                    *v = Zobrist64::zobrist_for_piece(Square::new(i as u32), piece).0;
+                }
+            }
+        }
+        t
+    })
+}
+
+/// Polyglot piece keys indexed by piece code and square in packing order (code 0: zeros).
+fn packing_zobrist() -> &'static [[u64; 64]; 13] {
+    static TABLE: std::sync::OnceLock<[[u64; 64]; 13]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let by_square = square_zobrist();
+        let mut t = [[0u64; 64]; 13];
+        for (row, src) in t.iter_mut().zip(by_square) {
+            for (i, v) in row.iter_mut().enumerate() {
+                *v = src[super::packed::packing_order(i)];
+            }
+        }
+        t
+    })
+}
+
+/// Castling-right bits of [`PosState::castling`] with the right each stands for.
+const CASTLING_BITS: [(u8, Color, CastlingSide); 4] = [
+    (CASTLE_WK, Color::White, CastlingSide::KingSide),
+    (CASTLE_WQ, Color::White, CastlingSide::QueenSide),
+    (CASTLE_BK, Color::Black, CastlingSide::KingSide),
+    (CASTLE_BQ, Color::Black, CastlingSide::QueenSide),
+];
+
+fn castling_bits(pos: &Chess) -> u8 {
+    let c = pos.castles();
+    CASTLING_BITS
+        .iter()
+        .filter(|(_, color, side)| c.has(*color, *side))
+        .fold(0, |acc, (bit, _, _)| acc | bit)
+}
+
 impl PosState {
     /// The identity of a chess position (DESIGN.md §2): placement, side to move, castling rights,
     /// en-passant file only if a pawn of the side to move stands beside the double-stepped pawn.
@@ -35,20 +133,7 @@ impl PosState {
         for (sq, piece) in pos.board().iter() {
             squares[usize::from(sq)] = piece_code(piece);
         }
-        let c = pos.castles();
-        let mut castling = 0;
-        if c.has(Color::White, CastlingSide::KingSide) {
-            castling |= CASTLE_WK;
-        }
-        if c.has(Color::White, CastlingSide::QueenSide) {
-            castling |= CASTLE_WQ;
-        }
-        if c.has(Color::Black, CastlingSide::KingSide) {
-            castling |= CASTLE_BK;
-        }
-        if c.has(Color::Black, CastlingSide::QueenSide) {
-            castling |= CASTLE_BQ;
-        }
+        let castling = castling_bits(pos);
         PosState {
             squares,
             black_to_move: pos.turn() == Color::Black,
@@ -61,18 +146,16 @@ impl PosState {
 
     /// The Polyglot Zobrist key, computed from the state alone.
     pub fn key(&self) -> u64 {
-        let mut h = Zobrist64(0);
+        let table = square_zobrist();
+        let mut h = 0u64;
         for (i, &c) in self.squares.iter().enumerate() {
-            if let Some(p) = code_piece(c) {
-                h ^= Zobrist64::zobrist_for_piece(Square::new(i as u32), p);
+            // Codes above 12 are not pieces (as `code_piece` says): no key.
+            if let Some(row) = table.get(usize::from(c)) {
+                h ^= row[i];
             }
         }
-        for (bit, color, side) in [
-            (CASTLE_WK, Color::White, CastlingSide::KingSide),
-            (CASTLE_WQ, Color::White, CastlingSide::QueenSide),
-            (CASTLE_BK, Color::Black, CastlingSide::KingSide),
-            (CASTLE_BQ, Color::Black, CastlingSide::QueenSide),
-        ] {
+        let mut h = Zobrist64(h);
+        for (bit, color, side) in CASTLING_BITS {
             if self.castling & bit != 0 {
                 h ^= Zobrist64::zobrist_for_castling_right(color, side);
             }
@@ -103,15 +186,32 @@ impl PosState {
     /// Like [`PosState::to_chess`] without the round-trip check (for states known to come
     /// from legal positions, e.g. after a checksum-verified read).
     pub fn to_chess_unchecked(&self) -> Result<Chess, PositionError> {
-        let mut board = Board::empty();
+        // Branch-free: slot 0 of each array collects the empty squares and is ignored.
+        const ROLE_SLOT: [usize; 13] = [0, 1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6];
+        const COLOR_SLOT: [usize; 13] = [0, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2];
+        let mut roles = [0u64; 7];
+        let mut colors = [0u64; 3];
         for (i, &c) in self.squares.iter().enumerate() {
-            if c > 12 {
+            let Some(&r) = ROLE_SLOT.get(usize::from(c)) else {
                 return Err(PositionError::Illegal(format!("bad piece code {c}")));
-            }
-            if let Some(p) = code_piece(c) {
-                board.set_piece_at(Square::new(i as u32), p);
-            }
+            };
+            roles[r] |= 1 << i;
+            colors[COLOR_SLOT[usize::from(c)]] |= 1 << i;
         }
+        let by_role = ByRole {
+            pawn: Bitboard(roles[1]),
+            knight: Bitboard(roles[2]),
+            bishop: Bitboard(roles[3]),
+            rook: Bitboard(roles[4]),
+            queen: Bitboard(roles[5]),
+            king: Bitboard(roles[6]),
+        };
+        let by_color = ByColor {
+            white: Bitboard(colors[1]),
+            black: Bitboard(colors[2]),
+        };
+        let board = Board::try_from_bitboards(by_role, by_color)
+            .map_err(|_| PositionError::Illegal("inconsistent board".into()))?;
         let mut rights = Bitboard::EMPTY;
         for (bit, sq) in [
             (CASTLE_WK, Square::H1),
@@ -230,14 +330,28 @@ pub fn polyglot_key(pos: &Chess) -> u64 {
 pub type MoveCode = u16;
 
 pub fn encode_move(m: &Move) -> MoveCode {
-    match m.to_uci(CastlingMode::Standard) {
-        UciMove::Normal {
+    let code = |from: Square, to: Square, promotion: Option<Role>| {
+        u16::from(from) | (u16::from(to) << 6) | (promotion.map_or(0, |r| r as u16) << 12)
+    };
+    match *m {
+        Move::Normal {
             from,
             to,
             promotion,
-        } => u16::from(from) | (u16::from(to) << 6) | (promotion.map_or(0, |r| r as u16) << 12),
-        // Drops and null moves never occur in standard chess.
-        _ => 0,
+            ..
+        } => code(from, to, promotion),
+        Move::EnPassant { from, to } => code(from, to, None),
+        // UCI's standard castling notation: the king's two-square move.
+        Move::Castle { king, rook } => {
+            let side = CastlingSide::from_queen_side(rook < king);
+            code(
+                king,
+                Square::from_coords(side.king_to_file(), king.rank()),
+                None,
+            )
+        }
+        // Drops never occur in standard chess.
+        Move::Put { .. } => 0,
     }
 }
 
@@ -295,6 +409,26 @@ mod tests {
 
     use crate::chess::tests_support::play;
 
+    proptest::proptest! {
+        /// The fast path equals the reference (state, key, pack) along random games, which
+        /// reach castling changes, en-passant chances, promotions and captures.
+        #[test]
+        fn key_and_pack_equals_reference(choices in proptest::collection::vec(0usize..1000, 0..160)) {
+            let mut pos = Chess::default();
+            for c in choices {
+                let state = PosState::from_chess(&pos);
+                let (key, packed) = key_and_pack(&pos);
+                proptest::prop_assert_eq!(key, state.key());
+                proptest::prop_assert_eq!(packed.as_bytes(), &state.pack().0[..]);
+                let moves = pos.legal_moves();
+                if moves.is_empty() {
+                    break;
+                }
+                pos.play_unchecked(moves[c % moves.len()]);
+            }
+        }
+    }
+
     #[test]
     fn key_vectors() {
         let cases: [(&[&str], u64); 5] = [
@@ -308,10 +442,12 @@ mod tests {
             let pos = play(moves);
             assert_eq!(polyglot_key(&pos), key, "{moves:?}");
             assert_eq!(PosState::from_chess(&pos).key(), key, "{moves:?}");
+            assert_eq!(key_and_pack(&pos).0, key, "{moves:?}");
         }
         let pinned = parse_fen("8/8/8/KPp4r/8/8/8/4k3 w - c6 0 2").unwrap();
         assert_eq!(polyglot_key(&pinned), 0x3d665cc1f5da1059);
         assert_eq!(PosState::from_chess(&pinned).key(), 0x3d665cc1f5da1059);
+        assert_eq!(key_and_pack(&pinned).0, 0x3d665cc1f5da1059);
     }
 
     #[test]

@@ -124,6 +124,27 @@ impl<'a> Decoder<'a> {
         (v < TOTAL).then_some(v)
     }
 
+    /// Decodes the next symbol of a cumulative table `cum` (`n` symbols, `cum[n] == TOTAL`),
+    /// searching from symbol 0 (the most likely one in skewed tables). Same result as
+    /// [`Decoder::peek`] plus a search and [`Decoder::consume`], without the division:
+    /// `c <= code / r` is tested as `c * r <= code`.
+    #[inline]
+    pub fn decode_symbol(&mut self, cum: &[u16], n: usize) -> Option<usize> {
+        let r = u64::from(self.range >> TOTAL_BITS);
+        let code = u64::from(self.code);
+        if code >= r * u64::from(TOTAL) {
+            return None;
+        }
+        let mut sym = 0;
+        while sym + 1 < n && u64::from(*cum.get(sym + 1)?) * r <= code {
+            sym += 1;
+        }
+        let lo = u32::from(*cum.get(sym)?);
+        let hi = u32::from(*cum.get(sym + 1)?);
+        self.consume(lo, hi.checked_sub(lo)?);
+        Some(sym)
+    }
+
     /// Consumes the symbol `[cum, cum + freq)` found via [`Decoder::peek`].
     #[inline]
     pub fn consume(&mut self, cum: u32, freq: u32) {
@@ -251,6 +272,26 @@ mod tests {
             let mut dec = Decoder::new(&bytes);
             for &(ti, s) in &syms {
                 prop_assert_eq!(t[ti].decode(&mut dec), Some(s));
+            }
+        }
+
+        /// The division-free search decodes exactly what peek + search + consume decode, on
+        /// any bytes (valid messages or not).
+        #[test]
+        fn decode_symbol_equals_reference(
+            data in proptest::collection::vec(any::<u8>(), 0..40),
+            picks in proptest::collection::vec(0usize..3, 1..100),
+        ) {
+            let t = tables();
+            let (mut a, mut b) = (Decoder::new(&data), Decoder::new(&data));
+            for ti in picks {
+                let want = t[ti].decode(&mut a);
+                let got = b.decode_symbol(&t[ti].cum, t[ti].len());
+                prop_assert_eq!(got, want);
+                if want.is_none() {
+                    break;
+                }
+                prop_assert_eq!((a.code, a.range, a.pos), (b.code, b.range, b.pos));
             }
         }
 

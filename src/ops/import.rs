@@ -14,7 +14,7 @@
 //!    threshold: automatic compaction). The import records go into the same transaction/file.
 //! 5. The staging directory is removed.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -25,7 +25,8 @@ use serde::{Deserialize, Serialize};
 
 use super::input;
 use super::pgn::{
-    CountRules, CountedGame, GameReader, GameResult, RawGame, SkipReason, game_fingerprint, replay,
+    CountRules, GameReader, GameResult, Ply, RawGame, SkipReason, game_fingerprint, game_result,
+    replay_into,
 };
 use super::progress::Progress;
 use crate::error::{Error, Result};
@@ -143,144 +144,310 @@ struct ImportState {
 
 const STATE_VERSION: u32 = 1;
 
-/// A hasher for Zobrist keys, which are uniformly random already.
-#[derive(Default, Clone, Copy)]
-pub struct KeyHasher(u64);
+/// Open-addressing table from Zobrist key to the index of the first position with that key.
+/// Keys are uniformly random already, so their low bits pick the home slot. Slots can be
+/// prefetched, which lets the aggregator overlap the cache misses of a whole game.
+struct KeyTable {
+    /// (key, position index); index `NONE` marks an empty slot.
+    slots: Vec<(u64, u32)>,
+    len: usize,
+}
 
-impl std::hash::Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+impl KeyTable {
+    fn with_capacity(n: usize) -> KeyTable {
+        // Load factor at most 3/4.
+        let size = (n.max(8) * 4 / 3 + 1).next_power_of_two();
+        KeyTable {
+            slots: vec![(0, NONE); size],
+            len: 0,
         }
     }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
+
+    #[inline]
+    fn home(&self, key: u64) -> usize {
+        (key as usize) & (self.slots.len() - 1)
+    }
+
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        prefetch(self.slots.as_ptr().wrapping_add(self.home(key)));
+    }
+
+    #[inline]
+    fn get(&self, key: u64) -> Option<u32> {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(key);
+        loop {
+            let (k, v) = self.slots[i];
+            if v == NONE {
+                return None;
+            }
+            if k == key {
+                return Some(v);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Inserts a key known to be absent.
+    fn insert(&mut self, key: u64, v: u32) {
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            let old = std::mem::take(&mut self.slots);
+            self.slots = vec![(0, NONE); old.len() * 2];
+            self.len = 0;
+            for (k, v) in old.into_iter().filter(|&(_, v)| v != NONE) {
+                self.insert(k, v);
+            }
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(key);
+        while self.slots[i].1 != NONE {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = (key, v);
+        self.len += 1;
+    }
+
+    fn clear(&mut self) {
+        if self.len > 0 {
+            self.slots.fill((0, NONE));
+            self.len = 0;
+        }
     }
 }
 
-type KeyMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<KeyHasher>>;
+const NONE: u32 = u32::MAX;
 
-/// Counts of one move while aggregating.
-#[derive(Clone, Copy, Debug, Default)]
-struct AggMove {
-    mv: u16,
-    counts: [u64; 4],
-    rating_sum: u64,
-    rating_count: u64,
-}
-
-/// One aggregated position; positions sharing a key (collisions) chain in `others`.
+/// One aggregated position: its packed form in the arena, its moves as a linked list in
+/// `moves`, and the next position with the same key (collisions).
+#[derive(Clone, Copy)]
 struct AggPos {
-    pos: Box<[u8]>,
-    moves: Vec<AggMove>,
-    others: Vec<(Box<[u8]>, Vec<AggMove>)>,
+    key: u64,
+    pos_at: u32,
+    pos_len: u32,
+    first_move: u32,
+    next_same_key: u32,
 }
 
-/// Aggregated counts of one worker, keyed by Zobrist key and exact packed position.
-#[derive(Default)]
+/// Counts of one move while aggregating. Counters are 32-bit: an aggregator holds fewer than
+/// 2^32 games (see [`Aggregator::full`]), and each game adds at most one to each.
+#[derive(Clone, Copy)]
+struct AggMove {
+    rating_sum: u64,
+    counts: [u32; 4],
+    rating_count: u32,
+    /// The last game (aggregator-local number) that counted this move: a game counts each
+    /// (position, move) pair once.
+    last_game: u32,
+    next: u32,
+    mv: u16,
+}
+
+/// Aggregated counts of one worker, keyed by Zobrist key and exact packed position. Flat
+/// vectors and an arena instead of per-position heap objects: a few allocations in all, and
+/// an exact estimate of the memory in use.
 pub struct Aggregator {
-    map: KeyMap<AggPos>,
-    bytes: usize,
+    map: KeyTable,
+    positions: Vec<AggPos>,
+    moves: Vec<AggMove>,
+    arena: Vec<u8>,
+    games: u32,
 }
 
-/// Estimated heap bytes of one aggregated position and of one more move.
-const POS_OVERHEAD: usize = 112;
-const MOVE_BYTES: usize = 56;
+impl Default for Aggregator {
+    fn default() -> Self {
+        Aggregator::with_capacity(0)
+    }
+}
+
+/// Bytes per aggregated position besides its packed form (record, hash slots at load factor
+/// 3/8 to 3/4, sort index when draining) and per move record.
+const POS_OVERHEAD: usize = std::mem::size_of::<AggPos>() + 32 + 16;
+const MOVE_BYTES: usize = std::mem::size_of::<AggMove>();
+/// Average packed position (bytes), used to size the tables from a memory budget.
+const TYPICAL_PACKED: usize = 24;
 
 impl Aggregator {
     pub fn with_capacity(positions: usize) -> Aggregator {
         Aggregator {
-            map: KeyMap::with_capacity_and_hasher(positions, Default::default()),
-            bytes: 0,
+            map: KeyTable::with_capacity(positions),
+            positions: Vec::with_capacity(positions),
+            moves: Vec::with_capacity(positions + positions / 8),
+            arena: Vec::with_capacity(positions * TYPICAL_PACKED),
+            games: 0,
         }
     }
 
-    pub fn add(&mut self, g: &CountedGame) {
-        let result = match g.result {
+    /// Positions that fit a memory budget (bytes), for sizing with [`Aggregator::with_capacity`].
+    pub fn capacity_for(budget: usize) -> usize {
+        budget / (POS_OVERHEAD + TYPICAL_PACKED + MOVE_BYTES + MOVE_BYTES / 8)
+    }
+
+    fn pos_bytes(&self, p: &AggPos) -> &[u8] {
+        &self.arena[p.pos_at as usize..(p.pos_at + p.pos_len) as usize]
+    }
+
+    fn new_position(&mut self, ply: &Ply) -> u32 {
+        let bytes = ply.pos.as_bytes();
+        let i = self.positions.len() as u32;
+        self.positions.push(AggPos {
+            key: ply.key,
+            pos_at: self.arena.len() as u32,
+            pos_len: bytes.len() as u32,
+            first_move: NONE,
+            next_same_key: NONE,
+        });
+        self.arena.extend_from_slice(bytes);
+        i
+    }
+
+    /// The position of a ply, added if new.
+    fn position(&mut self, ply: &Ply) -> u32 {
+        let first = match self.map.get(ply.key) {
+            Some(i) => i,
+            None => {
+                let i = self.new_position(ply);
+                self.map.insert(ply.key, i);
+                return i;
+            }
+        };
+        let mut i = first;
+        loop {
+            let p = self.positions[i as usize];
+            if self.pos_bytes(&p) == ply.pos.as_bytes() {
+                return i;
+            }
+            if p.next_same_key == NONE {
+                let n = self.new_position(ply);
+                self.positions[i as usize].next_same_key = n;
+                return n;
+            }
+            i = p.next_same_key;
+        }
+    }
+
+    /// Counts one replayed game. The game's hash slots, then its position records, then their
+    /// bytes and first moves are prefetched in stages, so the cache misses of all its plies
+    /// overlap instead of following one another.
+    pub fn add_game(&mut self, result: GameResult, elos: [Option<u32>; 2], plies: &[Ply]) {
+        self.games += 1;
+        let game = self.games;
+        let r = match result {
             GameResult::White => 0,
             GameResult::Draw => 1,
             GameResult::Black => 2,
             GameResult::Unknown => 3,
         };
-        for (pair, white_moved) in &g.pairs {
-            let slot = self.map.entry(pair.key).or_insert_with(|| {
-                self.bytes += POS_OVERHEAD + pair.pos.len();
-                AggPos {
-                    pos: pair.pos.clone().into_boxed_slice(),
-                    moves: Vec::with_capacity(1),
-                    others: Vec::new(),
+        for chunk in plies.chunks(PREFETCH_PLIES) {
+            for ply in chunk {
+                self.map.prefetch(ply.key);
+            }
+            let mut found = [NONE; PREFETCH_PLIES];
+            for (f, ply) in found.iter_mut().zip(chunk) {
+                if let Some(i) = self.map.get(ply.key) {
+                    *f = i;
+                    prefetch(self.positions.as_ptr().wrapping_add(i as usize));
                 }
-            });
-            let moves = if *slot.pos == pair.pos[..] {
-                &mut slot.moves
-            } else {
-                match slot.others.iter().position(|(p, _)| **p == pair.pos[..]) {
-                    Some(i) => &mut slot.others[i].1,
-                    None => {
-                        self.bytes += POS_OVERHEAD + pair.pos.len();
-                        slot.others
-                            .push((pair.pos.clone().into_boxed_slice(), Vec::with_capacity(1)));
-                        let last = slot.others.len() - 1;
-                        &mut slot.others[last].1
-                    }
-                }
-            };
-            let i = match moves.iter().position(|m| m.mv == pair.mv) {
-                Some(i) => i,
-                None => {
-                    self.bytes += MOVE_BYTES;
-                    moves.push(AggMove {
-                        mv: pair.mv,
-                        ..Default::default()
-                    });
-                    moves.len() - 1
-                }
-            };
-            let rec = &mut moves[i];
-            rec.counts[result] += 1;
-            let elo = if *white_moved {
-                g.white_elo
-            } else {
-                g.black_elo
-            };
-            if let Some(e) = elo {
-                rec.rating_sum += u64::from(e);
-                rec.rating_count += 1;
+            }
+            for &i in found.iter().take(chunk.len()).filter(|&&i| i != NONE) {
+                let p = &self.positions[i as usize];
+                prefetch(self.arena.as_ptr().wrapping_add(p.pos_at as usize));
+                prefetch(self.moves.as_ptr().wrapping_add(p.first_move as usize));
+            }
+            for ply in chunk {
+                self.count(ply, game, r, elos);
             }
         }
     }
 
-    /// Estimated heap bytes in use.
+    fn count(&mut self, ply: &Ply, game: u32, r: usize, elos: [Option<u32>; 2]) {
+        let p = self.position(ply) as usize;
+        let mut m = self.positions[p].first_move;
+        while m != NONE && self.moves[m as usize].mv != ply.mv {
+            m = self.moves[m as usize].next;
+        }
+        if m == NONE {
+            m = self.moves.len() as u32;
+            self.moves.push(AggMove {
+                rating_sum: 0,
+                counts: [0; 4],
+                rating_count: 0,
+                last_game: 0,
+                next: self.positions[p].first_move,
+                mv: ply.mv,
+            });
+            self.positions[p].first_move = m;
+        }
+        let rec = &mut self.moves[m as usize];
+        if rec.last_game == game {
+            return;
+        }
+        rec.last_game = game;
+        rec.counts[r] += 1;
+        if let Some(e) = elos[usize::from(!ply.white_moved)] {
+            rec.rating_sum += u64::from(e);
+            rec.rating_count += 1;
+        }
+    }
+
+    /// Heap bytes in use (exact up to allocator rounding and unused capacity).
     pub fn bytes(&self) -> usize {
-        self.bytes
+        self.positions.len() * POS_OVERHEAD + self.arena.len() + self.moves.len() * MOVE_BYTES
+    }
+
+    /// True when the memory budget is used up, or the game counter could overflow a
+    /// 32-bit move counter.
+    pub fn full(&self, budget: usize) -> bool {
+        self.bytes() >= budget || self.games >= u32::MAX - 1
     }
 
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.positions.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.positions.is_empty()
     }
 
-    /// Drains into a stream of entries sorted by (key, position). Positions and move lists
-    /// are moved, not copied; each entry is built only when the stream reaches it, so memory
-    /// stays near that of the aggregate itself.
+    /// Drains into a stream of entries sorted by (key, position); each entry is built only
+    /// when the stream reaches it.
     pub fn into_sorted(self) -> SortedAggregate {
-        let mut v: Vec<(u64, Box<[u8]>, Vec<AggMove>)> = Vec::with_capacity(self.map.len());
-        for (key, p) in self.map {
-            v.push((key, p.pos, p.moves));
-            for (pos, moves) in p.others {
-                v.push((key, pos, moves));
+        let mut order: Vec<(u64, u32)> = self
+            .positions
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.key, i as u32))
+            .collect();
+        order.sort_unstable();
+        // Positions sharing a key (collisions) go in packed-byte order.
+        let mut i = 0;
+        while i < order.len() {
+            let mut j = i + 1;
+            while j < order.len() && order[j].0 == order[i].0 {
+                j += 1;
             }
+            if j - i > 1 {
+                order[i..j].sort_by(|a, b| {
+                    self.pos_bytes(&self.positions[a.1 as usize])
+                        .cmp(self.pos_bytes(&self.positions[b.1 as usize]))
+                });
+            }
+            i = j;
         }
-        v.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         SortedAggregate {
-            inner: v.into_iter(),
+            agg: self,
+            order,
+            next: 0,
         }
+    }
+
+    /// Empties the aggregator, keeping its allocations for the next round.
+    pub fn clear(&mut self) {
+        self.map.clear();
+        self.positions.clear();
+        self.moves.clear();
+        self.arena.clear();
+        self.games = 0;
     }
 
     /// Drains into entries sorted by (key, position).
@@ -291,42 +458,86 @@ impl Aggregator {
 
 /// Entries of a drained [`Aggregator`], in (key, position) order.
 pub struct SortedAggregate {
-    inner: std::vec::IntoIter<(u64, Box<[u8]>, Vec<AggMove>)>,
+    agg: Aggregator,
+    order: Vec<(u64, u32)>,
+    next: usize,
+}
+
+/// How far ahead of the cursor position records (and then their bytes and first move) are
+/// prefetched: drained in key order, the records are visited in random memory order.
+const PREFETCH_AHEAD: usize = 16;
+/// Plies of a game whose lookups are overlapped (see [`Aggregator::add_game`]).
+const PREFETCH_PLIES: usize = 32;
+
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 impl SortedAggregate {
     pub fn len(&self) -> usize {
-        self.inner.len()
+        self.order.len() - self.next
     }
 
     pub fn is_empty(&self) -> bool {
-        self.inner.len() == 0
+        self.len() == 0
+    }
+
+    /// The emptied aggregator, for reuse (its allocations are kept).
+    pub fn into_aggregator(self) -> Aggregator {
+        let mut agg = self.agg;
+        agg.clear();
+        agg
     }
 }
 
 impl Iterator for SortedAggregate {
     type Item = Entry;
     fn next(&mut self) -> Option<Entry> {
-        let (key, pos, moves) = self.inner.next()?;
+        let &(key, i) = self.order.get(self.next)?;
+        if let Some(&(_, far)) = self.order.get(self.next + PREFETCH_AHEAD) {
+            prefetch(self.agg.positions.as_ptr().wrapping_add(far as usize));
+        }
+        if let Some(&(_, near)) = self.order.get(self.next + PREFETCH_AHEAD / 2) {
+            let p = &self.agg.positions[near as usize];
+            prefetch(self.agg.arena.as_ptr().wrapping_add(p.pos_at as usize));
+            prefetch(self.agg.moves.as_ptr().wrapping_add(p.first_move as usize));
+        }
+        self.next += 1;
+        let p = self.agg.positions[i as usize];
+        let mut moves = Vec::with_capacity(2);
+        let mut m = p.first_move;
+        while m != NONE {
+            let a = &self.agg.moves[m as usize];
+            moves.push(MoveRec {
+                mv: a.mv,
+                white: u64::from(a.counts[0]),
+                draws: u64::from(a.counts[1]),
+                black: u64::from(a.counts[2]),
+                unknown: u64::from(a.counts[3]),
+                rating_sum: a.rating_sum,
+                rating_count: u64::from(a.rating_count),
+                polyglot: None,
+            });
+            m = a.next;
+        }
         let mut e = Entry {
             key,
-            pos: Some(pos.into_vec()),
-            moves: moves
-                .into_iter()
-                .map(|m| MoveRec {
-                    mv: m.mv,
-                    white: m.counts[0],
-                    draws: m.counts[1],
-                    black: m.counts[2],
-                    unknown: m.counts[3],
-                    rating_sum: m.rating_sum,
-                    rating_count: m.rating_count,
-                    polyglot: None,
-                })
-                .collect(),
+            pos: Some(self.agg.pos_bytes(&p).to_vec()),
+            moves,
         };
         e.normalize();
         Some(e)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.len(), Some(self.len()))
     }
 }
 
@@ -458,13 +669,14 @@ fn count_game(
     g: &RawGame,
     rules: &CountRules,
     agg: &mut Aggregator,
+    plies: &mut Vec<Ply>,
     imported: &mut u64,
     skipped: &mut Vec<(u64, SkipReason)>,
 ) {
-    match replay(g, rules) {
-        Ok(c) => {
+    match replay_into(g, rules, plies) {
+        Ok(()) => {
             *imported += 1;
-            agg.add(&c);
+            agg.add_game(game_result(g), [g.white_elo, g.black_elo], plies);
         }
         Err(r) => skipped.push((g.line, r)),
     }
@@ -473,22 +685,23 @@ fn count_game(
 fn worker(rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize) {
     // Sized for the budget up front: rehashing a table of millions of positions as it grows
     // costs more than the aggregation itself. Untouched buckets cost no resident memory.
-    let capacity = budget / (POS_OVERHEAD + 24 + MOVE_BYTES);
+    let capacity = Aggregator::capacity_for(budget);
     let mut agg = Aggregator::with_capacity(capacity);
+    let mut plies = Vec::with_capacity(64);
     while let Ok(msg) = rx.recv() {
         let reply = match msg {
             Msg::Games(input, games) => {
                 let mut imported = 0;
                 let mut skipped = Vec::new();
                 for g in &games {
-                    count_game(g, &rules, &mut agg, &mut imported, &mut skipped);
+                    count_game(g, &rules, &mut agg, &mut plies, &mut imported, &mut skipped);
                 }
                 Reply::Batch {
                     input,
                     read: 0,
                     imported,
                     skipped,
-                    full: agg.bytes() >= budget,
+                    full: agg.full(budget),
                 }
             }
             Msg::Chunk {
@@ -504,7 +717,15 @@ fn worker(rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize
                         Ok(Some(mut g)) => {
                             read += 1;
                             g.line += first_line - 1;
-                            count_game(&g, &rules, &mut agg, &mut imported, &mut skipped);
+                            count_game(
+                                &g,
+                                &rules,
+                                &mut agg,
+                                &mut plies,
+                                &mut imported,
+                                &mut skipped,
+                            );
+                            games.recycle(g);
                         }
                         Ok(None) => break,
                         Err(e) => {
@@ -521,22 +742,22 @@ fn worker(rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize
                     read,
                     imported,
                     skipped,
-                    full: agg.bytes() >= budget,
+                    full: agg.full(budget),
                 }
             }
             Msg::Flush(path) => {
                 if agg.is_empty() {
                     Reply::Flushed(path, 0)
                 } else {
-                    let sorted = std::mem::take(&mut agg).into_sorted();
+                    let mut sorted = std::mem::take(&mut agg).into_sorted();
                     let res = RunWriter::create(&path).and_then(|mut w| {
-                        for e in sorted {
+                        for e in sorted.by_ref() {
                             w.push(&e)?;
                         }
                         w.finish()
                     });
-                    // A fresh table only once the old one and the run are gone.
-                    agg = Aggregator::with_capacity(capacity);
+                    // The same tables serve the next round: no fresh pages to fault in.
+                    agg = sorted.into_aggregator();
                     match res {
                         Ok(n) => Reply::Flushed(path, n),
                         Err(e) => Reply::Failed(e),
@@ -1317,7 +1538,7 @@ fn rewrite(
     if let Some(b) = &old {
         w.add_games(b.meta().games);
         w.add_imports(b.imports()?);
-        sources.push(Box::new(b.iter()?));
+        sources.push(Box::new(b.iter_for_rewrite()?));
     }
     w.add_imports(records);
     sources.push(Box::new(MergeIter::new(runs)));
@@ -1329,4 +1550,85 @@ fn rewrite(
     w.finish()?;
     trace.mark("rewrite: finish (last blocks, meta, commit, compact, rename)");
     Ok("rewrite".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chess::PosState;
+
+    fn ply(key: u64, squares_seed: u8, mv: u16, white_moved: bool) -> Ply {
+        let mut s = PosState {
+            squares: [0; 64],
+            black_to_move: !white_moved,
+            castling: 0,
+            ep_file: None,
+        };
+        s.squares[usize::from(squares_seed % 64)] = 1 + squares_seed % 12;
+        Ply {
+            key,
+            pos: s.pack_fixed().0,
+            mv,
+            white_moved,
+        }
+    }
+
+    #[test]
+    fn aggregator_counts_once_per_game_and_keeps_collisions_apart() {
+        let mut agg = Aggregator::with_capacity(4);
+        let a = ply(7, 1, 100, true);
+        let a_again = ply(7, 1, 100, true);
+        let collides = ply(7, 2, 100, false);
+        let b = ply(3, 5, 200, false);
+        // One game that repeats a pair: counted once.
+        agg.add_game(
+            GameResult::White,
+            [Some(2000), Some(1800)],
+            &[a, b, a_again],
+        );
+        agg.add_game(GameResult::Draw, [None, Some(1900)], &[a, collides]);
+        // Grow past the initial table to exercise rehashing.
+        for k in 100..200u64 {
+            agg.add_game(
+                GameResult::Unknown,
+                [None, None],
+                &[ply(k, k as u8, 1, true)],
+            );
+        }
+        assert_eq!(agg.len(), 3 + 100);
+        let entries: Vec<Entry> = agg.into_sorted().collect();
+        assert!(entries.windows(2).all(|w| w[0].cmp_id(&w[1]).is_lt()));
+        let at7: Vec<&Entry> = entries.iter().filter(|e| e.key == 7).collect();
+        assert_eq!(at7.len(), 2, "same key, different positions stay apart");
+        let first = at7
+            .iter()
+            .find(|e| e.pos.as_deref() == Some(a.pos.as_bytes()))
+            .unwrap();
+        let m = &first.moves[0];
+        assert_eq!((m.white, m.draws, m.black, m.unknown), (1, 1, 0, 0));
+        assert_eq!((m.rating_sum, m.rating_count), (2000, 1));
+        let second = at7
+            .iter()
+            .find(|e| e.pos.as_deref() == Some(collides.pos.as_bytes()))
+            .unwrap();
+        assert_eq!(second.moves[0].draws, 1);
+        assert_eq!(
+            second.moves[0].rating_sum, 1900,
+            "black's rating for black's move"
+        );
+    }
+
+    #[test]
+    fn cleared_aggregator_is_empty_and_reusable() {
+        let mut agg = Aggregator::with_capacity(2);
+        agg.add_game(GameResult::White, [None, None], &[ply(1, 1, 1, true)]);
+        let mut sorted = agg.into_sorted();
+        assert_eq!(sorted.by_ref().count(), 1);
+        let mut agg = sorted.into_aggregator();
+        assert!(agg.is_empty());
+        assert_eq!(agg.bytes(), 0);
+        agg.add_game(GameResult::Black, [None, None], &[ply(1, 1, 1, true)]);
+        let e: Vec<Entry> = agg.into_sorted().collect();
+        assert_eq!((e[0].moves[0].white, e[0].moves[0].black), (0, 1));
+    }
 }

@@ -1,7 +1,7 @@
 //! Reading games from PGN (tags and mainline SAN only, with the line each game starts on) and
 //! replaying them into (position, move) pairs under the counting rules of DESIGN.md §2.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::io::{self, Read};
 use std::ops::ControlFlow;
 use std::rc::Rc;
@@ -9,7 +9,7 @@ use std::rc::Rc;
 use pgn_reader::{RawTag, Reader, SanPlus, Visitor};
 use shakmaty::{Chess, Position};
 
-use crate::chess::{PosState, encode_move, parse_fen};
+use crate::chess::{PackedPos, encode_move, key_and_pack, parse_fen};
 
 /// Result of a game by its `Result` tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -48,7 +48,11 @@ pub struct RawGame {
     pub error: Option<String>,
 }
 
-struct RawVisitor;
+/// Builds [`RawGame`]s, reusing the buffers of games handed back by [`GameReader::recycle`].
+#[derive(Default)]
+struct RawVisitor {
+    spare: Option<RawGame>,
+}
 
 fn parse_elo(v: &[u8]) -> Option<u32> {
     let s = std::str::from_utf8(v.trim_ascii()).ok()?;
@@ -61,7 +65,22 @@ impl Visitor for RawVisitor {
     type Output = RawGame;
 
     fn begin_tags(&mut self) -> ControlFlow<RawGame, RawGame> {
-        ControlFlow::Continue(RawGame::default())
+        let g = match self.spare.take() {
+            Some(mut g) => {
+                g.line = 0;
+                g.variant = None;
+                g.fen = None;
+                g.white_elo = None;
+                g.black_elo = None;
+                g.error = None;
+                g.ident.clear();
+                g.sans.clear();
+                g.result = None;
+                g
+            }
+            None => RawGame::default(),
+        };
+        ControlFlow::Continue(g)
     }
 
     fn tag(&mut self, g: &mut RawGame, name: &[u8], value: RawTag<'_>) -> ControlFlow<RawGame> {
@@ -97,17 +116,26 @@ impl Visitor for RawVisitor {
     }
 }
 
-/// Counts newlines of the bytes handed to the PGN reader, so game start lines can be computed.
+/// Keeps the bytes handed to the PGN reader that are not yet line-counted, so the line a game
+/// starts on is found by counting each byte once.
+#[derive(Default)]
+struct Tail {
+    bytes: Vec<u8>,
+    /// Bytes before this index are counted.
+    start: usize,
+    /// Newlines counted.
+    lines: u64,
+}
+
 struct LineCounter<R> {
     inner: R,
-    newlines: Rc<Cell<u64>>,
+    tail: Rc<RefCell<Tail>>,
 }
 
 impl<R: Read> Read for LineCounter<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
-        let nl = buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
-        self.newlines.set(self.newlines.get() + nl);
+        self.tail.borrow_mut().bytes.extend_from_slice(&buf[..n]);
         Ok(n)
     }
 }
@@ -115,19 +143,48 @@ impl<R: Read> Read for LineCounter<R> {
 /// Streams [`RawGame`]s from a byte stream.
 pub struct GameReader<R: Read> {
     reader: Reader<LineCounter<R>>,
-    newlines: Rc<Cell<u64>>,
+    tail: Rc<RefCell<Tail>>,
+    visitor: RawVisitor,
 }
 
 impl<R: Read> GameReader<R> {
     pub fn new(inner: R) -> Self {
-        let newlines = Rc::new(Cell::new(0));
+        let tail = Rc::new(RefCell::new(Tail::default()));
         let reader = Reader::build(LineCounter {
             inner,
-            newlines: newlines.clone(),
+            tail: tail.clone(),
         })
         .set_supported_tag_line_length(4096)
         .finish();
-        GameReader { reader, newlines }
+        GameReader {
+            reader,
+            tail,
+            visitor: RawVisitor::default(),
+        }
+    }
+
+    /// Hands a game back so its buffers are reused for a later game.
+    pub fn recycle(&mut self, g: RawGame) {
+        self.visitor.spare = Some(g);
+    }
+
+    /// 1-based line of the next unread byte.
+    fn line(&self) -> u64 {
+        let mut t = self.tail.borrow_mut();
+        // Bytes handed out but still in the reader's buffer are not consumed yet.
+        let consumed = t.bytes.len().saturating_sub(self.reader.buffer().len());
+        let start = t.start.min(consumed);
+        let newlines = t.bytes[start..consumed]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count() as u64;
+        t.lines += newlines;
+        t.start = consumed;
+        if consumed >= 1 << 16 {
+            t.bytes.drain(..consumed);
+            t.start = 0;
+        }
+        1 + t.lines
     }
 
     /// The next game, `Ok(None)` at the end of input.
@@ -135,9 +192,8 @@ impl<R: Read> GameReader<R> {
         if !self.reader.has_more()? {
             return Ok(None);
         }
-        let pending = self.reader.buffer().iter().filter(|&&b| b == b'\n').count() as u64;
-        let line = 1 + self.newlines.get() - pending;
-        match self.reader.read_game(&mut RawVisitor) {
+        let line = self.line();
+        match self.reader.read_game(&mut self.visitor) {
             Ok(game) => Ok(game.map(|mut g| {
                 g.line = line;
                 g
@@ -234,8 +290,17 @@ fn is_standard_variant(v: &str) -> bool {
     )
 }
 
-/// Replays a game's mainline and collects the pairs it counts, or says why it is skipped.
-pub fn replay(g: &RawGame, rules: &CountRules) -> Result<CountedGame, SkipReason> {
+/// One counted ply: the position before the move (key and packed form) and the move.
+#[derive(Clone, Copy, Debug)]
+pub struct Ply {
+    pub key: u64,
+    pub pos: PackedPos,
+    pub mv: u16,
+    pub white_moved: bool,
+}
+
+/// Checks the game-level rules (unreadable, variant, rating); the start position if counted.
+fn start_position(g: &RawGame, rules: &CountRules) -> Result<Chess, SkipReason> {
     if let Some(e) = &g.error {
         return Err(SkipReason::Unreadable(e.clone()));
     }
@@ -249,40 +314,72 @@ pub fn replay(g: &RawGame, rules: &CountRules) -> Result<CountedGame, SkipReason
     {
         return Err(SkipReason::MinRating);
     }
-    let mut pos = match g.fen.as_deref() {
+    match g.fen.as_deref() {
         Some(fen) if !fen.is_empty() => {
-            parse_fen(fen).map_err(|e| SkipReason::BadFen(e.to_string()))?
+            parse_fen(fen).map_err(|e| SkipReason::BadFen(e.to_string()))
         }
-        _ => Chess::default(),
-    };
-    let mut pairs: Vec<(Pair, bool)> = Vec::with_capacity(g.sans.len().min(rules.max_ply));
+        _ => Ok(Chess::default()),
+    }
+}
+
+/// Replays a game's whole mainline (every move must be legal) and writes the first
+/// `max_ply` plies into `plies` (cleared first). Repeated (position, move) pairs are left in;
+/// the aggregator counts each at most once per game.
+pub fn replay_into(
+    g: &RawGame,
+    rules: &CountRules,
+    plies: &mut Vec<Ply>,
+) -> Result<(), SkipReason> {
+    plies.clear();
+    let mut pos = start_position(g, rules)?;
     for (ply, san) in g.sans.iter().enumerate() {
         let m = san.san.to_move(&pos).map_err(|_| SkipReason::IllegalMove {
             ply,
             san: san.to_string(),
         })?;
         if ply < rules.max_ply {
-            let state = PosState::from_chess(&pos);
-            let white = !state.black_to_move;
-            pairs.push((
-                Pair {
-                    key: state.key(),
-                    pos: state.pack().0,
-                    mv: encode_move(&m),
-                },
-                white,
-            ));
+            let (key, packed) = key_and_pack(&pos);
+            plies.push(Ply {
+                key,
+                pos: packed,
+                mv: encode_move(&m),
+                white_moved: pos.turn().is_white(),
+            });
         }
         pos.play_unchecked(m);
     }
+    Ok(())
+}
+
+/// The result of a game by its tag.
+pub fn game_result(g: &RawGame) -> GameResult {
+    g.result
+        .as_deref()
+        .map_or(GameResult::Unknown, GameResult::from_tag)
+}
+
+/// Replays a game's mainline and collects the pairs it counts, or says why it is skipped.
+pub fn replay(g: &RawGame, rules: &CountRules) -> Result<CountedGame, SkipReason> {
+    let mut plies = Vec::new();
+    replay_into(g, rules, &mut plies)?;
+    let mut pairs: Vec<(Pair, bool)> = plies
+        .iter()
+        .map(|p| {
+            (
+                Pair {
+                    key: p.key,
+                    pos: p.pos.as_bytes().to_vec(),
+                    mv: p.mv,
+                },
+                p.white_moved,
+            )
+        })
+        .collect();
     // A game counts each (position, move) pair at most once.
     pairs.sort();
     pairs.dedup_by(|a, b| a.0 == b.0);
     Ok(CountedGame {
-        result: g
-            .result
-            .as_deref()
-            .map_or(GameResult::Unknown, GameResult::from_tag),
+        result: game_result(g),
         white_elo: g.white_elo,
         black_elo: g.black_elo,
         pairs,

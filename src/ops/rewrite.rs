@@ -65,7 +65,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &WriterOptions) -> Result<Mer
     let streams = books
         .iter()
         .map(|b| {
-            b.iter()
+            b.iter_for_rewrite()
                 .map(|i| Box::new(i) as Box<dyn Iterator<Item = Result<Entry>> + '_>)
         })
         .collect::<Result<Vec<_>>>()?;
@@ -117,7 +117,7 @@ pub fn compact(
     w.add_games(before.games);
     w.add_imports(old.imports()?);
     let (mut moves_pruned, mut positions_pruned) = (0u64, 0u64);
-    for e in old.iter()? {
+    for e in old.iter_for_rewrite()? {
         let mut e = e?;
         if let Some(n) = min_games {
             let len = e.moves.len();

@@ -2,7 +2,7 @@
 //! coded by the book's position model), entries sorted by (key, position). Byte maps are in docs/FORMAT.md §5.
 
 use super::entry::{Entry, MoveRec, PolyglotExtra};
-use super::{PositionCodec, PositionModel, varint};
+use super::{INDEXED_MOVE, PositionCodec, PositionModel, varint};
 use crate::error::Corruption;
 
 pub const BLOCK_VERSION: u8 = 1;
@@ -122,9 +122,23 @@ pub fn prepare(
 ) -> Result<Prepared, String> {
     let mut p = Prepared::default();
     if let Some(pos) = &e.pos {
-        model.encode(pos, &mut p.coded)?;
-        let moves: Vec<u16> = e.moves.iter().map(|m| m.mv).collect();
-        p.move_idx = codec.index_moves(pos, &moves);
+        if e.moves.first().is_some_and(|m| m.mv & INDEXED_MOVE != 0) {
+            // Moves already indexed (a rewrite read them so); the writer has checked that
+            // all are.
+            codec.prepare(model, pos, &[], &mut p.coded)?;
+            p.move_idx = Some(e.moves.iter().map(|m| m.mv as u8).collect());
+            return Ok(p);
+        }
+        let mut moves = [0u16; 32];
+        p.move_idx = if e.moves.len() <= moves.len() {
+            for (d, m) in moves.iter_mut().zip(&e.moves) {
+                *d = m.mv;
+            }
+            codec.prepare(model, pos, &moves[..e.moves.len()], &mut p.coded)?
+        } else {
+            let moves: Vec<u16> = e.moves.iter().map(|m| m.mv).collect();
+            codec.prepare(model, pos, &moves, &mut p.coded)?
+        };
     }
     Ok(p)
 }
@@ -429,10 +443,21 @@ impl<'a> BlockView<'a> {
         codec: &dyn PositionCodec,
         model: &dyn PositionModel,
     ) -> Result<Vec<Entry>, Corruption> {
+        self.entries_as(codec, model, false)
+    }
+
+    /// Like [`BlockView::entries`]; with `keep_indices`, indexed moves come back as
+    /// [`INDEXED_MOVE`] | index instead of being decoded (for rewrites).
+    pub fn entries_as(
+        &self,
+        codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
+        keep_indices: bool,
+    ) -> Result<Vec<Entry>, Corruption> {
         let mut out = Vec::with_capacity(self.count);
         let mut cur = Cursor::default();
         for i in 0..self.count {
-            out.push(self.decode_at(i, &mut cur, codec, model)?);
+            out.push(self.decode_at_known(i, &mut cur, codec, model, None, keep_indices)?);
         }
         self.check_consumed(&cur)?;
         Ok(out)
@@ -503,7 +528,8 @@ impl<'a> BlockView<'a> {
                 .get(cur.b..cur.b.saturating_add(len))
                 .ok_or_else(|| self.bad(format!("position of entry {i} overruns section B")))?;
             if stored == coded {
-                let e = self.decode_at_known(i, &mut cur, codec, model, pos.map(|p| (key, p)))?;
+                let e =
+                    self.decode_at_known(i, &mut cur, codec, model, pos.map(|p| (key, p)), false)?;
                 return Ok((e.key == key).then_some(e));
             }
         }
@@ -586,7 +612,7 @@ impl<'a> BlockView<'a> {
         codec: &dyn PositionCodec,
         model: &dyn PositionModel,
     ) -> Result<Entry, Corruption> {
-        self.decode_at_known(i, cur, codec, model, None)
+        self.decode_at_known(i, cur, codec, model, None, false)
     }
 
     /// Decodes entry i; `known` is its (key, position) when the caller has already matched
@@ -598,6 +624,7 @@ impl<'a> BlockView<'a> {
         codec: &dyn PositionCodec,
         model: &dyn PositionModel,
         known: Option<(u64, &[u8])>,
+        keep_indices: bool,
     ) -> Result<Entry, Corruption> {
         let flags = self.cols[1][i];
         let n = self.move_count(cur, i)?;
@@ -606,6 +633,17 @@ impl<'a> BlockView<'a> {
             index: i,
             reason,
         };
+        let raw_moves = flags & FLAG_RAW_MOVES != 0;
+        let idx = if raw_moves {
+            None
+        } else {
+            let idx = self.cols[5]
+                .get(cur.idx_moves..cur.idx_moves + n)
+                .ok_or_else(|| self.bad(format!("move index column too short at entry {i}")))?;
+            cur.idx_moves += n;
+            Some(idx)
+        };
+        let mut unindexed = None;
         let (key, pos) = if flags & FLAG_KEY_ONLY != 0 {
             let o = 8 * cur.key_only;
             let mut k = [0u8; 8];
@@ -624,13 +662,11 @@ impl<'a> BlockView<'a> {
             if let Some((key, pos)) = known {
                 (key, Some(pos.to_vec()))
             } else {
-                let pos = model
-                    .decode(coded)
+                let r = codec
+                    .restore(model, coded, idx.filter(|_| !keep_indices))
                     .map_err(|reason| entry_err(format!("position undecodable: {reason}")))?;
-                let key = codec
-                    .key(&pos)
-                    .map_err(|reason| entry_err(format!("position invalid: {reason}")))?;
-                (key, Some(pos))
+                unindexed = r.moves;
+                (r.key, Some(r.pos))
             }
         };
         if key as u8 != self.fragment(i) {
@@ -641,25 +677,29 @@ impl<'a> BlockView<'a> {
                 found: key,
             });
         }
-        let codes: Vec<u16> = if flags & FLAG_RAW_MOVES != 0 {
-            let col = self.cols[6];
-            let bytes = col
-                .get(2 * cur.raw_moves..2 * (cur.raw_moves + n))
-                .ok_or_else(|| self.bad(format!("raw move column too short at entry {i}")))?;
-            cur.raw_moves += n;
-            bytes
-                .chunks_exact(2)
-                .map(|c| u16::from_le_bytes([c[0], c[1]]))
-                .collect()
-        } else {
-            let idx = self.cols[5]
-                .get(cur.idx_moves..cur.idx_moves + n)
-                .ok_or_else(|| self.bad(format!("move index column too short at entry {i}")))?;
-            cur.idx_moves += n;
-            let pos = pos.as_deref().unwrap_or_default();
-            codec
-                .unindex_moves(pos, idx)
-                .map_err(|reason| entry_err(format!("move indices invalid: {reason}")))?
+        let codes: Vec<u16> = match idx {
+            None => {
+                let col = self.cols[6];
+                let bytes = col
+                    .get(2 * cur.raw_moves..2 * (cur.raw_moves + n))
+                    .ok_or_else(|| self.bad(format!("raw move column too short at entry {i}")))?;
+                cur.raw_moves += n;
+                bytes
+                    .chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                    .collect()
+            }
+            Some(idx) if keep_indices && pos.is_some() => {
+                idx.iter().map(|&i| INDEXED_MOVE | u16::from(i)).collect()
+            }
+            Some(idx) => match unindexed {
+                Some(r) => r,
+                None => {
+                    let pos = pos.as_deref().unwrap_or_default();
+                    codec.unindex_moves(pos, idx)
+                }
+            }
+            .map_err(|reason| entry_err(format!("move indices invalid: {reason}")))?,
         };
         let kinds = self.kinds(cur, n, i)?;
         let pg = kinds.iter().filter(|&&k| k & KIND_POLYGLOT != 0).count();

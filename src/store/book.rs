@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::block::{self, BlockView, Decompressors};
 use super::entry::{Entry, MergeIter};
-use super::{IdentityModel, PositionCodec, PositionModel};
+use super::{INDEXED_MOVE, IdentityModel, PositionCodec, PositionModel};
 use crate::error::{Corruption, Error, Result};
 
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -623,7 +623,20 @@ impl Book {
 
     /// Iterates all entries in (key, position) order: blocks and delta tier merged.
     pub fn iter(&self) -> Result<EntryIter<'_>> {
-        let blocks: Box<dyn Iterator<Item = Result<Entry>> + '_> = Box::new(self.iter_blocks()?);
+        self.iter_as(false)
+    }
+
+    /// Like [`Book::iter`], but indexed moves of block entries stay indices
+    /// ([`super::INDEXED_MOVE`]): for rewrites into a [`BookWriter`], which takes them as they
+    /// are and so skips decoding and re-indexing every move.
+    pub fn iter_for_rewrite(&self) -> Result<EntryIter<'_>> {
+        self.iter_as(true)
+    }
+
+    fn iter_as(&self, keep_indices: bool) -> Result<EntryIter<'_>> {
+        let mut blocks = self.iter_blocks()?;
+        blocks.keep_indices = keep_indices;
+        let blocks: Box<dyn Iterator<Item = Result<Entry>> + '_> = Box::new(blocks);
         if self.meta.delta_entries == 0 {
             return Ok(MergeIter::new(vec![blocks]));
         }
@@ -668,6 +681,7 @@ impl Book {
             table,
             next_key: Some(0),
             buf: VecDeque::new(),
+            keep_indices: false,
         })
     }
 
@@ -701,10 +715,19 @@ impl Book {
 
     /// Decodes one stored block completely (for iteration and `verify`).
     pub fn decode_block(&self, block_key: u64, bytes: &[u8]) -> Result<Vec<Entry>, Corruption> {
+        self.decode_block_as(block_key, bytes, false)
+    }
+
+    fn decode_block_as(
+        &self,
+        block_key: u64,
+        bytes: &[u8],
+        keep_indices: bool,
+    ) -> Result<Vec<Entry>, Corruption> {
         let blk = block::open_block(block_key, bytes, &self.pool)?;
         let view = BlockView::parse(block_key, &blk)?;
         let model = self.model(block_key, blk.header.model_id)?;
-        view.entries(&*self.codec, model)
+        view.entries_as(&*self.codec, model, keep_indices)
     }
 
     /// Opens one stored block (checksum and decompression only), for tools.
@@ -723,6 +746,8 @@ pub struct BookIter<'a> {
     table: Option<redb::ReadOnlyTable<u64, &'static [u8]>>,
     next_key: Option<u64>,
     buf: VecDeque<Entry>,
+    /// Leave indexed moves as indices (see [`Book::iter_for_rewrite`]).
+    keep_indices: bool,
 }
 
 /// Blocks read ahead and decoded together on all cores by [`BookIter`].
@@ -750,19 +775,25 @@ impl BookIter<'_> {
             Some((k, _)) => k.checked_add(1),
             None => None,
         };
-        let book = self.book;
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(8);
+        let (book, keep) = (self.book, self.keep_indices);
+        let threads = seal_threads();
         let per = raw.len().div_ceil(threads).max(1);
         let decoded: Vec<Result<Vec<Vec<Entry>>, Corruption>> = if raw.len() <= 1 || threads == 1 {
-            vec![raw.iter().map(|(k, v)| book.decode_block(*k, v)).collect()]
+            vec![
+                raw.iter()
+                    .map(|(k, v)| book.decode_block_as(*k, v, keep))
+                    .collect(),
+            ]
         } else {
             std::thread::scope(|s| {
                 let handles: Vec<_> = raw
                     .chunks(per)
                     .map(|c| {
-                        s.spawn(move || c.iter().map(|(k, v)| book.decode_block(*k, v)).collect())
+                        s.spawn(move || {
+                            c.iter()
+                                .map(|(k, v)| book.decode_block_as(*k, v, keep))
+                                .collect()
+                        })
                     })
                     .collect();
                 handles
@@ -918,6 +949,11 @@ pub fn temp_sibling(path: &Path) -> Result<PathBuf> {
 
 /// Writes a new book file from entries given in (key, position) order. The file appears at its
 /// final path only when [`BookWriter::finish`] succeeds (temporary file, fsync, rename).
+///
+/// Once the model is trained, entries go in segments (cut between keys) to a pool of sealing
+/// threads; each fills and seals its segment's blocks (position coding, move indexing, zstd)
+/// on its own, and the blocks are committed in segment order. The output depends only on the
+/// entries and the options, not on thread timing.
 pub struct BookWriter {
     final_path: PathBuf,
     tmp_path: PathBuf,
@@ -925,19 +961,12 @@ pub struct BookWriter {
     codec: Arc<dyn PositionCodec>,
     opts: WriterOptions,
     meta: BookMeta,
-    /// Entries held back until the position model is trained.
+    /// Entries not yet handed to the sealing pool (until the model is trained: the sample).
     held_entries: Vec<Entry>,
     held_positions: usize,
     model: Option<(u16, Arc<dyn PositionModel>, Vec<u8>)>,
-    /// Entries of the block being filled, with their coded positions.
-    pending: Vec<Entry>,
-    pending_coded: Vec<block::Prepared>,
-    /// Exact section-B bytes of the pending entries.
-    pending_b: usize,
-    /// Running average of stored section-A bytes per entry, in 1/256 bytes.
-    a_per_entry: usize,
-    compressor: Option<(zstd::bulk::Compressor<'static>, u16)>,
     dictionary: Option<Vec<u8>>,
+    /// Identity of the last entry handed to the sealing pool (later ones are held).
     last: Option<(u64, Option<Vec<u8>>)>,
     /// Sealed blocks not yet committed.
     batch: Vec<(u64, Vec<u8>)>,
@@ -945,6 +974,7 @@ pub struct BookWriter {
     imports: Vec<(String, Vec<u8>)>,
     /// Seal attempts (a block that overflows its page is sealed again with fewer entries).
     seals: u64,
+    pool: Option<SealPool>,
 }
 
 /// Blocks are committed in transactions of about this many bytes.
@@ -953,13 +983,190 @@ const COMMIT_BYTES: usize = 64 << 20;
 /// key order, which is a uniformly random order of positions, so the first ones are a fair
 /// sample.
 const MODEL_SAMPLE: usize = 200_000;
-/// Entries prepared together on all cores.
-const PREPARE_BATCH: usize = 16_384;
+/// Entries per segment handed to a sealing thread. The last block of a segment is usually
+/// part-full (about half a page per segment in the file), so segments are large.
+const SEGMENT_ENTRIES: usize = 65_536;
 /// Entries per dictionary training sample.
 const DICT_SAMPLE_ENTRIES: usize = 256;
 /// A redb leaf page holding one block value has this much room for it (4 KiB page minus the
 /// page header, one fixed-width key and its offset, with a margin).
 pub const PAGE_FIT: usize = 4096 - 48;
+
+/// What a sealing thread needs besides the entries.
+struct SealContext {
+    codec: Arc<dyn PositionCodec>,
+    model: Arc<dyn PositionModel>,
+    model_id: u16,
+    limit: usize,
+    /// Expected stored section-A bytes per entry, in 1/256 bytes (measured on the sample).
+    a_per_entry: usize,
+}
+
+/// The blocks of one segment, sealed.
+#[derive(Default)]
+struct SealedSegment {
+    blocks: Vec<(u64, Vec<u8>)>,
+    raw_bytes: u64,
+    seals: u64,
+}
+
+type SegmentJob = (u64, Vec<Entry>, Option<Vec<block::Prepared>>);
+type SegmentDone = (u64, Result<SealedSegment, String>);
+
+/// Threads sealing segments; results are written in segment order.
+struct SealPool {
+    tx: Option<crossbeam_channel::Sender<SegmentJob>>,
+    rx: crossbeam_channel::Receiver<SegmentDone>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+    sent: u64,
+    written: u64,
+    done: std::collections::BTreeMap<u64, SealedSegment>,
+    max_in_flight: u64,
+}
+
+/// Sealing threads: the cores, at most 8 (looked up once: it reads cgroup files).
+fn seal_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8)
+    })
+}
+
+impl SealPool {
+    fn start(ctx: SealContext, level: i32, dict: Option<(Vec<u8>, u16)>) -> Result<SealPool> {
+        let threads = seal_threads();
+        let (tx, job_rx) = crossbeam_channel::bounded::<SegmentJob>(threads);
+        let (done_tx, rx) = crossbeam_channel::unbounded::<SegmentDone>();
+        let ctx = Arc::new(ctx);
+        let mut handles = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            let comp = match &dict {
+                Some((d, _)) => zstd::bulk::Compressor::with_dictionary(level, d),
+                None => zstd::bulk::Compressor::new(level),
+            }
+            .map_err(|e| Error::io("starting zstd", e))?;
+            let dict_id = dict.as_ref().map_or(0, |(_, id)| *id);
+            let (job_rx, done_tx, ctx) = (job_rx.clone(), done_tx.clone(), ctx.clone());
+            handles.push(std::thread::spawn(move || {
+                let mut comp = comp;
+                while let Ok((seq, entries, prepared)) = job_rx.recv() {
+                    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        seal_segment(&ctx, &mut comp, dict_id, &entries, prepared)
+                    }))
+                    .unwrap_or_else(|_| Err("block sealing thread panicked".into()));
+                    if done_tx.send((seq, res)).is_err() {
+                        return;
+                    }
+                }
+            }));
+        }
+        Ok(SealPool {
+            tx: Some(tx),
+            rx,
+            handles,
+            sent: 0,
+            written: 0,
+            done: Default::default(),
+            max_in_flight: 2 * threads as u64,
+        })
+    }
+
+    /// Receives one finished segment.
+    fn receive(&mut self) -> Result<()> {
+        let (seq, res) = self
+            .rx
+            .recv()
+            .map_err(|_| Error::Invalid("block sealing threads stopped".into()))?;
+        self.done.insert(seq, res.map_err(Error::Invalid)?);
+        Ok(())
+    }
+
+    /// The next segment in order, if it is done.
+    fn next_ready(&mut self) -> Option<SealedSegment> {
+        let s = self.done.remove(&self.written)?;
+        self.written += 1;
+        Some(s)
+    }
+}
+
+impl Drop for SealPool {
+    fn drop(&mut self) {
+        self.tx.take();
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Fills and seals the blocks of one segment (entries in order, never splitting a key).
+fn seal_segment(
+    ctx: &SealContext,
+    comp: &mut zstd::bulk::Compressor<'static>,
+    dict_id: u16,
+    entries: &[Entry],
+    prepared: Option<Vec<block::Prepared>>,
+) -> Result<SealedSegment, String> {
+    let prepared = match prepared {
+        Some(p) if p.len() == entries.len() => p,
+        _ => entries
+            .iter()
+            .map(|e| block::prepare(e, &*ctx.codec, &*ctx.model))
+            .collect::<Result<Vec<_>, String>>()?,
+    };
+    let mut out = SealedSegment::default();
+    // Running average of stored section-A bytes per entry, in 1/256 bytes.
+    let mut a_per_entry = ctx.a_per_entry;
+    let estimate =
+        |a_per_entry: usize, n: usize, b: usize| block::HEADER_LEN + b + n * a_per_entry / 256;
+    let extra = |i: usize| prepared[i].coded.len() + 3 * entries[i].moves.len().saturating_sub(1);
+    let mut start = 0;
+    let mut pending_b = 0;
+    for i in 0..=entries.len() {
+        let end_of_block = i == entries.len()
+            || (i > start
+                && entries[i - 1].key != entries[i].key
+                && estimate(a_per_entry, i - start + 1, pending_b + extra(i)) > ctx.limit);
+        if end_of_block && i > start {
+            // Seal [start, i) into as few blocks as fit the limit.
+            while start < i {
+                let mut n = i - start;
+                loop {
+                    let (es, ps) = (&entries[start..start + n], &prepared[start..start + n]);
+                    out.seals += 1;
+                    let payload = block::build_payload_with(es, ps)?;
+                    let sealed = block::seal(&payload, ctx.model_id, Some((&mut *comp, dict_id)))
+                        .map_err(|e| format!("zstd: {e}"))?;
+                    let fits = sealed.len() <= ctx.limit;
+                    // Never split entries of one key; a single oversized entry goes alone.
+                    let can_shrink = (1..n).rev().find(|&k| es[k - 1].key != es[k].key);
+                    if fits || can_shrink.is_none() {
+                        let b: usize = ps.iter().map(|p| p.coded.len()).sum();
+                        let a = sealed.len().saturating_sub(block::HEADER_LEN + b);
+                        out.raw_bytes += (payload.a.len() + b) as u64;
+                        a_per_entry = (a_per_entry * 3 + a * 256 / n) / 4;
+                        out.blocks.push((es[0].key, sealed));
+                        start += n;
+                        break;
+                    }
+                    let over = sealed.len() - ctx.limit;
+                    let avg = sealed.len() / n;
+                    let mut target = n.saturating_sub(over / avg.max(1) + 1).max(1);
+                    while target > 1 && es[target - 1].key == es[target].key {
+                        target -= 1;
+                    }
+                    n = target.min(can_shrink.unwrap_or(1));
+                }
+            }
+            pending_b = 0;
+        }
+        if i < entries.len() {
+            pending_b += extra(i);
+        }
+    }
+    Ok(out)
+}
 
 impl BookWriter {
     pub fn create(
@@ -983,17 +1190,13 @@ impl BookWriter {
             held_entries: Vec::new(),
             held_positions: 0,
             model: None,
-            pending: Vec::new(),
-            pending_coded: Vec::new(),
-            pending_b: 0,
-            a_per_entry: 3 * 256,
-            compressor: None,
             dictionary: None,
             last: None,
             batch: Vec::new(),
             batch_bytes: 0,
             imports: Vec::new(),
             seals: 0,
+            pool: None,
         })
     }
 
@@ -1004,10 +1207,12 @@ impl BookWriter {
 
     /// Adds the next entry; it must sort after the previous one (equal identities are an error).
     pub fn push(&mut self, e: Entry) -> Result<()> {
-        if let Some((k, p)) = &self.last {
-            let ord = k
-                .cmp(&e.key)
-                .then_with(|| p.as_deref().cmp(&e.pos.as_deref()));
+        let prev = match self.held_entries.last() {
+            Some(h) => Some((h.key, h.pos.as_deref())),
+            None => self.last.as_ref().map(|(k, p)| (*k, p.as_deref())),
+        };
+        if let Some((k, p)) = prev {
+            let ord = k.cmp(&e.key).then_with(|| p.cmp(&e.pos.as_deref()));
             if ord != std::cmp::Ordering::Less {
                 return Err(Error::Invalid(format!(
                     "entries out of order at key {:016x}",
@@ -1019,7 +1224,9 @@ impl BookWriter {
             // Entries without moves carry no information; keep the file canonical.
             return Ok(());
         }
-        if self.last.as_ref().is_some_and(|(k, _)| *k == e.key) {
+        let e = self.resolve_indexed(e)?;
+        let same_key = prev.is_some_and(|(k, _)| k == e.key);
+        if same_key {
             self.meta.collisions += 1;
         }
         if e.pos.is_some() {
@@ -1028,7 +1235,6 @@ impl BookWriter {
             self.meta.key_only += 1;
         }
         self.meta.pairs += e.moves.len() as u64;
-        self.last = Some((e.key, e.pos.clone()));
         if self.model.is_none() {
             self.held_positions += usize::from(e.pos.is_some());
             self.held_entries.push(e);
@@ -1037,20 +1243,126 @@ impl BookWriter {
             }
             return Ok(());
         }
+        if !same_key && self.held_entries.len() >= self.segment_entries() {
+            let seg = std::mem::take(&mut self.held_entries);
+            self.dispatch(seg, None)?;
+        }
         self.held_entries.push(e);
-        if self.held_entries.len() >= PREPARE_BATCH {
-            self.drain_held()?;
+        Ok(())
+    }
+
+    /// Entries read by [`Book::iter_for_rewrite`] may hold move indices; an entry whose moves
+    /// are all indices is written as it is. One that mixes indices and codes (the same
+    /// position from a block and from codes) gets its indices decoded and equal moves merged.
+    fn resolve_indexed(&self, mut e: Entry) -> Result<Entry> {
+        let indexed = e.moves.iter().filter(|m| m.mv & INDEXED_MOVE != 0).count();
+        if indexed == 0 || (indexed == e.moves.len() && e.pos.is_some()) {
+            return Ok(e);
+        }
+        let pos = e.pos.as_deref().ok_or_else(|| {
+            Error::Invalid(format!(
+                "key {:016x}: move indices without a position",
+                e.key
+            ))
+        })?;
+        let idx: Vec<u8> = e
+            .moves
+            .iter()
+            .filter(|m| m.mv & INDEXED_MOVE != 0)
+            .map(|m| m.mv as u8)
+            .collect();
+        let codes = self.codec.unindex_moves(pos, &idx).map_err(|reason| {
+            Error::Invalid(format!(
+                "key {:016x}: move indices invalid: {reason}",
+                e.key
+            ))
+        })?;
+        for (m, code) in e
+            .moves
+            .iter_mut()
+            .filter(|m| m.mv & INDEXED_MOVE != 0)
+            .zip(codes)
+        {
+            m.mv = code;
+        }
+        e.normalize();
+        Ok(e)
+    }
+
+    fn segment_entries(&self) -> usize {
+        // Bounded by memory: the 2 × threads segments in flight hold their entries (~200
+        // bytes each) and prepared forms.
+        (self.opts.commit_bytes / 100 / seal_threads()).clamp(1024, SEGMENT_ENTRIES)
+    }
+
+    /// Hands a segment (cut between keys) to the sealing pool; writes out finished segments.
+    fn dispatch(
+        &mut self,
+        entries: Vec<Entry>,
+        prepared: Option<Vec<block::Prepared>>,
+    ) -> Result<()> {
+        let Some(last) = entries.last() else {
+            return Ok(());
+        };
+        // The order check of the next push compares with the last entry handed over.
+        self.last = Some((last.key, last.pos.clone()));
+        while let Some(pool) = self.pool.as_mut()
+            && pool.sent - pool.written >= pool.max_in_flight
+        {
+            pool.receive()?;
+            self.write_ready()?;
+        }
+        let pool = self
+            .pool
+            .as_mut()
+            .ok_or_else(|| Error::Invalid("sealing pool not started".into()))?;
+        let seq = pool.sent;
+        pool.sent += 1;
+        pool.tx
+            .as_ref()
+            .ok_or_else(|| Error::Invalid("sealing pool closed".into()))?
+            .send((seq, entries, prepared))
+            .map_err(|_| Error::Invalid("block sealing threads stopped".into()))?;
+        while let Ok((seq, res)) = pool.rx.try_recv() {
+            pool.done.insert(seq, res.map_err(Error::Invalid)?);
+        }
+        self.write_ready()
+    }
+
+    /// Queues the finished segments that are next in order.
+    fn write_ready(&mut self) -> Result<()> {
+        while let Some(seg) = self.pool.as_mut().and_then(SealPool::next_ready) {
+            self.seals += seg.seals;
+            self.meta.raw_bytes += seg.raw_bytes;
+            for (k, sealed) in seg.blocks {
+                self.meta.blocks += 1;
+                self.meta.stored_bytes += sealed.len() as u64;
+                self.batch_bytes += sealed.len();
+                self.batch.push((k, sealed));
+            }
+            if self.batch_bytes >= self.opts.commit_bytes {
+                self.commit_batch()?;
+            }
         }
         Ok(())
+    }
+
+    /// Waits for every segment and queues its blocks.
+    fn drain_pool(&mut self) -> Result<()> {
+        loop {
+            self.write_ready()?;
+            match &mut self.pool {
+                Some(pool) if pool.written < pool.sent => pool.receive()?,
+                _ => return Ok(()),
+            }
+        }
     }
 
     /// Prepares entries (position coding, move indexing) on all cores.
     fn prepare_parallel(&self, entries: &[Entry]) -> Result<Vec<block::Prepared>> {
         let model = self.model()?;
         let codec = &*self.codec;
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(8);
+        let threads = seal_threads();
         let chunk = entries.len().div_ceil(threads).max(1);
         let parts: Vec<Result<Vec<block::Prepared>, String>> = std::thread::scope(|s| {
             let handles: Vec<_> = entries
@@ -1079,18 +1391,8 @@ impl BookWriter {
         Ok(out)
     }
 
-    /// Prepares and writes out the held entries.
-    fn drain_held(&mut self) -> Result<()> {
-        let entries = std::mem::take(&mut self.held_entries);
-        let prepared = self.prepare_parallel(&entries)?;
-        for (e, p) in entries.into_iter().zip(prepared) {
-            self.add_prepared(e, p)?;
-        }
-        Ok(())
-    }
-
-    /// Trains the position model and the section-A dictionary on the held entries, then
-    /// writes them out.
+    /// Trains the position model and the section-A dictionary on the held entries, starts
+    /// the sealing pool and hands it the held entries.
     fn train(&mut self) -> Result<()> {
         let samples: Vec<&[u8]> = self
             .held_entries
@@ -1102,7 +1404,7 @@ impl BookWriter {
         let t1 = t0.elapsed();
         let model = self.codec.load_model(&bytes).map_err(Error::Invalid)?;
         let t2 = t0.elapsed();
-        self.model = Some((1, model, bytes));
+        self.model = Some((1, model.clone(), bytes));
         let prepared = self.prepare_parallel(&self.held_entries)?;
         let t3 = t0.elapsed();
         if std::env::var_os("BOOKDB_TRACE").is_some() {
@@ -1113,6 +1415,7 @@ impl BookWriter {
             );
         }
         let mut dict = None;
+        let mut a_per_entry = 3 * 256;
         let chunks = self.held_entries.len() / DICT_SAMPLE_ENTRIES;
         if self.opts.dictionary && chunks >= 64 {
             let mut a_samples = Vec::with_capacity(chunks);
@@ -1126,19 +1429,48 @@ impl BookWriter {
             }
             let refs: Vec<&[u8]> = a_samples.iter().map(Vec::as_slice).collect();
             dict = zstd::dict::from_samples(&refs, self.opts.dictionary_bytes).ok();
+            // Seed the block-size estimate with what sample blocks really compress to.
+            if let Ok(mut comp) = match &dict {
+                Some(d) => zstd::bulk::Compressor::with_dictionary(self.opts.level, d),
+                None => zstd::bulk::Compressor::new(self.opts.level),
+            } {
+                let probe: Vec<usize> = a_samples
+                    .iter()
+                    .step_by((a_samples.len() / 16).max(1))
+                    .filter_map(|a| comp.compress(a).ok().map(|c| c.len()))
+                    .collect();
+                if !probe.is_empty() {
+                    a_per_entry =
+                        probe.iter().sum::<usize>() * 256 / (probe.len() * DICT_SAMPLE_ENTRIES);
+                }
+            }
         }
-        let comp = match &dict {
-            Some(d) => zstd::bulk::Compressor::with_dictionary(self.opts.level, d),
-            None => zstd::bulk::Compressor::new(self.opts.level),
-        }
-        .map_err(|e| Error::io("starting zstd", e))?;
-        self.compressor = Some((comp, if dict.is_some() { 1 } else { 0 }));
+        self.pool = Some(SealPool::start(
+            SealContext {
+                codec: self.codec.clone(),
+                model,
+                model_id: 1,
+                limit: self.limit(),
+                a_per_entry,
+            },
+            self.opts.level,
+            dict.clone().map(|d| (d, 1)),
+        )?);
         self.dictionary = dict;
-        for (e, p) in std::mem::take(&mut self.held_entries)
-            .into_iter()
-            .zip(prepared)
-        {
-            self.add_prepared(e, p)?;
+        // Hand the sample over in segments cut between keys, with its prepared forms.
+        let mut entries = std::mem::take(&mut self.held_entries);
+        let mut prepared = prepared;
+        let seg = self.segment_entries();
+        while !entries.is_empty() {
+            let mut cut = seg.min(entries.len());
+            while cut < entries.len() && entries[cut - 1].key == entries[cut].key {
+                cut += 1;
+            }
+            let rest_e = entries.split_off(cut);
+            let rest_p = prepared.split_off(cut);
+            self.dispatch(entries, Some(prepared))?;
+            entries = rest_e;
+            prepared = rest_p;
         }
         Ok(())
     }
@@ -1156,87 +1488,6 @@ impl BookWriter {
 
     fn limit(&self) -> usize {
         self.opts.target_block_bytes.max(256)
-    }
-
-    fn estimate(&self, entries: usize, b: usize) -> usize {
-        block::HEADER_LEN + b + entries * self.a_per_entry / 256
-    }
-
-    fn add_prepared(&mut self, e: Entry, coded: block::Prepared) -> Result<()> {
-        let same_key = self.pending.last().is_some_and(|p| p.key == e.key);
-        let extra = coded.coded.len() + 3 * e.moves.len().saturating_sub(1);
-        if !same_key
-            && !self.pending.is_empty()
-            && self.estimate(self.pending.len() + 1, self.pending_b + extra) > self.limit()
-        {
-            self.flush_block()?;
-        }
-        self.pending_b += extra;
-        self.pending.push(e);
-        self.pending_coded.push(coded);
-        Ok(())
-    }
-
-    /// Seals the pending entries into as few blocks as fit the size limit.
-    fn flush_block(&mut self) -> Result<()> {
-        while !self.pending.is_empty() {
-            let mut n = self.pending.len();
-            loop {
-                let sealed = self.seal_prefix(n)?;
-                let fits = sealed.len() <= self.limit();
-                // Never split entries of one key; a single oversized entry goes alone.
-                let can_shrink = (1..n)
-                    .rev()
-                    .find(|&k| self.pending[k - 1].key != self.pending[k].key);
-                if fits || can_shrink.is_none() {
-                    self.queue(n, sealed)?;
-                    break;
-                }
-                let over = sealed.len() - self.limit();
-                let avg = sealed.len() / n;
-                let mut target = n.saturating_sub(over / avg.max(1) + 1).max(1);
-                while target > 1 && self.pending[target - 1].key == self.pending[target].key {
-                    target -= 1;
-                }
-                n = target.min(can_shrink.unwrap_or(1));
-            }
-        }
-        Ok(())
-    }
-
-    fn seal_prefix(&mut self, n: usize) -> Result<Vec<u8>> {
-        self.seals += 1;
-        let payload = block::build_payload_with(&self.pending[..n], &self.pending_coded[..n])
-            .map_err(Error::Invalid)?;
-        let model_id = self.model.as_ref().map_or(0, |(id, _, _)| *id);
-        let (comp, id) = self
-            .compressor
-            .as_mut()
-            .ok_or_else(|| Error::Invalid("compressor not started".into()))?;
-        let sealed =
-            block::seal(&payload, model_id, Some((comp, *id))).map_err(|e| Error::io("zstd", e))?;
-        Ok(sealed)
-    }
-
-    fn queue(&mut self, n: usize, sealed: Vec<u8>) -> Result<()> {
-        let first = self.pending[0].key;
-        let b: usize = self.pending_coded[..n].iter().map(|p| p.coded.len()).sum();
-        let a = sealed.len().saturating_sub(block::HEADER_LEN + b);
-        let raw_a = block::BlockHeader::parse(first, &sealed).map_or(0, |h| h.raw_len as usize);
-        self.meta.raw_bytes += (raw_a + b) as u64;
-        // Moving average of section-A bytes per entry.
-        self.a_per_entry = (self.a_per_entry * 3 + a * 256 / n) / 4;
-        self.pending.drain(..n);
-        self.pending_coded.drain(..n);
-        self.pending_b = self.pending_coded.iter().map(|p| p.coded.len()).sum();
-        self.meta.blocks += 1;
-        self.meta.stored_bytes += sealed.len() as u64;
-        self.batch_bytes += sealed.len();
-        self.batch.push((first, sealed));
-        if self.batch_bytes >= self.opts.commit_bytes {
-            self.commit_batch()?;
-        }
-        Ok(())
     }
 
     fn commit_batch(&mut self) -> Result<()> {
@@ -1263,8 +1514,10 @@ impl BookWriter {
         if self.model.is_none() {
             self.train()?;
         }
-        self.drain_held()?;
-        self.flush_block()?;
+        let rest = std::mem::take(&mut self.held_entries);
+        self.dispatch(rest, None)?;
+        self.drain_pool()?;
+        self.pool = None;
         if std::env::var_os("BOOKDB_TRACE").is_some() {
             eprintln!(
                 "trace: {} blocks sealed in {} attempts",
@@ -1463,4 +1716,106 @@ pub fn commit_delta(path: &Path, plan: &DeltaPlan) -> Result<(), DeltaCommitErro
     let mut db = db;
     while let Ok(true) = db.compact() {}
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chess::{PosState, encode_move, tests_support::sample_positions};
+    use crate::store::MoveRec;
+    use shakmaty::Position;
+
+    /// Entries for the sample positions: a few legal moves each, with counts from `seed`.
+    fn entries(seed: u64, every: usize) -> Vec<Entry> {
+        let codec = crate::chess_codec();
+        let mut out: Vec<Entry> = sample_positions()
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| i % every == 0)
+            .map(|(i, pos)| {
+                let chess = PosState::unpack(&pos).unwrap().to_chess().unwrap();
+                let mut moves: Vec<MoveRec> = chess
+                    .legal_moves()
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| (j + i + seed as usize) % 5 == 0)
+                    .map(|(j, m)| MoveRec {
+                        mv: encode_move(m),
+                        white: seed + j as u64,
+                        draws: 1,
+                        ..Default::default()
+                    })
+                    .collect();
+                moves.sort_by_key(|m| m.mv);
+                Entry {
+                    key: codec.key(&pos).unwrap(),
+                    pos: Some(pos),
+                    moves,
+                }
+            })
+            .collect();
+        out.sort_by(Entry::cmp_id);
+        out
+    }
+
+    fn write(path: &Path, entries: impl IntoIterator<Item = Result<Entry>>) -> BookMeta {
+        let mut w =
+            BookWriter::create(path, crate::chess_codec(), WriterOptions::default()).unwrap();
+        for e in entries {
+            w.push(e.unwrap()).unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    fn all(path: &Path) -> Vec<Entry> {
+        let b = Book::open(path, crate::chess_codec()).unwrap();
+        b.iter().unwrap().map(Result::unwrap).collect()
+    }
+
+    /// A rewrite that reads blocks with their moves still indexed, merged with code-form
+    /// entries of some of the same positions, writes the same book as one reading codes.
+    #[test]
+    fn rewrite_with_indices_equals_rewrite_with_codes() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.book");
+        write(&a, entries(1, 1).into_iter().map(Ok));
+        let book = Book::open(&a, crate::chess_codec()).unwrap();
+        let indexed: Vec<Entry> = book
+            .iter_for_rewrite()
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert!(
+            indexed
+                .iter()
+                .all(|e| e.moves.iter().all(|m| m.mv & INDEXED_MOVE != 0)),
+            "block entries keep their indices"
+        );
+        assert!(
+            book.iter()
+                .unwrap()
+                .all(|e| e.unwrap().moves.iter().all(|m| m.mv & INDEXED_MOVE == 0)),
+            "plain iteration decodes them"
+        );
+        let extra = entries(2, 3);
+        let (via_idx, via_codes) = (dir.path().join("i.book"), dir.path().join("c.book"));
+        let m1 = write(
+            &via_idx,
+            MergeIter::new(vec![
+                Box::new(book.iter_for_rewrite().unwrap())
+                    as Box<dyn Iterator<Item = Result<Entry>>>,
+                Box::new(extra.clone().into_iter().map(Ok)),
+            ]),
+        );
+        let m2 = write(
+            &via_codes,
+            MergeIter::new(vec![
+                Box::new(book.iter().unwrap()) as Box<dyn Iterator<Item = Result<Entry>>>,
+                Box::new(extra.into_iter().map(Ok)),
+            ]),
+        );
+        assert_eq!(m1.pairs, m2.pairs);
+        assert_eq!(m1.positions, m2.positions);
+        assert_eq!(all(&via_idx), all(&via_codes));
+    }
 }

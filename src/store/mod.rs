@@ -14,6 +14,12 @@ pub use book::BookIter;
 pub use book::{Book, BookMeta, BookWriter, WriterOptions};
 pub use entry::{Entry, MoveRec, PolyglotExtra};
 
+/// A move code with this bit set is not a code but a move index ([`PositionCodec::index_moves`])
+/// in its low byte. Rewrites (merge, compaction) read blocks in this form so that the moves
+/// need not be decoded and indexed again; it is never persisted or shown. Codecs keep this
+/// bit clear in their move codes.
+pub const INDEXED_MOVE: u16 = 0x8000;
+
 /// Game-specific encoding of positions, plugged into the store.
 pub trait PositionCodec: Send + Sync {
     /// Stable identifier recorded in the book's meta table.
@@ -29,16 +35,53 @@ pub trait PositionCodec: Send + Sync {
     fn index_moves(&self, _pos: &[u8], _moves: &[u16]) -> Option<Vec<u8>> {
         None
     }
+    /// Codes a position with `model` (appending to `coded`) and indexes its moves, as
+    /// `model.encode` then [`PositionCodec::index_moves`] do; codecs override it to decode the
+    /// position once for both.
+    fn prepare(
+        &self,
+        model: &dyn PositionModel,
+        pos: &[u8],
+        moves: &[u16],
+        coded: &mut Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, String> {
+        model.encode(pos, coded)?;
+        Ok(self.index_moves(pos, moves))
+    }
+    /// Decodes a position coded by `model`: its encoded form and key, and, given move indices,
+    /// the moves they stand for ([`PositionCodec::unindex_moves`]). Codecs override it to
+    /// decode the position once for all three.
+    fn restore(
+        &self,
+        model: &dyn PositionModel,
+        coded: &[u8],
+        idx: Option<&[u8]>,
+    ) -> Result<Restored, String> {
+        let pos = model.decode(coded)?;
+        let key = self.key(&pos)?;
+        let moves = idx.map(|idx| self.unindex_moves(&pos, idx));
+        Ok(Restored { pos, key, moves })
+    }
     /// Inverse of [`PositionCodec::index_moves`].
     fn unindex_moves(&self, _pos: &[u8], _idx: &[u8]) -> Result<Vec<u16>, String> {
         Err("this codec does not index moves".into())
     }
 }
 
+/// A decoded position (see [`PositionCodec::restore`]).
+pub struct Restored {
+    pub pos: Vec<u8>,
+    pub key: u64,
+    /// The moves of the given indices, or why they are invalid.
+    pub moves: Option<Result<Vec<u16>, String>>,
+}
+
 /// A storage transform of encoded positions (e.g. an entropy coder). Model id 0 is the identity.
 pub trait PositionModel: Send + Sync {
     fn encode(&self, pos: &[u8], out: &mut Vec<u8>) -> Result<(), String>;
     fn decode(&self, data: &[u8]) -> Result<Vec<u8>, String>;
+    /// For codecs that recognise their own model type (see [`PositionCodec::prepare`]).
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// Model id 0: positions stored as given.
@@ -51,5 +94,8 @@ impl PositionModel for IdentityModel {
     }
     fn decode(&self, data: &[u8]) -> Result<Vec<u8>, String> {
         Ok(data.to_vec())
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
