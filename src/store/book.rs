@@ -1738,7 +1738,7 @@ mod tests {
                     .legal_moves()
                     .iter()
                     .enumerate()
-                    .filter(|(j, _)| (j + i + seed as usize) % 5 == 0)
+                    .filter(|(j, _)| (j + i + seed as usize).is_multiple_of(5))
                     .map(|(j, m)| MoveRec {
                         mv: encode_move(m),
                         white: seed + j as u64,
