@@ -512,14 +512,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// mimalloc's `mi_option_purge_delay` (index 15 of `mi_option_e` in mimalloc.h v2).
+/// mimalloc's `mi_option_purge_delay` (index 15 of `mi_option_e` in
+/// c_src/mimalloc/v3/include/mimalloc.h of libmimalloc-sys 0.1.49, pinned in Cargo.lock; the
+/// crate exports no constant for it).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 fn main() -> ExitCode {
-    // Return freed memory to the OS at once: `--memory` bounds the resident set, and mimalloc
-    // otherwise keeps freed pages of finished phases (measured in docs/PERFORMANCE.md).
+    // Return freed memory to the OS after 10 ms: `--memory` bounds the resident set.
     // SAFETY: mi_option_set only stores an option value; any thread may call it at any time.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 10) };
+    // No transparent huge pages (mimalloc asks for them): each first touch of one makes the
+    // kernel zero 2 MiB, again after every purge of part of it; without them an import spends
+    // about half the system time (measured in docs/PERFORMANCE.md). mimalloc's own switch is
+    // read before main runs, so the process-wide one is used.
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_THP_DISABLE only sets a flag of this process; the arguments are plain
+    // integers.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
     // redb panics on some damaged files; the library turns those panics into corruption
     // errors, so keep them quiet here. Any other panic is a bug and is reported as such.
     std::panic::set_hook(Box::new(|info| {

@@ -1,6 +1,7 @@
 //! Chess layer: the packed position codec, Polyglot keys, FENs and move codes, and the
 //! [`ChessCodec`] that plugs chess into the game-independent store.
 
+pub mod legal;
 pub mod model;
 pub mod packed;
 pub mod position;
@@ -86,14 +87,16 @@ impl PositionCodec for ChessCodec {
 
 /// The moves standing at the given ranks of a position's legal moves in move-code order.
 fn unindex_moves_of(state: &PosState, idx: &[u8]) -> Result<Vec<u16>, String> {
-    use shakmaty::Position;
     let chess = state.to_chess_unchecked().map_err(|e| e.to_string())?;
-    let legal = chess.legal_moves();
     let mut codes = [0u16; 256];
-    let codes = &mut codes[..legal.len()];
-    for (c, m) in codes.iter_mut().zip(&legal) {
-        *c = encode_move(m);
-    }
+    let mut n = 0;
+    legal::for_each_legal_code(&chess, |c| {
+        if let Some(slot) = codes.get_mut(n) {
+            *slot = c;
+            n += 1;
+        }
+    });
+    let codes = &mut codes[..n];
     codes.sort_unstable();
     idx.iter()
         .map(|&i| {
@@ -108,15 +111,13 @@ fn unindex_moves_of(state: &PosState, idx: &[u8]) -> Result<Vec<u16>, String> {
 /// Each move's rank among the position's legal moves in move-code order (the same as the
 /// index [`unindex_moves_of`] takes); `None` if a move is not legal there.
 fn index_moves_of(state: &PosState, moves: &[u16]) -> Option<Vec<u8>> {
-    use shakmaty::Position;
     if moves.is_empty() {
         return Some(Vec::new());
     }
     let chess = state.to_chess_unchecked().ok()?;
     let mut idx = vec![0u8; moves.len()];
     let mut found = 0usize;
-    for lm in &chess.legal_moves() {
-        let c = encode_move(lm);
+    legal::for_each_legal_code(&chess, |c| {
         for (i, &m) in idx.iter_mut().zip(moves) {
             match c.cmp(&m) {
                 std::cmp::Ordering::Less => *i += 1,
@@ -124,7 +125,7 @@ fn index_moves_of(state: &PosState, moves: &[u16]) -> Option<Vec<u8>> {
                 std::cmp::Ordering::Greater => {}
             }
         }
-    }
+    });
     // Moves are distinct, so all were found exactly when the count matches.
     (found == moves.len()).then_some(idx)
 }

@@ -1176,9 +1176,10 @@ fn read_phase(
         opts.jobs
     }
     .clamp(1, 256);
-    // Half the budget for aggregation; the rest covers chunks in flight, the writer's model
-    // sample and the merge.
-    let budget = ((opts.memory_mib.max(1) << 20) / 3 / jobs).max(1 << 16);
+    // Half the budget for aggregation; the rest covers chunks in flight, the writer (model
+    // sample, segments in flight) and the merge. The aggregators are sized for it up front;
+    // untouched capacity costs no resident memory.
+    let budget = ((opts.memory_mib.max(1) << 20) / 2 / jobs).max(1 << 16);
     let skipped_file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
