@@ -16,7 +16,7 @@ pub use position::{
 
 use std::sync::Arc;
 
-use crate::store::{PositionCodec, PositionModel, Restored};
+use crate::store::{PositionCodec, PositionModel, Restored, generic_prepare, generic_restore};
 
 /// Chess positions in the packed format of DESIGN.md §2.
 #[derive(Clone, Copy, Debug, Default)]
@@ -52,8 +52,7 @@ impl PositionCodec for ChessCodec {
         coded: &mut Vec<u8>,
     ) -> Result<Option<Vec<u8>>, String> {
         let Some(m) = model.as_any().downcast_ref::<ChessModel>() else {
-            model.encode(pos, coded)?;
-            return Ok(self.index_moves(pos, moves));
+            return generic_prepare(self, model, pos, moves, coded);
         };
         let state = PosState::unpack(pos).map_err(|e| e.to_string())?;
         coded.extend_from_slice(&m.encode_state(&state));
@@ -69,10 +68,7 @@ impl PositionCodec for ChessCodec {
         idx: Option<&[u8]>,
     ) -> Result<Restored, String> {
         let Some(m) = model.as_any().downcast_ref::<ChessModel>() else {
-            let pos = model.decode(coded)?;
-            let key = self.key(&pos)?;
-            let moves = idx.map(|idx| self.unindex_moves(&pos, idx));
-            return Ok(Restored { pos, key, moves });
+            return generic_restore(self, model, coded, idx);
         };
         let state = m
             .decode_state(coded)

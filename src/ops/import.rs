@@ -148,7 +148,8 @@ const STATE_VERSION: u32 = 1;
 /// Keys are uniformly random already, so their low bits pick the home slot. Slots can be
 /// prefetched, which lets the aggregator overlap the cache misses of a whole game.
 struct KeyTable {
-    /// (key, position index); index `NONE` marks an empty slot.
+    /// (key, position index + 1); 0 marks an empty slot, so a new table is zeroed memory and
+    /// its untouched pages cost no resident memory.
     slots: Vec<(u64, u32)>,
     len: usize,
 }
@@ -158,7 +159,7 @@ impl KeyTable {
         // Load factor at most 3/4.
         let size = (n.max(8) * 4 / 3 + 1).next_power_of_two();
         KeyTable {
-            slots: vec![(0, NONE); size],
+            slots: vec![(0, 0); size],
             len: 0,
         }
     }
@@ -179,38 +180,38 @@ impl KeyTable {
         let mut i = self.home(key);
         loop {
             let (k, v) = self.slots[i];
-            if v == NONE {
+            if v == 0 {
                 return None;
             }
             if k == key {
-                return Some(v);
+                return Some(v - 1);
             }
             i = (i + 1) & mask;
         }
     }
 
-    /// Inserts a key known to be absent.
+    /// Inserts a key known to be absent, with a position index below `u32::MAX`.
     fn insert(&mut self, key: u64, v: u32) {
         if (self.len + 1) * 4 > self.slots.len() * 3 {
             let old = std::mem::take(&mut self.slots);
-            self.slots = vec![(0, NONE); old.len() * 2];
+            self.slots = vec![(0, 0); old.len() * 2];
             self.len = 0;
-            for (k, v) in old.into_iter().filter(|&(_, v)| v != NONE) {
-                self.insert(k, v);
+            for (k, v) in old.into_iter().filter(|&(_, v)| v != 0) {
+                self.insert(k, v - 1);
             }
         }
         let mask = self.slots.len() - 1;
         let mut i = self.home(key);
-        while self.slots[i].1 != NONE {
+        while self.slots[i].1 != 0 {
             i = (i + 1) & mask;
         }
-        self.slots[i] = (key, v);
+        self.slots[i] = (key, v + 1);
         self.len += 1;
     }
 
     fn clear(&mut self) {
         if self.len > 0 {
-            self.slots.fill((0, NONE));
+            self.slots.fill((0, 0));
             self.len = 0;
         }
     }
@@ -395,10 +396,17 @@ impl Aggregator {
         self.positions.len() * POS_OVERHEAD + self.arena.len() + self.moves.len() * MOVE_BYTES
     }
 
-    /// True when the memory budget is used up, or the game counter could overflow a
-    /// 32-bit move counter.
+    /// True when the memory budget is used up, or a 32-bit index or counter is past half its
+    /// range (the arena offset, record indices, the game counter that bounds every move
+    /// counter). Checked between batches; one batch (at most 64 MiB of PGN, fewer plies than
+    /// bytes, at most 50 arena bytes a ply) cannot use the other half.
     pub fn full(&self, budget: usize) -> bool {
-        self.bytes() >= budget || self.games >= u32::MAX - 1
+        let limit = (u32::MAX / 2) as usize;
+        self.bytes() >= budget
+            || self.arena.len() >= limit
+            || self.positions.len() >= limit
+            || self.moves.len() >= limit
+            || self.games as usize >= limit
     }
 
     pub fn len(&self) -> usize {

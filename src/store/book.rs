@@ -1035,7 +1035,12 @@ fn seal_threads() -> usize {
 }
 
 impl SealPool {
-    fn start(ctx: SealContext, level: i32, dict: Option<(Vec<u8>, u16)>) -> Result<SealPool> {
+    fn start(
+        ctx: SealContext,
+        level: i32,
+        dict: Option<(Vec<u8>, u16)>,
+        max_in_flight: u64,
+    ) -> Result<SealPool> {
         let threads = seal_threads();
         let (tx, job_rx) = crossbeam_channel::bounded::<SegmentJob>(threads);
         let (done_tx, rx) = crossbeam_channel::unbounded::<SegmentDone>();
@@ -1069,7 +1074,7 @@ impl SealPool {
             sent: 0,
             written: 0,
             done: Default::default(),
-            max_in_flight: 2 * threads as u64,
+            max_in_flight,
         })
     }
 
@@ -1289,10 +1294,17 @@ impl BookWriter {
         Ok(e)
     }
 
+    /// Entries per segment: from the memory options only (not the number of cores), so the
+    /// same entries give the same file on any machine.
     fn segment_entries(&self) -> usize {
-        // Bounded by memory: the 2 × threads segments in flight hold their entries (~200
-        // bytes each) and prepared forms.
-        (self.opts.commit_bytes / 100 / seal_threads()).clamp(1024, SEGMENT_ENTRIES)
+        (self.opts.commit_bytes / 256).clamp(1024, SEGMENT_ENTRIES)
+    }
+
+    /// Segments in flight: two per sealing thread, at most what about four times
+    /// `commit_bytes` holds (an entry and its prepared form take ~250 bytes).
+    fn max_in_flight(&self) -> u64 {
+        let by_memory = 4 * self.opts.commit_bytes / (self.segment_entries() * 250);
+        (2 * seal_threads()).min(by_memory).max(2) as u64
     }
 
     /// Hands a segment (cut between keys) to the sealing pool; writes out finished segments.
@@ -1455,6 +1467,7 @@ impl BookWriter {
             },
             self.opts.level,
             dict.clone().map(|d| (d, 1)),
+            self.max_in_flight(),
         )?);
         self.dictionary = dict;
         // Hand the sample over in segments cut between keys, with its prepared forms.

@@ -45,8 +45,7 @@ pub trait PositionCodec: Send + Sync {
         moves: &[u16],
         coded: &mut Vec<u8>,
     ) -> Result<Option<Vec<u8>>, String> {
-        model.encode(pos, coded)?;
-        Ok(self.index_moves(pos, moves))
+        generic_prepare(self, model, pos, moves, coded)
     }
     /// Decodes a position coded by `model`: its encoded form and key, and, given move indices,
     /// the moves they stand for ([`PositionCodec::unindex_moves`]). Codecs override it to
@@ -57,15 +56,39 @@ pub trait PositionCodec: Send + Sync {
         coded: &[u8],
         idx: Option<&[u8]>,
     ) -> Result<Restored, String> {
-        let pos = model.decode(coded)?;
-        let key = self.key(&pos)?;
-        let moves = idx.map(|idx| self.unindex_moves(&pos, idx));
-        Ok(Restored { pos, key, moves })
+        generic_restore(self, model, coded, idx)
     }
     /// Inverse of [`PositionCodec::index_moves`].
     fn unindex_moves(&self, _pos: &[u8], _idx: &[u8]) -> Result<Vec<u16>, String> {
         Err("this codec does not index moves".into())
     }
+}
+
+/// [`PositionCodec::prepare`] from the codec's other methods (its default, and a codec's
+/// fallback for models it does not know).
+pub fn generic_prepare<C: PositionCodec + ?Sized>(
+    codec: &C,
+    model: &dyn PositionModel,
+    pos: &[u8],
+    moves: &[u16],
+    coded: &mut Vec<u8>,
+) -> Result<Option<Vec<u8>>, String> {
+    model.encode(pos, coded)?;
+    Ok(codec.index_moves(pos, moves))
+}
+
+/// [`PositionCodec::restore`] from the codec's other methods (its default, and a codec's
+/// fallback for models it does not know).
+pub fn generic_restore<C: PositionCodec + ?Sized>(
+    codec: &C,
+    model: &dyn PositionModel,
+    coded: &[u8],
+    idx: Option<&[u8]>,
+) -> Result<Restored, String> {
+    let pos = model.decode(coded)?;
+    let key = codec.key(&pos)?;
+    let moves = idx.map(|idx| codec.unindex_moves(&pos, idx));
+    Ok(Restored { pos, key, moves })
 }
 
 /// A decoded position (see [`PositionCodec::restore`]).
