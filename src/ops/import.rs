@@ -532,6 +532,7 @@ impl Iterator for SortedAggregate {
                 rating_sum: a.rating_sum,
                 rating_count: u64::from(a.rating_count),
                 polyglot: None,
+                indexed: false,
             });
             m = a.next;
         }

@@ -2,7 +2,7 @@
 //! coded by the book's position model), entries sorted by (key, position). Byte maps are in docs/FORMAT.md §5.
 
 use super::entry::{Entry, MoveRec, PolyglotExtra};
-use super::{INDEXED_MOVE, PositionCodec, PositionModel, varint};
+use super::{PositionCodec, PositionModel, varint};
 use crate::error::Corruption;
 
 pub const BLOCK_VERSION: u8 = 1;
@@ -122,7 +122,7 @@ pub fn prepare(
 ) -> Result<Prepared, String> {
     let mut p = Prepared::default();
     if let Some(pos) = &e.pos {
-        if e.moves.first().is_some_and(|m| m.mv & INDEXED_MOVE != 0) {
+        if e.moves.first().is_some_and(|m| m.indexed) {
             // Moves already indexed (a rewrite read them so); the writer has checked that
             // all are.
             codec.prepare(model, pos, &[], &mut p.coded)?;
@@ -210,6 +210,9 @@ pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Pa
             (_, false) => return Err("move indices do not match the moves".into()),
             (_, true) => {
                 for mv in &e.moves {
+                    if mv.indexed {
+                        return Err("a move index cannot be stored as a raw move".into());
+                    }
                     cols[6].extend_from_slice(&mv.mv.to_le_bytes());
                 }
             }
@@ -447,7 +450,7 @@ impl<'a> BlockView<'a> {
     }
 
     /// Like [`BlockView::entries`]; with `keep_indices`, indexed moves come back as
-    /// [`INDEXED_MOVE`] | index instead of being decoded (for rewrites).
+    /// indices (`MoveRec::indexed`) instead of being decoded (for rewrites).
     pub fn entries_as(
         &self,
         codec: &dyn PositionCodec,
@@ -677,6 +680,7 @@ impl<'a> BlockView<'a> {
                 found: key,
             });
         }
+        let kept_indices = keep_indices && idx.is_some() && pos.is_some();
         let codes: Vec<u16> = match idx {
             None => {
                 let col = self.cols[6];
@@ -690,7 +694,7 @@ impl<'a> BlockView<'a> {
                     .collect()
             }
             Some(idx) if keep_indices && pos.is_some() => {
-                idx.iter().map(|&i| INDEXED_MOVE | u16::from(i)).collect()
+                idx.iter().map(|&i| u16::from(i)).collect()
             }
             Some(idx) => match unindexed {
                 Some(r) => r,
@@ -717,6 +721,7 @@ impl<'a> BlockView<'a> {
             let kind = kind & !KIND_POLYGLOT;
             let mut rec = MoveRec {
                 mv,
+                indexed: kept_indices,
                 ..Default::default()
             };
             match kind {
@@ -838,6 +843,7 @@ mod tests {
                     rating_sum: 2500 * i as u64,
                     rating_count: i as u64,
                     polyglot: None,
+                    indexed: false,
                 }],
             })
             .collect();

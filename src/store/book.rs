@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::block::{self, BlockView, Decompressors};
 use super::entry::{Entry, MergeIter};
-use super::{INDEXED_MOVE, IdentityModel, PositionCodec, PositionModel};
+use super::{IdentityModel, PositionCodec, PositionModel};
 use crate::error::{Corruption, Error, Result};
 
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -627,7 +627,7 @@ impl Book {
     }
 
     /// Like [`Book::iter`], but indexed moves of block entries stay indices
-    /// ([`super::INDEXED_MOVE`]): for rewrites into a [`BookWriter`], which takes them as they
+    /// (`MoveRec::indexed`): for rewrites into a [`BookWriter`], which takes them as they
     /// are and so skips decoding and re-indexing every move.
     pub fn iter_for_rewrite(&self) -> Result<EntryIter<'_>> {
         self.iter_as(true)
@@ -1260,7 +1260,7 @@ impl BookWriter {
     /// are all indices is written as it is. One that mixes indices and codes (the same
     /// position from a block and from codes) gets its indices decoded and equal moves merged.
     fn resolve_indexed(&self, mut e: Entry) -> Result<Entry> {
-        let indexed = e.moves.iter().filter(|m| m.mv & INDEXED_MOVE != 0).count();
+        let indexed = e.moves.iter().filter(|m| m.indexed).count();
         if indexed == 0 || (indexed == e.moves.len() && e.pos.is_some()) {
             return Ok(e);
         }
@@ -1273,7 +1273,7 @@ impl BookWriter {
         let idx: Vec<u8> = e
             .moves
             .iter()
-            .filter(|m| m.mv & INDEXED_MOVE != 0)
+            .filter(|m| m.indexed)
             .map(|m| m.mv as u8)
             .collect();
         let codes = self.codec.unindex_moves(pos, &idx).map_err(|reason| {
@@ -1282,13 +1282,9 @@ impl BookWriter {
                 e.key
             ))
         })?;
-        for (m, code) in e
-            .moves
-            .iter_mut()
-            .filter(|m| m.mv & INDEXED_MOVE != 0)
-            .zip(codes)
-        {
+        for (m, code) in e.moves.iter_mut().filter(|m| m.indexed).zip(codes) {
             m.mv = code;
+            m.indexed = false;
         }
         e.normalize();
         Ok(e)
@@ -1791,23 +1787,44 @@ mod tests {
     fn rewrite_with_indices_equals_rewrite_with_codes() {
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("a.book");
-        write(&a, entries(1, 1).into_iter().map(Ok));
+        // Raw codes may have any bits, the top one included: a key-only entry, and a position
+        // whose moves cannot be indexed (one is not legal there) so they are stored raw.
+        let mut base = entries(1, 1);
+        base.push(Entry {
+            key: 0x00ff_0000_0000_0001,
+            pos: None,
+            moves: vec![MoveRec {
+                mv: 0x8123,
+                white: 1,
+                ..Default::default()
+            }],
+        });
+        base[0].moves.push(MoveRec {
+            mv: 0x9001,
+            draws: 2,
+            ..Default::default()
+        });
+        base[0].normalize();
+        base.sort_by(Entry::cmp_id);
+        write(&a, base.clone().into_iter().map(Ok));
+        assert_eq!(all(&a), base, "round trip");
         let book = Book::open(&a, crate::chess_codec()).unwrap();
         let indexed: Vec<Entry> = book
             .iter_for_rewrite()
             .unwrap()
             .map(Result::unwrap)
             .collect();
+        let raw = |e: &Entry| e.pos.is_none() || e.moves.iter().any(|m| m.mv == 0x9001);
         assert!(
             indexed
                 .iter()
-                .all(|e| e.moves.iter().all(|m| m.mv & INDEXED_MOVE != 0)),
-            "block entries keep their indices"
+                .all(|e| e.moves.iter().all(|m| m.indexed != raw(e))),
+            "block entries keep their indices, raw moves stay codes"
         );
         assert!(
             book.iter()
                 .unwrap()
-                .all(|e| e.unwrap().moves.iter().all(|m| m.mv & INDEXED_MOVE == 0)),
+                .all(|e| e.unwrap().moves.iter().all(|m| !m.indexed)),
             "plain iteration decodes them"
         );
         let extra = entries(2, 3);

@@ -22,9 +22,18 @@ pub struct MoveRec {
     pub rating_sum: u64,
     pub rating_count: u64,
     pub polyglot: Option<PolyglotExtra>,
+    /// In memory only, during rewrites: `mv` is not a code but the move's index
+    /// ([`crate::store::PositionCodec::index_moves`]), as read from a block by
+    /// `Book::iter_for_rewrite`; the writer stores it as an index again. Never persisted.
+    pub indexed: bool,
 }
 
 impl MoveRec {
+    /// Moves sort and merge by code; a move index (`indexed`) never equals a code.
+    pub fn order_key(&self) -> (bool, u16) {
+        (self.indexed, self.mv)
+    }
+
     pub fn games(&self) -> u64 {
         self.white
             .saturating_add(self.draws)
@@ -92,7 +101,7 @@ impl Entry {
         let mut b = other.moves.into_iter().peekable();
         loop {
             match (a.peek(), b.peek()) {
-                (Some(x), Some(y)) => match x.mv.cmp(&y.mv) {
+                (Some(x), Some(y)) => match x.order_key().cmp(&y.order_key()) {
                     Ordering::Less => out.push(a.next().unwrap_or_default()),
                     Ordering::Greater => out.push(b.next().unwrap_or_default()),
                     Ordering::Equal => {
@@ -113,11 +122,11 @@ impl Entry {
 
     /// Sorts moves and merges duplicates.
     pub fn normalize(&mut self) {
-        self.moves.sort_by_key(|m| m.mv);
+        self.moves.sort_by_key(MoveRec::order_key);
         let mut out: Vec<MoveRec> = Vec::with_capacity(self.moves.len());
         for m in self.moves.drain(..) {
             match out.last_mut() {
-                Some(last) if last.mv == m.mv => last.add(&m),
+                Some(last) if last.order_key() == m.order_key() => last.add(&m),
                 _ => out.push(m),
             }
         }

@@ -14,12 +14,6 @@ pub use book::BookIter;
 pub use book::{Book, BookMeta, BookWriter, WriterOptions};
 pub use entry::{Entry, MoveRec, PolyglotExtra};
 
-/// A move code with this bit set is not a code but a move index ([`PositionCodec::index_moves`])
-/// in its low byte. Rewrites (merge, compaction) read blocks in this form so that the moves
-/// need not be decoded and indexed again; it is never persisted or shown. Codecs keep this
-/// bit clear in their move codes.
-pub const INDEXED_MOVE: u16 = 0x8000;
-
 /// Game-specific encoding of positions, plugged into the store.
 pub trait PositionCodec: Send + Sync {
     /// Stable identifier recorded in the book's meta table.

@@ -7,9 +7,12 @@
 use super::entry::{Entry, MoveRec, PolyglotExtra};
 use super::varint;
 
+/// Moves as codes only: rewrites decode move indices (`MoveRec::indexed`) before anything
+/// reaches a run or the delta tier.
 pub fn encode_moves(moves: &[MoveRec], out: &mut Vec<u8>) {
     varint::put(out, moves.len() as u64);
     for m in moves {
+        debug_assert!(!m.indexed, "move index written as a code");
         out.extend_from_slice(&m.mv.to_le_bytes());
         out.push(u8::from(m.polyglot.is_some()));
         for v in [
@@ -73,6 +76,7 @@ pub fn decode_moves(data: &[u8], pos: &mut usize) -> Option<Vec<MoveRec>> {
             rating_sum: v[4],
             rating_count: v[5],
             polyglot,
+            indexed: false,
         });
     }
     Some(moves)
@@ -132,6 +136,7 @@ mod tests {
                         rating_sum: v[4],
                         rating_count: v[5],
                         polyglot: pg.map(|(weight, learn)| PolyglotExtra { weight, learn }),
+                        indexed: false,
                     })
                     .collect(),
             })
