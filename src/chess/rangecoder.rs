@@ -124,23 +124,21 @@ impl<'a> Decoder<'a> {
         (v < TOTAL).then_some(v)
     }
 
-    /// Decodes the next symbol of a cumulative table `cum` (`n` symbols, `cum[n] == TOTAL`):
-    /// the same result as [`Decoder::peek`] plus a search and [`Decoder::consume`]. The symbol
-    /// is the number of bounds `cum[1..n]` with `cum[s] <= code / r`, counted as
-    /// `cum[s] * r <= code` without a division or a branch (exact in 32 bits: every
-    /// `cum[s] < TOTAL` and `r < 2^17`).
+    /// Decodes the next symbol of a cumulative table `cum` (`n` symbols, `cum[n] == TOTAL`),
+    /// searching from symbol 0 (the most likely one in skewed tables). Same result as
+    /// [`Decoder::peek`] plus a search and [`Decoder::consume`], without the division:
+    /// `c <= code / r` is tested as `c * r <= code`.
     #[inline]
     pub fn decode_symbol(&mut self, cum: &[u16], n: usize) -> Option<usize> {
-        let r = self.range >> TOTAL_BITS;
-        if u64::from(self.code) >= u64::from(r) * u64::from(TOTAL) {
+        let r = u64::from(self.range >> TOTAL_BITS);
+        let code = u64::from(self.code);
+        if code >= r * u64::from(TOTAL) {
             return None;
         }
-        let code = self.code;
-        let bounds = cum.get(1..n)?;
-        let sym = bounds
-            .iter()
-            .map(|&c| usize::from(u32::from(c).wrapping_mul(r) <= code))
-            .sum::<usize>();
+        let mut sym = 0;
+        while sym + 1 < n && u64::from(*cum.get(sym + 1)?) * r <= code {
+            sym += 1;
+        }
         let lo = u32::from(*cum.get(sym)?);
         let hi = u32::from(*cum.get(sym + 1)?);
         self.consume(lo, hi.checked_sub(lo)?);
