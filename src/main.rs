@@ -54,7 +54,7 @@ enum Cmd {
         /// Worker threads (default: all cores).
         #[arg(long)]
         jobs: Option<usize>,
-        /// Memory budget in MiB for aggregation.
+        /// Memory budget in MiB (aggregation gets half; past it, sorted runs spill to disk).
         #[arg(long, default_value_t = 256)]
         memory: usize,
         /// Target stored size of a value block in bytes (advanced; see docs/PERFORMANCE.md).
