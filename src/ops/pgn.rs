@@ -65,18 +65,16 @@ impl Visitor for RawVisitor {
     type Output = RawGame;
 
     fn begin_tags(&mut self) -> ControlFlow<RawGame, RawGame> {
+        // A fresh game that keeps only the two big buffers of the spare one.
         let g = match self.spare.take() {
-            Some(mut g) => {
-                g.line = 0;
-                g.variant = None;
-                g.fen = None;
-                g.white_elo = None;
-                g.black_elo = None;
-                g.error = None;
-                g.ident.clear();
-                g.sans.clear();
-                g.result = None;
-                g
+            Some(mut spare) => {
+                spare.ident.clear();
+                spare.sans.clear();
+                RawGame {
+                    ident: spare.ident,
+                    sans: spare.sans,
+                    ..RawGame::default()
+                }
             }
             None => RawGame::default(),
         };
@@ -435,6 +433,51 @@ mod tests {
         assert_eq!(c.result, GameResult::White);
         assert_eq!(c.pairs.len(), 3);
         assert_eq!(replay(&g[1], &RULES).unwrap_err().kind(), "variant");
+    }
+
+    /// A reader that hands out a few bytes at a time, so the PGN reader refills its buffer in
+    /// the middle of games.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.0.len()).min(977);
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn start_lines_over_long_inputs_with_recycled_games() {
+        // Games of varying length (1 to 4 movetext lines), far more than the 64 KiB after which
+        // counted bytes are dropped.
+        let mut pgn = String::new();
+        let mut starts = Vec::new();
+        let mut line = 1u64;
+        for i in 0..3000u64 {
+            starts.push(line);
+            pgn.push_str(&format!("[Event \"g{i}\"]\n[Result \"*\"]\n\n"));
+            let rows = 1 + i % 4;
+            for _ in 0..rows {
+                pgn.push_str("1. Nf3 Nf6 2. Ng1 Ng8\n");
+            }
+            pgn.push_str("*\n\n");
+            line += 3 + rows + 2;
+        }
+        assert!(pgn.len() > 3 << 16);
+        let mut r = GameReader::new(Trickle(pgn.as_bytes()));
+        let mut got = Vec::new();
+        while let Some(g) = r.next_game().unwrap() {
+            got.push((g.line, g.sans.len()));
+            r.recycle(g);
+        }
+        let want: Vec<(u64, usize)> = starts
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (l, 4 * (1 + i % 4)))
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]
