@@ -1258,3 +1258,92 @@ fn reimport_is_a_no_op_unless_forced() {
         "the PGN import record was kept"
     );
 }
+
+/// A Polyglot entry whose position could not be placed is kept key-only; once a book with that
+/// position is merged in (or the book is compacted after such an import), its moves join the
+/// position: the position shows them, with weight and learn, and nothing stays key-only.
+#[test]
+fn key_only_entries_join_their_position_on_rewrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = common::copy_in(&common::sample_pgn(), dir.path());
+    let games = dir.path().join("games.book");
+    bookdb(&["import", s(&pgn), "--book", s(&games), "--quiet"]);
+    // Moves played once are left out, so some book positions cannot be reached from the start
+    // through the .bin's own moves: those entries become key-only.
+    let bin = dir.path().join("twice.bin");
+    bookdb(&[
+        "export",
+        "--book",
+        s(&games),
+        "--format",
+        "polyglot",
+        "--out",
+        s(&bin),
+        "--min-games",
+        "2",
+    ]);
+    let keys = dir.path().join("keys.book");
+    let r = json(&bookdb(&[
+        "import-polyglot",
+        s(&bin),
+        "--book",
+        s(&keys),
+        "--json",
+    ]));
+    let key_only = r["key_only"].as_u64().unwrap();
+    assert!(key_only > 0, "the scenario needs unplaceable entries: {r}");
+    let dump = |book: &Path| -> Vec<serde_json::Value> {
+        String::from_utf8(bookdb(&["dump", "--book", s(book)]).stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let unplaced: Vec<serde_json::Value> = dump(&keys)
+        .into_iter()
+        .filter(|e| e["key_only"] == true)
+        .collect();
+    assert_eq!(unplaced.len() as u64, key_only);
+
+    let merged = dir.path().join("merged.book");
+    bookdb(&["merge", s(&keys), s(&games), "--out", s(&merged)]);
+    let stats = json(&bookdb(&["stats", "--book", s(&merged), "--json"]));
+    assert_eq!(stats["key_only"], 0, "{stats}");
+    let by_key: HashMap<String, serde_json::Value> = dump(&merged)
+        .into_iter()
+        .map(|e| (e["key"].as_str().unwrap().to_string(), e))
+        .collect();
+    for k in &unplaced {
+        let e = &by_key[k["key"].as_str().unwrap()];
+        assert!(e["fen"].is_string(), "{e}");
+        for m in k["moves"].as_array().unwrap() {
+            // Key-only moves are Polyglot's, read literally: castling is king-takes-rook.
+            let uci = match m["uci"].as_str().unwrap() {
+                "e1h1" => "e1g1",
+                "e1a1" => "e1c1",
+                "e8h8" => "e8g8",
+                "e8a8" => "e8c8",
+                other => other,
+            };
+            let got = e["moves"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["uci"] == uci)
+                .unwrap_or_else(|| panic!("{} lost move {uci}", k["key"]));
+            assert_eq!(got["weight"], m["weight"], "{e}");
+            assert_eq!(got["learn"], m["learn"], "{e}");
+            assert!(got["games"].as_u64().unwrap() >= 2, "{e}");
+        }
+    }
+    bookdb(&["verify", "--book", s(&merged)]);
+
+    // The same through an import into the delta tier and a compaction.
+    bookdb(&["import", s(&pgn), "--book", s(&keys), "--quiet"]);
+    let before = json(&bookdb(&["stats", "--book", s(&keys), "--json"]));
+    assert_eq!(before["key_only"].as_u64(), Some(key_only), "{before}");
+    bookdb(&["compact", "--book", s(&keys)]);
+    let after = json(&bookdb(&["stats", "--book", s(&keys), "--json"]));
+    assert_eq!(after["key_only"], 0, "{after}");
+    assert_eq!(dump(&keys), dump(&merged), "compaction and merge agree");
+}

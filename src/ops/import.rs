@@ -1553,7 +1553,7 @@ fn rewrite(
     w.add_imports(records);
     sources.push(Box::new(MergeIter::new(runs)));
     let mut trace = super::progress::Trace::new();
-    for e in MergeIter::new(sources) {
+    for e in super::rewrite::AttachKeyOnly::new(MergeIter::new(sources)) {
         w.push(e?)?;
     }
     trace.mark("rewrite: merge and write blocks");
