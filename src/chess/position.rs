@@ -63,19 +63,24 @@ pub fn key_and_pack(pos: &Chess) -> (u64, PackedPos) {
             h ^= zobrist[usize::from(code)][i];
         },
     );
-    let mut h = Zobrist64(h);
+    (h ^ state_key(castling, ep_file, black_to_move), packed)
+}
+
+/// The key's part for the state bits: castling rights, en-passant file, white to move.
+fn state_key(castling: u8, ep_file: Option<u8>, black_to_move: bool) -> u64 {
+    let mut h = Zobrist64(0);
     for (bit, color, side) in CASTLING_BITS {
         if castling & bit != 0 {
             h ^= Zobrist64::zobrist_for_castling_right(color, side);
         }
     }
     if let Some(f) = ep_file {
-        h ^= Zobrist64::zobrist_for_en_passant_file(File::new(u32::from(f)));
+        h ^= Zobrist64::zobrist_for_en_passant_file(File::new(u32::from(f & 7)));
     }
     if !black_to_move {
         h ^= Zobrist64::zobrist_for_white_turn();
     }
-    (h.0, packed)
+    h.0
 }
 
 /// Polyglot piece keys indexed by piece code and square index (code 0: zeros).
@@ -154,19 +159,7 @@ impl PosState {
                 h ^= row[i];
             }
         }
-        let mut h = Zobrist64(h);
-        for (bit, color, side) in CASTLING_BITS {
-            if self.castling & bit != 0 {
-                h ^= Zobrist64::zobrist_for_castling_right(color, side);
-            }
-        }
-        if let Some(f) = self.ep_file {
-            h ^= Zobrist64::zobrist_for_en_passant_file(File::new(u32::from(f & 7)));
-        }
-        if !self.black_to_move {
-            h ^= Zobrist64::zobrist_for_white_turn();
-        }
-        h.0
+        h ^ state_key(self.castling, self.ep_file, self.black_to_move)
     }
 
     /// Rebuilds a legal shakmaty position (halfmove clock 0, fullmove 1), checking that the

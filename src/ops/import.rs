@@ -302,9 +302,16 @@ impl Aggregator {
         i
     }
 
-    /// The position of a ply, added if new.
-    fn position(&mut self, ply: &Ply) -> u32 {
-        let first = match self.map.get(ply.key) {
+    /// The position of a ply, added if new. `known` is the first position of the ply's key if
+    /// the caller has already looked it up (`NONE`: unknown, or absent then).
+    fn position(&mut self, ply: &Ply, known: u32) -> u32 {
+        let found = if known != NONE {
+            Some(known)
+        } else {
+            // Absent at the caller's lookup, but an earlier ply of the game may have added it.
+            self.map.get(ply.key)
+        };
+        let first = match found {
             Some(i) => i,
             None => {
                 let i = self.new_position(ply);
@@ -355,14 +362,14 @@ impl Aggregator {
                 prefetch(self.arena.as_ptr().wrapping_add(p.pos_at as usize));
                 prefetch(self.moves.as_ptr().wrapping_add(p.first_move as usize));
             }
-            for ply in chunk {
-                self.count(ply, game, r, elos);
+            for (ply, &known) in chunk.iter().zip(&found) {
+                self.count(ply, known, game, r, elos);
             }
         }
     }
 
-    fn count(&mut self, ply: &Ply, game: u32, r: usize, elos: [Option<u32>; 2]) {
-        let p = self.position(ply) as usize;
+    fn count(&mut self, ply: &Ply, known: u32, game: u32, r: usize, elos: [Option<u32>; 2]) {
+        let p = self.position(ply, known) as usize;
         let mut m = self.positions[p].first_move;
         while m != NONE && self.moves[m as usize].mv != ply.mv {
             m = self.moves[m as usize].next;
@@ -456,11 +463,6 @@ impl Aggregator {
         self.moves.clear();
         self.arena.clear();
         self.games = 0;
-    }
-
-    /// Drains into entries sorted by (key, position).
-    pub fn take_sorted(&mut self) -> Vec<Entry> {
-        std::mem::take(self).into_sorted().collect()
     }
 }
 
