@@ -158,6 +158,9 @@ enum Cmd {
         out: PathBuf,
         #[arg(long)]
         json: bool,
+        /// No progress bar, no summary (warnings still go to stderr).
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Rewrite a book: fold the delta tier into blocks, prune, return space.
     Compact {
@@ -168,6 +171,9 @@ enum Cmd {
         min_games: Option<u64>,
         #[arg(long)]
         json: bool,
+        /// No progress bar, no summary.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Bring a book to the current format version.
     Migrate {
@@ -458,8 +464,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("{s}");
             }
         }
-        Cmd::Merge { inputs, out, json } => {
-            let s = bookdb::ops::rewrite::merge(&inputs, &out, &Default::default())?;
+        Cmd::Merge {
+            inputs,
+            out,
+            json,
+            quiet,
+        } => {
+            let opts = bookdb::ops::rewrite::RewriteOptions {
+                show_progress: !quiet && !json,
+                ..Default::default()
+            };
+            let s = bookdb::ops::rewrite::merge(&inputs, &out, &opts)?;
             if json {
                 println!("{}", serde_json::to_string(&s)?);
             } else {
@@ -468,27 +483,34 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         "warning: input with fingerprint {fp} was imported into more than one of the merged books; its games are counted more than once"
                     );
                 }
-                println!(
-                    "merged {} book(s) into {}: {} positions, {} pairs, {} games, {} bytes in {:.2}s",
-                    s.inputs.len(),
-                    s.output,
-                    s.book.positions,
-                    s.book.pairs,
-                    s.book.games,
-                    s.output_bytes,
-                    s.elapsed_secs
-                );
+                if !quiet {
+                    println!(
+                        "merged {} book(s) into {}: {} positions, {} pairs, {} games, {} bytes in {:.2}s",
+                        s.inputs.len(),
+                        s.output,
+                        s.book.positions,
+                        s.book.pairs,
+                        s.book.games,
+                        s.output_bytes,
+                        s.elapsed_secs
+                    );
+                }
             }
         }
         Cmd::Compact {
             book,
             min_games,
             json,
+            quiet,
         } => {
-            let s = bookdb::ops::rewrite::compact(&book, min_games, &Default::default())?;
+            let opts = bookdb::ops::rewrite::RewriteOptions {
+                show_progress: !quiet && !json,
+                ..Default::default()
+            };
+            let s = bookdb::ops::rewrite::compact(&book, min_games, &opts)?;
             if json {
                 println!("{}", serde_json::to_string(&s)?);
-            } else {
+            } else if !quiet {
                 println!(
                     "{}: {} -> {} bytes ({:+.1}%); {} positions, {} pairs; pruned {} moves, {} positions; delta tier folded ({} entries) in {:.2}s",
                     s.book,

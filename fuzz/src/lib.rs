@@ -169,7 +169,7 @@ pub fn arb_entries(u: &mut Unstructured<'_>, max_entries: usize) -> ArbResult<Ve
                 let mv: u16 = u.arbitrary()?;
                 moves.push(arb_move(u, mv, polyglot)?);
             }
-            Entry {
+            Entry { coded: None,
                 key,
                 pos: None,
                 moves,
@@ -185,7 +185,7 @@ pub fn arb_entries(u: &mut Unstructured<'_>, max_entries: usize) -> ArbResult<Ve
                 };
                 moves.push(arb_move(u, mv, polyglot)?);
             }
-            Entry {
+            Entry { coded: None,
                 key: s.key,
                 pos: Some(s.packed.clone()),
                 moves,

@@ -539,6 +539,7 @@ impl Iterator for SortedAggregate {
             m = a.next;
         }
         let mut e = Entry {
+            coded: None,
             key,
             pos: Some(self.agg.pos_bytes(&p).to_vec()),
             moves,

@@ -641,6 +641,7 @@ fn place_file(
         }
         sum.positions += 1;
         out.push(Entry {
+            coded: None,
             key,
             pos: Some(packed),
             moves,
@@ -671,6 +672,7 @@ fn place_file(
         sum.key_only += moves.len() as u64;
         sum.key_only_entries += 1;
         out.push(Entry {
+            coded: None,
             key,
             pos: None,
             moves,
@@ -1417,6 +1419,7 @@ mod tests {
         let state = PosState::from_chess(&start);
         let code = |uci: &str| encode_move(&parse_move(&start, uci).unwrap());
         let e = Entry {
+            coded: None,
             key: state.key(),
             pos: Some(state.pack().0),
             moves: {

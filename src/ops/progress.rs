@@ -58,6 +58,27 @@ impl Progress {
             .set_message(format!("{games} games read; writing book"));
     }
 
+    /// A bar over the entries of a whole-book rewrite (merge, compact); `total` is the number
+    /// of input entries, an upper bound of the entries written.
+    pub fn rewrite(wanted: bool, label: &str, total: u64) -> Progress {
+        let p = Progress::new(wanted);
+        p.bar.set_length(total.max(1));
+        p.bar.set_style(
+            ProgressStyle::with_template(
+                "{prefix} [{bar:30}] {human_pos}/{human_len} positions, {per_sec} ETA {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        p.bar.set_prefix(label.to_string());
+        p
+    }
+
+    /// Counts `n` more entries written by a rewrite.
+    pub fn add(&self, n: u64) {
+        self.bar.inc(n);
+    }
+
     pub fn phase(&self, msg: &str) {
         self.bar.set_message(msg.to_string());
     }

@@ -140,6 +140,7 @@ pub fn probe(book: &Book, pos: &Chess) -> Result<ProbeAnswer> {
 impl ProbeAnswer {
     pub fn json(&self) -> Result<EntryJson> {
         let empty = Entry {
+            coded: None,
             key: self.key,
             pos: Some(self.state.pack().0),
             moves: Vec::new(),

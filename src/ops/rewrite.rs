@@ -9,10 +9,22 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::import::{WriterLock, remove_stale_temp_books};
+use super::progress::Progress;
 use crate::error::{Error, Result};
 use crate::store::book::{FORMAT_VERSION, META, META_VERSION};
 use crate::store::entry::MergeIter;
 use crate::store::{Book, BookMeta, BookWriter, Entry, WriterOptions};
+
+/// Options of `merge` and `compact`.
+#[derive(Clone, Debug, Default)]
+pub struct RewriteOptions {
+    pub writer: WriterOptions,
+    /// A progress bar on stderr when it is a terminal.
+    pub show_progress: bool,
+}
+
+/// Entries between progress updates.
+const PROGRESS_EVERY: u64 = 4096;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct MergeSummary {
@@ -119,6 +131,12 @@ impl<I: Iterator<Item = Result<Entry>>> Iterator for AttachKeyOnly<I> {
     }
 }
 
+/// Entries a rewrite reads from a book (positions and key-only entries, delta tier merged),
+/// for a progress bar's length.
+fn input_entries(m: &BookMeta) -> u64 {
+    m.positions + m.key_only
+}
+
 fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
         (Ok(x), Ok(y)) => x == y,
@@ -127,7 +145,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// Streams a k-way merge of books into a new book at `out`. Inputs are only read.
-pub fn merge(inputs: &[PathBuf], out: &Path, opts: &WriterOptions) -> Result<MergeSummary> {
+pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<MergeSummary> {
     let start = Instant::now();
     if inputs.is_empty() {
         return Err(Error::Invalid("merge needs at least one input book".into()));
@@ -145,7 +163,17 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &WriterOptions) -> Result<Mer
         .iter()
         .map(|p| Book::open(p, crate::chess_codec()))
         .collect::<Result<Vec<_>>>()?;
-    let mut w = BookWriter::create(out, crate::chess_codec(), opts.clone())?;
+    let mut w = BookWriter::create(out, crate::chess_codec(), opts.writer.clone())?;
+    // Code the output with the largest input's model and dictionary: no training pass, and the
+    // sealing threads start at once. `compact` retrains.
+    // Positions already coded with that model are stored as they are.
+    let reuse = books
+        .iter()
+        .max_by_key(|b| b.meta().positions)
+        .and_then(|b| b.compression());
+    if let Some(c) = &reuse {
+        w.reuse_compression(c.clone())?;
+    }
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     let mut imports = BTreeMap::new();
     for b in &books {
@@ -159,14 +187,23 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &WriterOptions) -> Result<Mer
     let streams = books
         .iter()
         .map(|b| {
-            b.iter_for_rewrite()
+            b.iter_for_rewrite_coded(reuse.as_ref())
                 .map(|i| Box::new(i) as Box<dyn Iterator<Item = Result<Entry>> + '_>)
         })
         .collect::<Result<Vec<_>>>()?;
+    let total = books.iter().map(|b| input_entries(b.meta())).sum();
+    let progress = Progress::rewrite(opts.show_progress, "merge", total);
+    let mut n = 0u64;
     for e in AttachKeyOnly::new(MergeIter::new(streams)) {
         w.push(e?)?;
+        n += 1;
+        if n.is_multiple_of(PROGRESS_EVERY) {
+            progress.add(PROGRESS_EVERY);
+        }
     }
+    progress.phase("last blocks, commit");
     let meta = w.finish()?;
+    progress.clear();
     Ok(MergeSummary {
         inputs: inputs.iter().map(|p| p.display().to_string()).collect(),
         output: out.display().to_string(),
@@ -199,7 +236,7 @@ pub struct CompactSummary {
 pub fn compact(
     book: &Path,
     min_games: Option<u64>,
-    opts: &WriterOptions,
+    opts: &RewriteOptions,
 ) -> Result<CompactSummary> {
     let start = Instant::now();
     let _lock = WriterLock::acquire(book)?;
@@ -207,12 +244,18 @@ pub fn compact(
     let old = Book::open(book, crate::chess_codec())?;
     let before = old.meta().clone();
     let bytes_before = old.file_bytes();
-    let mut w = BookWriter::create(book, crate::chess_codec(), opts.clone())?;
+    let mut w = BookWriter::create(book, crate::chess_codec(), opts.writer.clone())?;
     w.add_games(before.games);
     w.add_imports(old.imports()?);
     let (mut moves_pruned, mut positions_pruned) = (0u64, 0u64);
+    let progress = Progress::rewrite(opts.show_progress, "compact", input_entries(&before));
+    let mut n = 0u64;
     for e in AttachKeyOnly::new(old.iter_for_rewrite()?) {
         let mut e = e?;
+        n += 1;
+        if n.is_multiple_of(PROGRESS_EVERY) {
+            progress.add(PROGRESS_EVERY);
+        }
         if let Some(n) = min_games {
             let len = e.moves.len();
             e.moves
@@ -225,7 +268,9 @@ pub fn compact(
         }
         w.push(e)?;
     }
+    progress.phase("last blocks, commit");
     let after = w.finish()?;
+    progress.clear();
     drop(old);
     Ok(CompactSummary {
         book: book.display().to_string(),

@@ -115,6 +115,17 @@ pub struct Prepared {
     pub move_idx: Option<Vec<u8>>,
 }
 
+/// What a rewrite keeps of stored entries instead of decoding it
+/// ([`BlockView::entries_as`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Keep {
+    /// Indexed moves come back as indices (`MoveRec::indexed`).
+    pub indices: bool,
+    /// Positions also come back as stored (`Entry::coded`); only for a writer that codes
+    /// with this block's model.
+    pub coded: bool,
+}
+
 pub fn prepare(
     e: &Entry,
     codec: &dyn PositionCodec,
@@ -124,8 +135,13 @@ pub fn prepare(
     if let Some(pos) = &e.pos {
         if e.moves.first().is_some_and(|m| m.indexed) {
             // Moves already indexed (a rewrite read them so); the writer has checked that
-            // all are.
-            codec.prepare(model, pos, &[], &mut p.coded)?;
+            // all are. A position already coded with the writer's model is stored as it is.
+            match &e.coded {
+                Some(c) => p.coded.extend_from_slice(c),
+                None => {
+                    codec.prepare(model, pos, &[], &mut p.coded)?;
+                }
+            }
             p.move_idx = Some(e.moves.iter().map(|m| m.mv as u8).collect());
             return Ok(p);
         }
@@ -446,21 +462,20 @@ impl<'a> BlockView<'a> {
         codec: &dyn PositionCodec,
         model: &dyn PositionModel,
     ) -> Result<Vec<Entry>, Corruption> {
-        self.entries_as(codec, model, false)
+        self.entries_as(codec, model, Keep::default())
     }
 
-    /// Like [`BlockView::entries`]; with `keep_indices`, indexed moves come back as
-    /// indices (`MoveRec::indexed`) instead of being decoded (for rewrites).
+    /// Like [`BlockView::entries`], keeping what `keep` says as stored (for rewrites).
     pub fn entries_as(
         &self,
         codec: &dyn PositionCodec,
         model: &dyn PositionModel,
-        keep_indices: bool,
+        keep: Keep,
     ) -> Result<Vec<Entry>, Corruption> {
         let mut out = Vec::with_capacity(self.count);
         let mut cur = Cursor::default();
         for i in 0..self.count {
-            out.push(self.decode_at_known(i, &mut cur, codec, model, None, keep_indices)?);
+            out.push(self.decode_at_known(i, &mut cur, codec, model, None, keep)?);
         }
         self.check_consumed(&cur)?;
         Ok(out)
@@ -531,8 +546,14 @@ impl<'a> BlockView<'a> {
                 .get(cur.b..cur.b.saturating_add(len))
                 .ok_or_else(|| self.bad(format!("position of entry {i} overruns section B")))?;
             if stored == coded {
-                let e =
-                    self.decode_at_known(i, &mut cur, codec, model, pos.map(|p| (key, p)), false)?;
+                let e = self.decode_at_known(
+                    i,
+                    &mut cur,
+                    codec,
+                    model,
+                    pos.map(|p| (key, p)),
+                    Keep::default(),
+                )?;
                 return Ok((e.key == key).then_some(e));
             }
         }
@@ -615,7 +636,7 @@ impl<'a> BlockView<'a> {
         codec: &dyn PositionCodec,
         model: &dyn PositionModel,
     ) -> Result<Entry, Corruption> {
-        self.decode_at_known(i, cur, codec, model, None, false)
+        self.decode_at_known(i, cur, codec, model, None, Keep::default())
     }
 
     /// Decodes entry i; `known` is its (key, position) when the caller has already matched
@@ -627,8 +648,9 @@ impl<'a> BlockView<'a> {
         codec: &dyn PositionCodec,
         model: &dyn PositionModel,
         known: Option<(u64, &[u8])>,
-        keep_indices: bool,
+        keep: Keep,
     ) -> Result<Entry, Corruption> {
+        let keep_indices = keep.indices;
         let flags = self.cols[1][i];
         let n = self.move_count(cur, i)?;
         let entry_err = |reason: String| Corruption::Entry {
@@ -647,6 +669,7 @@ impl<'a> BlockView<'a> {
             Some(idx)
         };
         let mut unindexed = None;
+        let mut stored = None;
         let (key, pos) = if flags & FLAG_KEY_ONLY != 0 {
             let o = 8 * cur.key_only;
             let mut k = [0u8; 8];
@@ -662,6 +685,9 @@ impl<'a> BlockView<'a> {
                 .get(cur.b..cur.b.saturating_add(len))
                 .ok_or_else(|| self.bad(format!("position of entry {i} overruns section B")))?;
             cur.b += len;
+            if keep.coded {
+                stored = Some(coded.to_vec());
+            }
             if let Some((key, pos)) = known {
                 (key, Some(pos.to_vec()))
             } else {
@@ -765,7 +791,12 @@ impl<'a> BlockView<'a> {
             return Err(entry_err("move count and moves differ".into()));
         }
         cur.moves += n;
-        Ok(Entry { key, pos, moves })
+        Ok(Entry {
+            coded: stored,
+            key,
+            pos,
+            moves,
+        })
     }
 
     fn check_consumed(&self, cur: &Cursor) -> Result<(), Corruption> {
@@ -832,6 +863,7 @@ mod tests {
             .into_iter()
             .enumerate()
             .map(|(i, pos)| Entry {
+                coded: None,
                 key: codec.key(&pos).unwrap(),
                 pos: Some(pos),
                 moves: vec![MoveRec {
@@ -848,6 +880,7 @@ mod tests {
             })
             .collect();
         v.push(Entry {
+            coded: None,
             key: 0x1234_5678_9abc_def0,
             pos: None,
             moves: vec![MoveRec {

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::{Deserialize, Serialize};
 
-use super::block::{self, BlockView, Decompressors};
+use super::block::{self, BlockView, Decompressors, Keep};
 use super::entry::{Entry, MergeIter};
 use super::{IdentityModel, PositionCodec, PositionModel};
 use crate::error::{Corruption, Error, Result};
@@ -138,6 +138,8 @@ pub struct Book {
     meta: BookMeta,
     dicts: HashMap<u16, Arc<Vec<u8>>>,
     models: HashMap<u16, Arc<dyn PositionModel>>,
+    /// Serialized position models by id (what [`Book::compression`] hands a writer).
+    model_bytes: HashMap<u16, Arc<Vec<u8>>>,
     pool: DecompressorPool,
     /// First keys of all blocks, sorted (a snapshot taken at open).
     index: Vec<u64>,
@@ -342,6 +344,7 @@ impl Book {
         };
         let mut dicts = HashMap::new();
         let mut models: HashMap<u16, Arc<dyn PositionModel>> = HashMap::new();
+        let mut model_bytes = HashMap::new();
         models.insert(0, Arc::new(IdentityModel));
         for prefix in [META_DICT_PREFIX, META_MODEL_PREFIX] {
             for item in meta_table.range(prefix..)? {
@@ -359,6 +362,7 @@ impl Book {
                         Error::Corrupt(Corruption::Meta(format!("position model {id}: {e}")))
                     })?;
                     models.insert(id, m);
+                    model_bytes.insert(id, Arc::new(v.value().to_vec()));
                 }
             }
         }
@@ -382,6 +386,7 @@ impl Book {
             pool: DecompressorPool::new(dicts.clone()),
             dicts,
             models,
+            model_bytes,
             index,
             cache: BlockCache {
                 limit: DEFAULT_CACHE_BYTES,
@@ -395,6 +400,21 @@ impl Book {
     }
     pub fn meta(&self) -> &BookMeta {
         &self.meta
+    }
+
+    /// The position model and section-A dictionary this book's blocks were written with, for
+    /// a writer to reuse ([`BookWriter::reuse_compression`]); `None` unless the book has
+    /// exactly one trained model (id 1) and at most one dictionary (id 1), as every book
+    /// [`BookWriter`] writes does.
+    pub fn compression(&self) -> Option<BookCompression> {
+        let model = self.model_bytes.get(&1)?;
+        if self.model_bytes.len() != 1 || self.dicts.keys().any(|&id| id != 1) {
+            return None;
+        }
+        Some(BookCompression {
+            model: model.to_vec(),
+            dictionary: self.dicts.get(&1).map(|d| d.to_vec()),
+        })
     }
     pub fn codec(&self) -> &dyn PositionCodec {
         &*self.codec
@@ -623,19 +643,36 @@ impl Book {
 
     /// Iterates all entries in (key, position) order: blocks and delta tier merged.
     pub fn iter(&self) -> Result<EntryIter<'_>> {
-        self.iter_as(false)
+        self.iter_as(Keep::default())
     }
 
     /// Like [`Book::iter`], but indexed moves of block entries stay indices
     /// (`MoveRec::indexed`): for rewrites into a [`BookWriter`], which takes them as they
     /// are and so skips decoding and re-indexing every move.
     pub fn iter_for_rewrite(&self) -> Result<EntryIter<'_>> {
-        self.iter_as(true)
+        self.iter_for_rewrite_coded(None)
     }
 
-    fn iter_as(&self, keep_indices: bool) -> Result<EntryIter<'_>> {
+    /// Like [`Book::iter_for_rewrite`], for a writer told to reuse `writer` (see
+    /// [`BookWriter::reuse_compression`]): if that is this book's model, block entries also
+    /// carry their positions as stored (`Entry::coded`), so the writer skips coding them again.
+    pub fn iter_for_rewrite_coded(
+        &self,
+        writer: Option<&BookCompression>,
+    ) -> Result<EntryIter<'_>> {
+        let coded = match (writer, self.compression()) {
+            (Some(w), Some(mine)) => w.model == mine.model,
+            _ => false,
+        };
+        self.iter_as(Keep {
+            indices: true,
+            coded,
+        })
+    }
+
+    fn iter_as(&self, keep: Keep) -> Result<EntryIter<'_>> {
         let mut blocks = self.iter_blocks()?;
-        blocks.keep_indices = keep_indices;
+        blocks.keep = keep;
         let blocks: Box<dyn Iterator<Item = Result<Entry>> + '_> = Box::new(blocks);
         if self.meta.delta_entries == 0 {
             return Ok(MergeIter::new(vec![blocks]));
@@ -681,7 +718,7 @@ impl Book {
             table,
             next_key: Some(0),
             buf: VecDeque::new(),
-            keep_indices: false,
+            keep: Keep::default(),
         })
     }
 
@@ -715,19 +752,24 @@ impl Book {
 
     /// Decodes one stored block completely (for iteration and `verify`).
     pub fn decode_block(&self, block_key: u64, bytes: &[u8]) -> Result<Vec<Entry>, Corruption> {
-        self.decode_block_as(block_key, bytes, false)
+        self.decode_block_as(block_key, bytes, Keep::default())
     }
 
     fn decode_block_as(
         &self,
         block_key: u64,
         bytes: &[u8],
-        keep_indices: bool,
+        keep: Keep,
     ) -> Result<Vec<Entry>, Corruption> {
         let blk = block::open_block(block_key, bytes, &self.pool)?;
         let view = BlockView::parse(block_key, &blk)?;
         let model = self.model(block_key, blk.header.model_id)?;
-        view.entries_as(&*self.codec, model, keep_indices)
+        // Stored bytes pass through only from blocks coded with the trained model (id 1).
+        let keep = Keep {
+            coded: keep.coded && blk.header.model_id == 1,
+            ..keep
+        };
+        view.entries_as(&*self.codec, model, keep)
     }
 
     /// Opens one stored block (checksum and decompression only), for tools.
@@ -747,7 +789,7 @@ pub struct BookIter<'a> {
     next_key: Option<u64>,
     buf: VecDeque<Entry>,
     /// Leave indexed moves as indices (see [`Book::iter_for_rewrite`]).
-    keep_indices: bool,
+    keep: Keep,
 }
 
 /// Blocks read ahead and decoded together on all cores by [`BookIter`].
@@ -775,7 +817,7 @@ impl BookIter<'_> {
             Some((k, _)) => k.checked_add(1),
             None => None,
         };
-        let (book, keep) = (self.book, self.keep_indices);
+        let (book, keep) = (self.book, self.keep);
         let threads = seal_threads();
         let per = raw.len().div_ceil(threads).max(1);
         let decoded: Vec<Result<Vec<Vec<Entry>>, Corruption>> = if raw.len() <= 1 || threads == 1 {
@@ -867,6 +909,7 @@ pub fn decode_delta(key: u64, pos: &[u8], value: &[u8]) -> Result<Entry, Corrupt
         .filter(|_| at == value.len())
         .ok_or_else(|| bad("move records undecodable".into()))?;
     Ok(Entry {
+        coded: None,
         key,
         pos: (!pos.is_empty()).then(|| pos.to_vec()),
         moves,
@@ -975,6 +1018,18 @@ pub struct BookWriter {
     /// Seal attempts (a block that overflows its page is sealed again with fewer entries).
     seals: u64,
     pool: Option<SealPool>,
+    /// A model and dictionary to use instead of training new ones.
+    reuse: Option<BookCompression>,
+    /// The model is a reused one: entries' `coded` bytes (coded with it) are stored as they are.
+    takes_coded: bool,
+}
+
+/// A serialized position model and section-A dictionary taken from a book
+/// ([`Book::compression`]).
+#[derive(Clone, Debug)]
+pub struct BookCompression {
+    pub model: Vec<u8>,
+    pub dictionary: Option<Vec<u8>>,
 }
 
 /// Blocks are committed in transactions of about this many bytes.
@@ -983,6 +1038,9 @@ const COMMIT_BYTES: usize = 64 << 20;
 /// key order, which is a uniformly random order of positions, so the first ones are a fair
 /// sample.
 const MODEL_SAMPLE: usize = 200_000;
+/// Entries held before the sealing threads start when the model and dictionary are reused:
+/// enough sample blocks to estimate how well section A compresses.
+const REUSE_SAMPLE: usize = 16 * DICT_SAMPLE_ENTRIES;
 /// Entries per segment handed to a sealing thread. The last block of a segment is usually
 /// part-full (about half a page per segment in the file), so segments are large.
 const SEGMENT_ENTRIES: usize = 65_536;
@@ -1115,10 +1173,13 @@ fn seal_segment(
 ) -> Result<SealedSegment, String> {
     let prepared = match prepared {
         Some(p) if p.len() == entries.len() => p,
-        _ => entries
-            .iter()
-            .map(|e| block::prepare(e, &*ctx.codec, &*ctx.model))
-            .collect::<Result<Vec<_>, String>>()?,
+        _ => {
+            let mut p = Vec::with_capacity(entries.len());
+            for e in entries {
+                p.push(block::prepare(e, &*ctx.codec, &*ctx.model)?);
+            }
+            p
+        }
     };
     let mut out = SealedSegment::default();
     // Running average of stored section-A bytes per entry, in 1/256 bytes.
@@ -1173,6 +1234,133 @@ fn seal_segment(
     Ok(out)
 }
 
+/// Where a segment of at least `seg` entries ends (between keys), if `entries` holds one.
+fn segment_cut(entries: &[Entry], seg: usize) -> Option<usize> {
+    (seg.max(1)..entries.len()).find(|&i| entries[i - 1].key != entries[i].key)
+}
+
+/// What the training thread needs.
+struct TrainSettings {
+    codec: Arc<dyn PositionCodec>,
+    dictionary: bool,
+    dictionary_bytes: usize,
+    level: i32,
+    reuse: Option<BookCompression>,
+}
+
+/// A trained (or reused) model and dictionary, the block-size seed, and the sample with its
+/// prepared forms.
+struct Trained {
+    bytes: Vec<u8>,
+    model: Arc<dyn PositionModel>,
+    dict: Option<Vec<u8>>,
+    a_per_entry: usize,
+    entries: Vec<Entry>,
+    prepared: Vec<block::Prepared>,
+}
+
+/// Trains the position model and the section-A dictionary on a sample of entries (or takes
+/// reused ones) and prepares the sample (position coding, move indexing) on all cores.
+fn train_sample(s: TrainSettings, entries: Vec<Entry>) -> Result<Trained> {
+    let t0 = std::time::Instant::now();
+    let bytes = match &s.reuse {
+        Some(c) => c.model.clone(),
+        None => {
+            let samples: Vec<&[u8]> = entries.iter().filter_map(|e| e.pos.as_deref()).collect();
+            s.codec.train(&samples).map_err(Error::Invalid)?
+        }
+    };
+    let t1 = t0.elapsed();
+    let model = s.codec.load_model(&bytes).map_err(Error::Invalid)?;
+    let prepared = prepare_parallel(&entries, &*s.codec, &model)?;
+    let t2 = t0.elapsed();
+    let mut dict = None;
+    let mut a_per_entry = 3 * 256;
+    let chunks = entries.len() / DICT_SAMPLE_ENTRIES;
+    let reused_dict = s.reuse.and_then(|c| c.dictionary);
+    let needed = if reused_dict.is_some() { 1 } else { 64 };
+    if s.dictionary && chunks >= needed {
+        let mut a_samples = Vec::with_capacity(chunks);
+        for (c, p) in entries
+            .chunks_exact(DICT_SAMPLE_ENTRIES)
+            .zip(prepared.chunks_exact(DICT_SAMPLE_ENTRIES))
+        {
+            a_samples.push(block::build_payload_with(c, p).map_err(Error::Invalid)?.a);
+        }
+        let refs: Vec<&[u8]> = a_samples.iter().map(Vec::as_slice).collect();
+        dict = match reused_dict {
+            Some(d) => Some(d),
+            None => zstd::dict::from_samples(&refs, s.dictionary_bytes).ok(),
+        };
+        // Seed the block-size estimate with what sample blocks really compress to.
+        if let Ok(mut comp) = match &dict {
+            Some(d) => zstd::bulk::Compressor::with_dictionary(s.level, d),
+            None => zstd::bulk::Compressor::new(s.level),
+        } {
+            let probe: Vec<usize> = a_samples
+                .iter()
+                .step_by((a_samples.len() / 16).max(1))
+                .filter_map(|a| comp.compress(a).ok().map(|c| c.len()))
+                .collect();
+            if !probe.is_empty() {
+                a_per_entry =
+                    probe.iter().sum::<usize>() * 256 / (probe.len() * DICT_SAMPLE_ENTRIES);
+            }
+        }
+    }
+    if std::env::var_os("BOOKDB_TRACE").is_some() {
+        eprintln!(
+            "trace: model {t1:?}, sample prepared {:?}, dictionary and seed {:?} ({} entries)",
+            t2 - t1,
+            t0.elapsed() - t2,
+            entries.len()
+        );
+    }
+    Ok(Trained {
+        bytes,
+        model,
+        dict,
+        a_per_entry,
+        entries,
+        prepared,
+    })
+}
+
+/// Prepares entries (position coding, move indexing) on all cores.
+fn prepare_parallel(
+    entries: &[Entry],
+    codec: &dyn PositionCodec,
+    model: &Arc<dyn PositionModel>,
+) -> Result<Vec<block::Prepared>> {
+    let threads = seal_threads();
+    let chunk = entries.len().div_ceil(threads).max(1);
+    let parts: Vec<Result<Vec<block::Prepared>, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = entries
+            .chunks(chunk)
+            .map(|c| {
+                let model = model.clone();
+                s.spawn(move || {
+                    c.iter()
+                        .map(|e| block::prepare(e, codec, &*model))
+                        .collect::<Result<Vec<_>, String>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("prepare thread panicked".into()))
+            })
+            .collect()
+    });
+    let mut out = Vec::with_capacity(entries.len());
+    for p in parts {
+        out.extend(p.map_err(Error::Invalid)?);
+    }
+    Ok(out)
+}
+
 impl BookWriter {
     pub fn create(
         path: &Path,
@@ -1202,7 +1390,26 @@ impl BookWriter {
             imports: Vec::new(),
             seals: 0,
             pool: None,
+            reuse: None,
+            takes_coded: false,
         })
+    }
+
+    /// Codes positions with `c` (a model and dictionary of an input book) instead of training
+    /// new ones on the first entries: the sealing threads start after a few thousand entries
+    /// instead of `model_sample` positions and no training time is spent. Any model codes any
+    /// position; the file is as dense as the reused model fits the new content (merge uses the
+    /// largest input's; compaction retrains). Call before the first [`BookWriter::push`].
+    pub fn reuse_compression(&mut self, c: BookCompression) -> Result<()> {
+        if self.model.is_some() || !self.held_entries.is_empty() {
+            return Err(Error::Invalid(
+                "reuse_compression must come before the first entry".into(),
+            ));
+        }
+        self.codec.load_model(&c.model).map_err(Error::Invalid)?;
+        self.reuse = Some(c);
+        self.takes_coded = true;
+        Ok(())
     }
 
     /// Import records to store in the new book (input fingerprint → JSON).
@@ -1229,7 +1436,10 @@ impl BookWriter {
             // Entries without moves carry no information; keep the file canonical.
             return Ok(());
         }
-        let e = self.resolve_indexed(e)?;
+        let mut e = self.resolve_indexed(e)?;
+        if !self.takes_coded {
+            e.coded = None;
+        }
         let same_key = prev.is_some_and(|(k, _)| k == e.key);
         if same_key {
             self.meta.collisions += 1;
@@ -1243,13 +1453,20 @@ impl BookWriter {
         if self.model.is_none() {
             self.held_positions += usize::from(e.pos.is_some());
             self.held_entries.push(e);
-            if self.held_positions >= self.opts.model_sample.max(1) {
+            let hold = if self.reuse.is_some() {
+                REUSE_SAMPLE.min(self.opts.model_sample.max(1))
+            } else {
+                self.opts.model_sample.max(1)
+            };
+            if self.held_positions >= hold {
                 self.train()?;
             }
             return Ok(());
         }
         if !same_key && self.held_entries.len() >= self.segment_entries() {
-            let seg = std::mem::take(&mut self.held_entries);
+            // A fresh segment buffer at its full size: growing one copies it into new pages.
+            let full = self.held_entries.len() + 64;
+            let seg = std::mem::replace(&mut self.held_entries, Vec::with_capacity(full));
             self.dispatch(seg, None)?;
         }
         self.held_entries.push(e);
@@ -1366,115 +1583,36 @@ impl BookWriter {
         }
     }
 
-    /// Prepares entries (position coding, move indexing) on all cores.
-    fn prepare_parallel(&self, entries: &[Entry]) -> Result<Vec<block::Prepared>> {
-        let model = self.model()?;
-        let codec = &*self.codec;
-        let threads = seal_threads();
-        let chunk = entries.len().div_ceil(threads).max(1);
-        let parts: Vec<Result<Vec<block::Prepared>, String>> = std::thread::scope(|s| {
-            let handles: Vec<_> = entries
-                .chunks(chunk)
-                .map(|c| {
-                    let model = model.clone();
-                    s.spawn(move || {
-                        c.iter()
-                            .map(|e| block::prepare(e, codec, &*model))
-                            .collect::<Result<Vec<_>, String>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err("prepare thread panicked".into()))
-                })
-                .collect()
-        });
-        let mut out = Vec::with_capacity(entries.len());
-        for p in parts {
-            out.extend(p.map_err(Error::Invalid)?);
-        }
-        Ok(out)
-    }
-
-    /// Trains the position model and the section-A dictionary on the held entries, starts
-    /// the sealing pool and hands it the held entries.
+    /// Trains the model and dictionary on the held sample (or takes reused ones), starts the
+    /// sealing pool and hands it the sample.
     fn train(&mut self) -> Result<()> {
-        let samples: Vec<&[u8]> = self
-            .held_entries
-            .iter()
-            .filter_map(|e| e.pos.as_deref())
-            .collect();
-        let t0 = std::time::Instant::now();
-        let bytes = self.codec.train(&samples).map_err(Error::Invalid)?;
-        let t1 = t0.elapsed();
-        let model = self.codec.load_model(&bytes).map_err(Error::Invalid)?;
-        let t2 = t0.elapsed();
-        self.model = Some((1, model.clone(), bytes));
-        let prepared = self.prepare_parallel(&self.held_entries)?;
-        let t3 = t0.elapsed();
-        if std::env::var_os("BOOKDB_TRACE").is_some() {
-            eprintln!(
-                "trace: train {t1:?} load {:?} prepare {:?}",
-                t2 - t1,
-                t3 - t2
-            );
-        }
-        let mut dict = None;
-        let mut a_per_entry = 3 * 256;
-        let chunks = self.held_entries.len() / DICT_SAMPLE_ENTRIES;
-        if self.opts.dictionary && chunks >= 64 {
-            let mut a_samples = Vec::with_capacity(chunks);
-            for (c, p) in self
-                .held_entries
-                .chunks_exact(DICT_SAMPLE_ENTRIES)
-                .zip(prepared.chunks_exact(DICT_SAMPLE_ENTRIES))
-            {
-                let p = block::build_payload_with(c, p).map_err(Error::Invalid)?;
-                a_samples.push(p.a);
-            }
-            let refs: Vec<&[u8]> = a_samples.iter().map(Vec::as_slice).collect();
-            dict = zstd::dict::from_samples(&refs, self.opts.dictionary_bytes).ok();
-            // Seed the block-size estimate with what sample blocks really compress to.
-            if let Ok(mut comp) = match &dict {
-                Some(d) => zstd::bulk::Compressor::with_dictionary(self.opts.level, d),
-                None => zstd::bulk::Compressor::new(self.opts.level),
-            } {
-                let probe: Vec<usize> = a_samples
-                    .iter()
-                    .step_by((a_samples.len() / 16).max(1))
-                    .filter_map(|a| comp.compress(a).ok().map(|c| c.len()))
-                    .collect();
-                if !probe.is_empty() {
-                    a_per_entry =
-                        probe.iter().sum::<usize>() * 256 / (probe.len() * DICT_SAMPLE_ENTRIES);
-                }
-            }
-        }
+        let settings = TrainSettings {
+            codec: self.codec.clone(),
+            dictionary: self.opts.dictionary,
+            dictionary_bytes: self.opts.dictionary_bytes,
+            level: self.opts.level,
+            reuse: self.reuse.take(),
+        };
+        let t = train_sample(settings, std::mem::take(&mut self.held_entries))?;
+        self.model = Some((1, t.model.clone(), t.bytes));
         self.pool = Some(SealPool::start(
             SealContext {
                 codec: self.codec.clone(),
-                model,
+                model: t.model,
                 model_id: 1,
                 limit: self.limit(),
-                a_per_entry,
+                a_per_entry: t.a_per_entry,
             },
             self.opts.level,
-            dict.clone().map(|d| (d, 1)),
+            t.dict.clone().map(|d| (d, 1)),
             self.max_in_flight(),
         )?);
-        self.dictionary = dict;
-        // Hand the sample over in segments cut between keys, with its prepared forms.
-        let mut entries = std::mem::take(&mut self.held_entries);
-        let mut prepared = prepared;
+        self.dictionary = t.dict;
+        // The sample goes in segments cut between keys, with its prepared forms.
         let seg = self.segment_entries();
+        let (mut entries, mut prepared) = (t.entries, t.prepared);
         while !entries.is_empty() {
-            let mut cut = seg.min(entries.len());
-            while cut < entries.len() && entries[cut - 1].key == entries[cut].key {
-                cut += 1;
-            }
+            let cut = segment_cut(&entries, seg).unwrap_or(entries.len());
             let rest_e = entries.split_off(cut);
             let rest_p = prepared.split_off(cut);
             self.dispatch(entries, Some(prepared))?;
@@ -1486,13 +1624,6 @@ impl BookWriter {
 
     pub fn add_games(&mut self, games: u64) {
         self.meta.games += games;
-    }
-
-    fn model(&self) -> Result<Arc<dyn PositionModel>> {
-        self.model
-            .as_ref()
-            .map(|(_, m, _)| m.clone())
-            .ok_or_else(|| Error::Invalid("position model not trained".into()))
     }
 
     fn limit(&self) -> usize {
@@ -1647,6 +1778,7 @@ pub fn plan_delta(book: &Book, new: Vec<Entry>, games: u64) -> Result<DeltaPlan>
             }
         };
         let mut merged = old_pairs.clone().unwrap_or_else(|| Entry {
+            coded: None,
             key: e.key,
             pos: e.pos.clone(),
             moves: Vec::new(),
@@ -1667,6 +1799,7 @@ pub fn plan_delta(book: &Book, new: Vec<Entry>, games: u64) -> Result<DeltaPlan>
         }
         prev_key = Some(e.key);
         let mut value = in_delta.clone().unwrap_or_else(|| Entry {
+            coded: None,
             key: e.key,
             pos: e.pos.clone(),
             moves: Vec::new(),
@@ -1757,6 +1890,7 @@ mod tests {
                     .collect();
                 moves.sort_by_key(|m| m.mv);
                 Entry {
+                    coded: None,
                     key: codec.key(&pos).unwrap(),
                     pos: Some(pos),
                     moves,
@@ -1791,6 +1925,7 @@ mod tests {
         // whose moves cannot be indexed (one is not legal there) so they are stored raw.
         let mut base = entries(1, 1);
         base.push(Entry {
+            coded: None,
             key: 0x00ff_0000_0000_0001,
             pos: None,
             moves: vec![MoveRec {
@@ -1847,5 +1982,77 @@ mod tests {
         assert_eq!(m1.pairs, m2.pairs);
         assert_eq!(m1.positions, m2.positions);
         assert_eq!(all(&via_idx), all(&via_codes));
+    }
+
+    /// A writer told to reuse a book's model stores that book's coded positions as they are
+    /// and codes the others (another book's, whose model differs) again; the result equals a
+    /// rewrite that trains its own model. A writer not reusing a model ignores `coded`.
+    #[test]
+    fn reused_model_takes_coded_positions_of_its_own_book_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.book"), dir.path().join("b.book"));
+        write(&a, entries(1, 1).into_iter().map(Ok));
+        write(&b, entries(2, 3).into_iter().map(Ok));
+        let (ba, bb) = (
+            Book::open(&a, crate::chess_codec()).unwrap(),
+            Book::open(&b, crate::chess_codec()).unwrap(),
+        );
+        let comp = ba.compression().expect("a written book has one model");
+        assert_ne!(
+            comp.model,
+            bb.compression().unwrap().model,
+            "books trained on different samples have different models"
+        );
+        let model = crate::chess_codec().load_model(&comp.model).unwrap();
+        let from_a: Vec<Entry> = ba
+            .iter_for_rewrite_coded(Some(&comp))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        for e in &from_a {
+            let mut again = Vec::new();
+            model.encode(e.pos.as_deref().unwrap(), &mut again).unwrap();
+            assert_eq!(
+                e.coded.as_ref(),
+                Some(&again),
+                "stored bytes are the model's code"
+            );
+        }
+        assert!(
+            bb.iter_for_rewrite_coded(Some(&comp))
+                .unwrap()
+                .all(|e| e.unwrap().coded.is_none()),
+            "another model's bytes are not handed on"
+        );
+        let streams = || {
+            MergeIter::new(vec![
+                Box::new(ba.iter_for_rewrite_coded(Some(&comp)).unwrap())
+                    as Box<dyn Iterator<Item = Result<Entry>>>,
+                Box::new(bb.iter_for_rewrite_coded(Some(&comp)).unwrap()),
+            ])
+        };
+        let (reused, trained) = (dir.path().join("r.book"), dir.path().join("t.book"));
+        let mut w =
+            BookWriter::create(&reused, crate::chess_codec(), WriterOptions::default()).unwrap();
+        w.reuse_compression(comp.clone()).unwrap();
+        for e in streams() {
+            w.push(e.unwrap()).unwrap();
+        }
+        w.finish().unwrap();
+        // Not told to reuse: the (valid, but foreign) coded bytes must be ignored; garbage
+        // shows that they are.
+        write(
+            &trained,
+            streams().map(|e| {
+                e.map(|mut e| {
+                    e.coded = e.coded.map(|_| vec![0xff; 3]);
+                    e
+                })
+            }),
+        );
+        assert_eq!(all(&reused), all(&trained));
+        let out = Book::open(&reused, crate::chess_codec()).unwrap();
+        assert_eq!(out.compression().unwrap().model, comp.model);
+        assert_eq!(out.meta().positions, all(&trained).len() as u64);
     }
 }

@@ -62,12 +62,34 @@ impl MoveRec {
 
 /// A position with its moves. `pos == None` marks a key-only entry (a Polyglot entry whose
 /// position could not be reconstructed); it orders before positioned entries of the same key.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default)]
 pub struct Entry {
     pub key: u64,
     pub pos: Option<Vec<u8>>,
     /// Sorted by move code, no duplicates.
     pub moves: Vec<MoveRec>,
+    /// In memory only, never stored as such: the position as a block stores it, coded with
+    /// the model a [`crate::store::BookWriter`] was told to reuse. Set only by
+    /// [`crate::store::Book::iter_for_rewrite_coded`] for a writer using that book's model,
+    /// which then stores these bytes instead of coding `pos` again. Not part of the entry's
+    /// identity or equality (it follows from `pos` and the model).
+    pub coded: Option<Vec<u8>>,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Entry) -> bool {
+        self.key == other.key && self.pos == other.pos && self.moves == other.moves
+    }
+}
+
+impl Eq for Entry {}
+
+impl std::hash::Hash for Entry {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key.hash(state);
+        self.pos.hash(state);
+        self.moves.hash(state);
+    }
 }
 
 impl Entry {
@@ -92,6 +114,9 @@ impl Entry {
     /// Merges the moves of an entry with the same identity (sorted merge by move code).
     pub fn merge(&mut self, other: Entry) {
         debug_assert!(self.same_id(&other));
+        if self.coded.is_none() {
+            self.coded = other.coded;
+        }
         if other.moves.is_empty() {
             return;
         }
@@ -215,6 +240,7 @@ mod tests {
 
     fn e(key: u64, pos: u8, moves: &[(u16, u64)]) -> Entry {
         Entry {
+            coded: None,
             key,
             pos: Some(vec![pos]),
             moves: moves

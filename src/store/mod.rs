@@ -11,7 +11,7 @@ pub mod varint;
 
 pub use block::{BlockHeader, BlockView, Compression};
 pub use book::BookIter;
-pub use book::{Book, BookMeta, BookWriter, WriterOptions};
+pub use book::{Book, BookCompression, BookMeta, BookWriter, WriterOptions};
 pub use entry::{Entry, MoveRec, PolyglotExtra};
 
 /// Game-specific encoding of positions, plugged into the store.

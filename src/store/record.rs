@@ -98,6 +98,7 @@ pub fn decode_entry(data: &[u8], pos: &mut usize) -> Option<Entry> {
     let p = take(data, pos, usize::try_from(len).ok()?)?;
     let moves = decode_moves(data, pos)?;
     Some(Entry {
+        coded: None,
         key,
         pos: (!p.is_empty()).then(|| p.to_vec()),
         moves,
@@ -123,6 +124,7 @@ mod tests {
             ),
         )
             .prop_map(|(key, pos, moves)| Entry {
+                coded: None,
                 key,
                 pos,
                 moves: moves

@@ -203,6 +203,7 @@ mod tests {
 
     fn entry(key: u64) -> Entry {
         Entry {
+            coded: None,
             key,
             pos: Some(vec![1, 2, key as u8 | 1]),
             moves: vec![MoveRec {

@@ -1,0 +1,106 @@
+//! Merge is commutative and associative: books built from random parts of a PGN (games dealt
+//! to parts at random, some parts possibly empty), merged in a random order and grouping (two
+//! or three books at a time, intermediate results merged again), equal the book built from the
+//! whole PGN, by `dump`. Every merge reuses its largest input's model, so coded positions pass
+//! through from one input and are coded again from the others; the results must not differ.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use bookdb::ops::import::{ImportOptions, import};
+use bookdb::ops::query::entry_json;
+use bookdb::ops::rewrite::{RewriteOptions, merge};
+use bookdb::store::Book;
+use proptest::prelude::*;
+
+/// The games of the repository's sample PGN, one string each.
+fn games() -> &'static [String] {
+    static G: OnceLock<Vec<String>> = OnceLock::new();
+    G.get_or_init(|| {
+        let text = std::fs::read_to_string(common::sample_pgn()).unwrap();
+        let mut out: Vec<String> = Vec::new();
+        for chunk in text.split("\n[Event ") {
+            let chunk = chunk.trim();
+            if chunk.is_empty() {
+                continue;
+            }
+            let body = chunk.strip_prefix("[Event ").unwrap_or(chunk);
+            out.push(format!("[Event {body}\n\n"));
+        }
+        assert!(out.len() >= 100, "sample PGN has {} games", out.len());
+        out
+    })
+}
+
+fn build(pgn_text: &str, dir: &Path, name: &str) -> PathBuf {
+    let pgn = dir.join(format!("{name}.pgn"));
+    std::fs::write(&pgn, pgn_text).unwrap();
+    let book = dir.join(format!("{name}.book"));
+    let opts = ImportOptions {
+        rules: bookdb::ops::pgn::CountRules {
+            max_ply: 30,
+            min_rating: None,
+        },
+        ..Default::default()
+    };
+    import(&book, &[pgn.display().to_string()], &opts).unwrap();
+    book
+}
+
+fn dump(book: &Path) -> Vec<String> {
+    let b = Book::open(book, bookdb::chess_codec()).unwrap();
+    b.iter()
+        .unwrap()
+        .map(|e| serde_json::to_string(&entry_json(&e.unwrap(), false).unwrap()).unwrap())
+        .collect()
+}
+
+/// The dump of the book built from all games at once.
+fn whole() -> &'static [String] {
+    static W: OnceLock<Vec<String>> = OnceLock::new();
+    W.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        dump(&build(&games().concat(), dir.path(), "whole"))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+    #[test]
+    fn merging_random_parts_in_any_grouping_equals_the_whole(
+        parts in 2usize..=4,
+        deal in proptest::collection::vec(0usize..4, 200),
+        picks in proptest::collection::vec((any::<prop::sample::Index>(), any::<prop::sample::Index>(), any::<prop::sample::Index>(), any::<bool>()), 4),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let games = games();
+        let mut texts = vec![String::new(); parts];
+        for (i, g) in games.iter().enumerate() {
+            texts[deal[i % deal.len()] % parts].push_str(g);
+        }
+        let mut pool: Vec<PathBuf> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| build(t, dir.path(), &format!("part{i}")))
+            .collect();
+        // Merge random picks (two, or three when asked and available) until one book is left.
+        let mut step = 0;
+        while pool.len() > 1 {
+            let (a, b, c, three) = picks[step % picks.len()];
+            let mut inputs = vec![pool.remove(a.index(pool.len()))];
+            inputs.push(pool.remove(b.index(pool.len())));
+            if three && !pool.is_empty() {
+                inputs.push(pool.remove(c.index(pool.len())));
+            }
+            let out = dir.path().join(format!("m{step}.book"));
+            merge(&inputs, &out, &RewriteOptions::default()).unwrap();
+            pool.push(out);
+            step += 1;
+        }
+        prop_assert_eq!(dump(&pool[0]), whole());
+        let v = bookdb::ops::verify::verify(&pool[0]).unwrap();
+        prop_assert!(v.ok(), "{:?}", v.problems);
+    }
+}
