@@ -65,7 +65,7 @@ impl Progress {
         p.bar.set_length(total.max(1));
         p.bar.set_style(
             ProgressStyle::with_template(
-                "{prefix} [{bar:30}] {human_pos}/{human_len} positions, {per_sec} ETA {eta}",
+                "{prefix} [{bar:30}] {human_pos}/{human_len} positions, ETA {eta}",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
