@@ -245,6 +245,85 @@ fn killed_imports_resume_exactly() {
     }
 }
 
+/// `--dedupe` over two inputs, the second repeating games of the first, killed at moments
+/// spread over the run (most while the second input is read), then run again: games of the
+/// first input must still count as seen, so the book equals an uninterrupted build.
+#[test]
+fn killed_dedupe_import_resumes_exactly() {
+    let Some(src) = data_file("pgn/medium-10k.pgn") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = copy_in(&src, dir.path());
+    let (a, b) = halves(&pgn, dir.path());
+    // The first 1,000 games of the first input (the bytes may not be UTF-8).
+    let a_bytes = std::fs::read(&a).unwrap();
+    let cut = a_bytes
+        .windows(8)
+        .enumerate()
+        .filter(|(_, w)| *w == b"\n[Event ")
+        .nth(999)
+        .map(|(i, _)| i + 1)
+        .expect("1,000 games");
+    let mut dup_bytes = std::fs::read(&b).unwrap();
+    dup_bytes.extend_from_slice(b"\n");
+    dup_bytes.extend_from_slice(&a_bytes[..cut]);
+    let dup = dir.path().join("dup.pgn");
+    std::fs::write(&dup, dup_bytes).unwrap();
+    let args = |book: &Path| -> Vec<String> {
+        [
+            "import",
+            s(&a),
+            s(&dup),
+            "--book",
+            s(book),
+            "--max-ply",
+            "30",
+            "--memory",
+            "2",
+            "--dedupe",
+            "--quiet",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let clean = dir.path().join("clean.book");
+    let t = std::time::Instant::now();
+    ok(&args(&clean).iter().map(String::as_str).collect::<Vec<_>>());
+    let span = t.elapsed();
+    let expected = dump(&clean);
+    let stats = json(&["stats", "--book", s(&clean), "--json"]);
+    let whole = dir.path().join("whole.book");
+    import(&[&pgn], &whole, &[]);
+    assert_eq!(
+        stats["games"],
+        json(&["stats", "--book", s(&whole), "--json"])["games"],
+        "every repeated game was dropped"
+    );
+    let steps = 8u32;
+    for i in 0..steps {
+        let book = dir.path().join(format!("d{i}.book"));
+        let mut child = Command::new(bin()).args(args(&book)).spawn().unwrap();
+        std::thread::sleep(span.mul_f64(0.3 + 0.7 * f64::from(i) / f64::from(steps)));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        let out = Command::new(bin()).args(args(&book)).output().unwrap();
+        assert!(
+            out.status.success(),
+            "rerun failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // (Not assert_eq!: the dumps are megabytes.)
+        let got = dump(&book);
+        assert!(
+            got == expected,
+            "kill point {i}: the resumed book differs ({} against {} dump lines)",
+            got.lines().count(),
+            expected.lines().count()
+        );
+    }
+}
+
 #[test]
 fn compressed_and_stdin_inputs() {
     let dir = tempfile::tempdir().unwrap();

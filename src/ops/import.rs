@@ -1222,6 +1222,12 @@ fn read_phase(
             checkpoints: 0,
         };
 
+        if opts.dedupe {
+            // Resumed past earlier inputs: their games count as seen again.
+            for p in &plan[..state.input_index] {
+                remember_games(&p.name, &mut seen)?;
+            }
+        }
         for idx in state.input_index..plan.len() {
             let p = &plan[idx];
             let path = if p.fingerprint.is_none() {
@@ -1361,6 +1367,21 @@ fn read_phase(
         co.checkpoint(state)?;
         Ok(None)
     })
+}
+
+/// Adds the fingerprints of every game of an input read completely before a checkpoint, so
+/// that `--dedupe` drops their repeats in later inputs after a resume as it would have without
+/// the interruption.
+fn remember_games(path: &str, seen: &mut HashSet<u128>) -> Result<()> {
+    let inp = input::open(path)?;
+    let mut games = GameReader::new(inp.reader);
+    while let Some(g) = games
+        .next_game()
+        .map_err(|e| Error::io(format!("reading {path}"), e))?
+    {
+        seen.insert(game_fingerprint(&g));
+    }
+    Ok(())
 }
 
 /// `--dedupe` reading: one reader parses every game in order and drops repeats.
