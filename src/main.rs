@@ -218,6 +218,14 @@ fn report_skipped(
     Ok(())
 }
 
+/// `merge` and `compact`: a progress bar unless `--quiet` or `--json`.
+fn rewrite_options(quiet: bool, json: bool) -> bookdb::ops::rewrite::RewriteOptions {
+    bookdb::ops::rewrite::RewriteOptions {
+        show_progress: !quiet && !json,
+        ..Default::default()
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let codec = bookdb::chess_codec();
     match cli.cmd {
@@ -470,10 +478,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             quiet,
         } => {
-            let opts = bookdb::ops::rewrite::RewriteOptions {
-                show_progress: !quiet && !json,
-                ..Default::default()
-            };
+            let opts = rewrite_options(quiet, json);
             let s = bookdb::ops::rewrite::merge(&inputs, &out, &opts)?;
             if json {
                 println!("{}", serde_json::to_string(&s)?);
@@ -503,10 +508,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             quiet,
         } => {
-            let opts = bookdb::ops::rewrite::RewriteOptions {
-                show_progress: !quiet && !json,
-                ..Default::default()
-            };
+            let opts = rewrite_options(quiet, json);
             let s = bookdb::ops::rewrite::compact(&book, min_games, &opts)?;
             if json {
                 println!("{}", serde_json::to_string(&s)?);

@@ -37,6 +37,14 @@ fn halves(pgn: &Path, dir: &Path) -> (PathBuf, PathBuf) {
     (a, b)
 }
 
+/// Runs bookdb with `args` and kills it with SIGKILL after `delay` (if still running).
+fn kill_after(args: &[String], delay: Duration) {
+    let mut child = Command::new(bin()).args(args).spawn().unwrap();
+    std::thread::sleep(delay);
+    let _ = child.kill(); // SIGKILL
+    let _ = child.wait();
+}
+
 fn medium_or_sample(dir: &Path) -> PathBuf {
     match data_file("pgn/medium-10k.pgn") {
         Some(p) => copy_in(&p, dir),
@@ -209,12 +217,10 @@ fn killed_imports_resume_exactly() {
                 ]
                 .map(String::from),
             );
-            let mut child = Command::new(bin()).args(&args).spawn().unwrap();
-            std::thread::sleep(
+            kill_after(
+                &args,
                 span.mul_f64(f64::from(i) / f64::from(steps)) + Duration::from_millis(5),
             );
-            let _ = child.kill(); // SIGKILL
-            let _ = child.wait();
             if book.exists() {
                 let v = run(&["verify", "--book", s(&book)]);
                 assert!(
@@ -303,10 +309,10 @@ fn killed_dedupe_import_resumes_exactly() {
     let steps = 8u32;
     for i in 0..steps {
         let book = dir.path().join(format!("d{i}.book"));
-        let mut child = Command::new(bin()).args(args(&book)).spawn().unwrap();
-        std::thread::sleep(span.mul_f64(0.3 + 0.7 * f64::from(i) / f64::from(steps)));
-        let _ = child.kill(); // SIGKILL
-        let _ = child.wait();
+        kill_after(
+            &args(&book),
+            span.mul_f64(0.3 + 0.7 * f64::from(i) / f64::from(steps)),
+        );
         let out = Command::new(bin()).args(args(&book)).output().unwrap();
         assert!(
             out.status.success(),
