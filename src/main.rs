@@ -60,6 +60,10 @@ enum Cmd {
         /// Target stored size of a value block in bytes (advanced; see docs/PERFORMANCE.md).
         #[arg(long, default_value_t = bookdb::store::WriterOptions::default().target_block_bytes, hide = true)]
         block_bytes: usize,
+        /// Delta-tier size (entries) below which imports into a book never rewrite it
+        /// (advanced; the threshold is the larger of this and an eighth of the book).
+        #[arg(long, default_value_t = bookdb::ops::import::DELTA_MIN_THRESHOLD, hide = true)]
+        delta_min: u64,
         /// Write every skipped game (file:line, reason) to this file.
         #[arg(long)]
         report: Option<PathBuf>,
@@ -169,6 +173,10 @@ enum Cmd {
         /// Drop moves played in fewer than N games (Polyglot-only moves are kept).
         #[arg(long)]
         min_games: Option<u64>,
+        /// Train a new position model and dictionary even if the book's own still fit its
+        /// content (by default they are kept unless pruning or a large delta tier changed it).
+        #[arg(long)]
+        retrain: bool,
         #[arg(long)]
         json: bool,
         /// No progress bar, no summary.
@@ -239,6 +247,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             jobs,
             memory,
             block_bytes,
+            delta_min,
             report,
             json,
             quiet,
@@ -253,6 +262,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 jobs: jobs.unwrap_or(0),
                 memory_mib: memory,
                 show_progress: !quiet && !json,
+                delta_min,
                 writer: bookdb::store::WriterOptions {
                     target_block_bytes: block_bytes,
                     ..Default::default()
@@ -505,10 +515,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Compact {
             book,
             min_games,
+            retrain,
             json,
             quiet,
         } => {
-            let opts = rewrite_options(quiet, json);
+            let opts = bookdb::ops::rewrite::RewriteOptions {
+                retrain,
+                ..rewrite_options(quiet, json)
+            };
             let s = bookdb::ops::rewrite::compact(&book, min_games, &opts)?;
             if json {
                 println!("{}", serde_json::to_string(&s)?);

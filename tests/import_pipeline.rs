@@ -137,6 +137,32 @@ fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
     let whole3 = dir.path().join("whole3.book");
     import(&[&a, &b, &tiny], &whole3, &[]);
     assert_eq!(with_tiny, dump(&whole3));
+    // An import past the delta threshold that adds less than half the book rewrites it with
+    // the book's own model (its coded positions pass through): games 60–80% of the file into
+    // a book of the first 60%.
+    let text = std::fs::read(&pgn).unwrap();
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(
+            text.windows(8)
+                .enumerate()
+                .filter(|(_, w)| *w == b"\n[Event ")
+                .map(|(i, _)| i + 1),
+        )
+        .collect();
+    let at = |fraction: f64| starts[(starts.len() as f64 * fraction) as usize];
+    let (base_pgn, more_pgn) = (dir.path().join("base.pgn"), dir.path().join("more.pgn"));
+    std::fs::write(&base_pgn, &text[..at(0.6)]).unwrap();
+    std::fs::write(&more_pgn, &text[at(0.6)..at(0.8)]).unwrap();
+    let grown = dir.path().join("grown.book");
+    import(&[&base_pgn], &grown, &[]);
+    let r = import(&[&more_pgn], &grown, &["--delta-min", "1"]);
+    assert_eq!(r["applied"], "rewrite", "{r}");
+    let before = r["book"]["positions"].as_u64().unwrap() - r["positions_added"].as_u64().unwrap();
+    assert!(r["pairs_added"].as_u64().unwrap() * 2 <= before, "{r}");
+    let fresh = dir.path().join("fresh.book");
+    import(&[&base_pgn, &more_pgn], &fresh, &[]);
+    assert_eq!(dump(&grown), dump(&fresh));
+    ok(&["verify", "--book", s(&grown)]);
     // Merge of the parts equals the whole, in any order.
     let (ba, bb) = (dir.path().join("a.book"), dir.path().join("b.book"));
     import(&[&a], &ba, &[]);
@@ -149,9 +175,13 @@ fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
     assert_eq!(dump(&m2), expected);
     let refuse = run(&["merge", s(&ba), s(&bb), "--out", s(&ba)]);
     assert!(!refuse.status.success(), "merging into an input is refused");
-    // Compaction folds the delta tier without changing answers.
+    // Compaction folds the delta tier without changing answers, keeping the book's model (a
+    // small delta) or training a new one (--retrain).
     let c = json(&["compact", "--book", s(&inc), "--json"]);
     assert_eq!(c["after"]["delta_entries"], 0);
+    assert_eq!(dump(&inc), with_tiny);
+    ok(&["verify", "--book", s(&inc)]);
+    json(&["compact", "--book", s(&inc), "--retrain", "--json"]);
     assert_eq!(dump(&inc), with_tiny);
     ok(&["verify", "--book", s(&inc)]);
     // Pruning drops exactly the moves below the threshold.

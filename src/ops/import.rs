@@ -58,6 +58,9 @@ pub struct ImportOptions {
     pub show_progress: bool,
     /// How many skipped games are kept with their details (all are counted).
     pub keep_skipped: usize,
+    /// The delta tier may hold this many entries (or an eighth of the book's, if more) before
+    /// an import rewrites the book instead; [`DELTA_MIN_THRESHOLD`] by default.
+    pub delta_min: u64,
 }
 
 impl Default for ImportOptions {
@@ -74,6 +77,7 @@ impl Default for ImportOptions {
             writer: WriterOptions::default(),
             show_progress: false,
             keep_skipped: usize::MAX,
+            delta_min: DELTA_MIN_THRESHOLD,
         }
     }
 }
@@ -1026,6 +1030,7 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
         summary.games_imported,
         records,
         &writer_opts,
+        opts.delta_min,
     )?;
     summary.apply_secs = t_apply.elapsed().as_secs_f64();
     let _ = std::fs::remove_dir_all(&staging);
@@ -1504,6 +1509,7 @@ fn apply(
     games: u64,
     records: Vec<(String, Vec<u8>)>,
     writer_opts: &WriterOptions,
+    delta_min: u64,
 ) -> Result<String> {
     let mut in_memory = in_memory;
     let mut open_runs = || -> Result<Vec<EntryStream<'static>>> {
@@ -1528,7 +1534,7 @@ fn apply(
     };
     if let Some(book) = &old {
         let m = book.meta();
-        let threshold = DELTA_MIN_THRESHOLD.max(m.positions / 8);
+        let threshold = delta_min.max(m.positions / 8);
         if m.positions + m.key_only > 0 && run_entries + m.delta_entries <= threshold {
             let mut new = Vec::with_capacity(run_entries as usize);
             for e in MergeIter::new(open_runs()?) {
@@ -1549,19 +1555,29 @@ fn apply(
                 book_path,
                 Some(Book::open(book_path, crate::chess_codec())?),
                 fresh,
+                run_entries,
                 games,
                 records,
                 writer_opts,
             );
         }
     }
-    rewrite(book_path, old, open_runs()?, games, records, writer_opts)
+    rewrite(
+        book_path,
+        old,
+        open_runs()?,
+        run_entries,
+        games,
+        records,
+        writer_opts,
+    )
 }
 
 fn rewrite(
     book_path: &Path,
     old: Option<Book>,
     runs: Vec<EntryStream<'static>>,
+    run_entries: u64,
     games: u64,
     records: Vec<(String, Vec<u8>)>,
     writer_opts: &WriterOptions,
@@ -1572,7 +1588,15 @@ fn rewrite(
     if let Some(b) = &old {
         w.add_games(b.meta().games);
         w.add_imports(b.imports()?);
-        sources.push(Box::new(b.iter_for_rewrite()?));
+        // New games up to half the book: keep its model, its coded positions pass through.
+        let m = b.meta();
+        let reuse = super::rewrite::keeps_model(m, run_entries + m.delta_entries)
+            .then(|| b.compression())
+            .flatten();
+        if let Some(c) = &reuse {
+            w.reuse_compression(c.clone())?;
+        }
+        sources.push(Box::new(b.iter_for_rewrite_coded(reuse.as_ref())?));
     }
     w.add_imports(records);
     sources.push(Box::new(MergeIter::new(runs)));

@@ -21,6 +21,19 @@ pub struct RewriteOptions {
     pub writer: WriterOptions,
     /// A progress bar on stderr when it is a terminal.
     pub show_progress: bool,
+    /// `compact`: train a new position model and dictionary even if the book's own still fit
+    /// (see [`keeps_model`]).
+    pub retrain: bool,
+}
+
+/// Whether a rewrite of a book that adds about `added` entries to it keeps the book's position
+/// model and dictionary (its coded positions then pass through unchanged) instead of training
+/// new ones: when the additions are at most half the book, a model trained on the book still
+/// fits its content (the two halves of the large set merged under one half's model come within
+/// 0.4% of a fresh build; docs/PERFORMANCE.md).
+pub fn keeps_model(m: &BookMeta, added: u64) -> bool {
+    let n = m.positions + m.key_only;
+    n > 0 && added <= n / 2
 }
 
 /// Entries between progress updates.
@@ -232,7 +245,9 @@ pub struct CompactSummary {
 
 /// Rewrites a book: folds the delta tier into blocks, drops moves with fewer than `min_games`
 /// games (moves known only from a Polyglot import are kept), retrains the position model and
-/// the dictionary, and returns the space to the file system.
+/// the dictionary when useful (pruning, a delta tier larger than half the book, or
+/// `opts.retrain`; otherwise the book's own are kept, [`keeps_model`]), and returns the space
+/// to the file system.
 pub fn compact(
     book: &Path,
     min_games: Option<u64>,
@@ -248,9 +263,19 @@ pub fn compact(
     w.add_games(before.games);
     w.add_imports(old.imports()?);
     let (mut moves_pruned, mut positions_pruned) = (0u64, 0u64);
+    // Folding a small delta tier keeps the model; pruning changes the content, so it retrains.
+    let reuse =
+        if opts.retrain || min_games.is_some() || !keeps_model(&before, before.delta_entries) {
+            None
+        } else {
+            old.compression()
+        };
+    if let Some(c) = &reuse {
+        w.reuse_compression(c.clone())?;
+    }
     let progress = Progress::rewrite(opts.show_progress, "compact", input_entries(&before));
     let mut n = 0u64;
-    for e in AttachKeyOnly::new(old.iter_for_rewrite()?) {
+    for e in AttachKeyOnly::new(old.iter_for_rewrite_coded(reuse.as_ref())?) {
         let mut e = e?;
         n += 1;
         if n.is_multiple_of(PROGRESS_EVERY) {
