@@ -37,6 +37,18 @@ fn halves(pgn: &Path, dir: &Path) -> (PathBuf, PathBuf) {
     (a, b)
 }
 
+/// Byte offsets where the games of a PGN text start.
+fn game_starts(text: &[u8]) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(
+            text.windows(8)
+                .enumerate()
+                .filter(|(_, w)| *w == b"\n[Event ")
+                .map(|(i, _)| i + 1),
+        )
+        .collect()
+}
+
 /// Runs bookdb with `args` and kills it with SIGKILL after `delay` (if still running).
 fn kill_after(args: &[String], delay: Duration) {
     let mut child = Command::new(bin()).args(args).spawn().unwrap();
@@ -141,14 +153,7 @@ fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
     // the book's own model (its coded positions pass through): games 60–80% of the file into
     // a book of the first 60%.
     let text = std::fs::read(&pgn).unwrap();
-    let starts: Vec<usize> = std::iter::once(0)
-        .chain(
-            text.windows(8)
-                .enumerate()
-                .filter(|(_, w)| *w == b"\n[Event ")
-                .map(|(i, _)| i + 1),
-        )
-        .collect();
+    let starts = game_starts(&text);
     let at = |fraction: f64| starts[(starts.len() as f64 * fraction) as usize];
     let (base_pgn, more_pgn) = (dir.path().join("base.pgn"), dir.path().join("more.pgn"));
     std::fs::write(&base_pgn, &text[..at(0.6)]).unwrap();
@@ -281,9 +286,10 @@ fn killed_imports_resume_exactly() {
     }
 }
 
-/// `--dedupe` over two inputs, the second repeating games of the first, killed at moments
-/// spread over the run (most while the second input is read), then run again: games of the
-/// first input must still count as seen, so the book equals an uninterrupted build.
+/// `--dedupe` over two inputs, the second repeating 1,000 games of the first, killed while
+/// the checkpoint says the second input is being read (watched in `state.json`; kills at
+/// chosen times mostly miss that window), then run again: games of the first input must
+/// still count as seen, so the book equals an uninterrupted build.
 #[test]
 fn killed_dedupe_import_resumes_exactly() {
     let Some(src) = data_file("pgn/medium-10k.pgn") else {
@@ -291,20 +297,15 @@ fn killed_dedupe_import_resumes_exactly() {
     };
     let dir = tempfile::tempdir().unwrap();
     let pgn = copy_in(&src, dir.path());
-    let (a, b) = halves(&pgn, dir.path());
-    // The first 1,000 games of the first input (the bytes may not be UTF-8).
-    let a_bytes = std::fs::read(&a).unwrap();
-    let cut = a_bytes
-        .windows(8)
-        .enumerate()
-        .filter(|(_, w)| *w == b"\n[Event ")
-        .nth(999)
-        .map(|(i, _)| i + 1)
-        .expect("1,000 games");
-    let mut dup_bytes = std::fs::read(&b).unwrap();
+    // Halves by games (the bytes may not be UTF-8); the second repeats 1,000 of the first.
+    let text = std::fs::read(&pgn).unwrap();
+    let starts = game_starts(&text);
+    let mid = starts[starts.len() / 2];
+    let (a, dup) = (dir.path().join("a.pgn"), dir.path().join("dup.pgn"));
+    std::fs::write(&a, &text[..mid]).unwrap();
+    let mut dup_bytes = text[mid..].to_vec();
     dup_bytes.extend_from_slice(b"\n");
-    dup_bytes.extend_from_slice(&a_bytes[..cut]);
-    let dup = dir.path().join("dup.pgn");
+    dup_bytes.extend_from_slice(&text[..starts[1000]]);
     std::fs::write(&dup, dup_bytes).unwrap();
     let args = |book: &Path| -> Vec<String> {
         [
@@ -324,25 +325,41 @@ fn killed_dedupe_import_resumes_exactly() {
         .to_vec()
     };
     let clean = dir.path().join("clean.book");
-    let t = std::time::Instant::now();
     ok(&args(&clean).iter().map(String::as_str).collect::<Vec<_>>());
-    let span = t.elapsed();
     let expected = dump(&clean);
-    let stats = json(&["stats", "--book", s(&clean), "--json"]);
     let whole = dir.path().join("whole.book");
     import(&[&pgn], &whole, &[]);
     assert_eq!(
-        stats["games"],
+        json(&["stats", "--book", s(&clean), "--json"])["games"],
         json(&["stats", "--book", s(&whole), "--json"])["games"],
         "every repeated game was dropped"
     );
-    let steps = 8u32;
-    for i in 0..steps {
+    let mut caught = 0;
+    for i in 0..4 {
         let book = dir.path().join(format!("d{i}.book"));
-        kill_after(
-            &args(&book),
-            span.mul_f64(0.3 + 0.7 * f64::from(i) / f64::from(steps)),
-        );
+        let staging = dir.path().join(format!("d{i}.book.staging"));
+        let mut child = Command::new(bin()).args(args(&book)).spawn().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+            let in_second = std::fs::read_dir(&staging)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| std::fs::read(e.path().join("state.json")).ok())
+                .filter_map(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .any(|st| {
+                    st["input_index"] == 1
+                        && st["games_in_input"].as_u64() > Some(10 * i)
+                        && st["read_complete"] == false
+                });
+            if in_second {
+                caught += 1;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
         let out = Command::new(bin()).args(args(&book)).output().unwrap();
         assert!(
             out.status.success(),
@@ -353,11 +370,12 @@ fn killed_dedupe_import_resumes_exactly() {
         let got = dump(&book);
         assert!(
             got == expected,
-            "kill point {i}: the resumed book differs ({} against {} dump lines)",
+            "kill {i}: the resumed book differs ({} against {} dump lines)",
             got.lines().count(),
             expected.lines().count()
         );
     }
+    assert!(caught > 0, "no kill landed while the second input was read");
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use bookdb::ops::import::{ImportOptions, import};
 use bookdb::ops::query::entry_json;
 use bookdb::ops::rewrite::{RewriteOptions, merge};
-use bookdb::store::Book;
+use bookdb::store::{Book, WriterOptions};
 use proptest::prelude::*;
 
 /// The games of the repository's sample PGN, one string each.
@@ -35,6 +35,10 @@ fn games() -> &'static [String] {
 }
 
 fn build(pgn_text: &str, dir: &Path, name: &str) -> PathBuf {
+    build_with(pgn_text, dir, name, WriterOptions::default())
+}
+
+fn build_with(pgn_text: &str, dir: &Path, name: &str, writer: WriterOptions) -> PathBuf {
     let pgn = dir.join(format!("{name}.pgn"));
     std::fs::write(&pgn, pgn_text).unwrap();
     let book = dir.join(format!("{name}.book"));
@@ -43,6 +47,7 @@ fn build(pgn_text: &str, dir: &Path, name: &str) -> PathBuf {
             max_ply: 30,
             min_rating: None,
         },
+        writer,
         ..Default::default()
     };
     import(&book, &[pgn.display().to_string()], &opts).unwrap();
@@ -103,4 +108,35 @@ proptest! {
         let v = bookdb::ops::verify::verify(&pool[0]).unwrap();
         prop_assert!(v.ok(), "{:?}", v.problems);
     }
+}
+
+/// Inputs of equal size with different models (the same games, models trained on samples of
+/// different sizes): the output must not depend on their order, byte for byte.
+#[test]
+fn merge_output_does_not_depend_on_input_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = games().concat();
+    let x = build(&text, dir.path(), "x");
+    let small_sample = WriterOptions {
+        model_sample: 500,
+        ..Default::default()
+    };
+    let y = build_with(&text, dir.path(), "y", small_sample);
+    let (bx, by) = (
+        Book::open(&x, bookdb::chess_codec()).unwrap(),
+        Book::open(&y, bookdb::chess_codec()).unwrap(),
+    );
+    assert_eq!(bx.meta().positions, by.meta().positions);
+    assert_ne!(
+        bx.compression().unwrap().model,
+        by.compression().unwrap().model,
+        "different samples train different models"
+    );
+    let (xy, yx) = (dir.path().join("xy.book"), dir.path().join("yx.book"));
+    merge(&[x.clone(), y.clone()], &xy, &RewriteOptions::default()).unwrap();
+    merge(&[y, x], &yx, &RewriteOptions::default()).unwrap();
+    assert!(
+        std::fs::read(&xy).unwrap() == std::fs::read(&yx).unwrap(),
+        "merge X Y and merge Y X wrote different files"
+    );
 }

@@ -1228,9 +1228,13 @@ fn read_phase(
         };
 
         if opts.dedupe {
-            // Resumed past earlier inputs: their games count as seen again.
+            // Resumed past earlier inputs: their games count as seen again. (An import with
+            // stdin among its inputs never resumes, so each of them is a file.)
             for p in &plan[..state.input_index] {
-                remember_games(&p.name, &mut seen)?;
+                if p.fingerprint.is_some() {
+                    progress.phase(&format!("rereading {} for --dedupe", p.name));
+                    remember_games(&p.name, &mut seen)?;
+                }
             }
         }
         for idx in state.input_index..plan.len() {

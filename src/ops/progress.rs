@@ -65,7 +65,7 @@ impl Progress {
         p.bar.set_length(total.max(1));
         p.bar.set_style(
             ProgressStyle::with_template(
-                "{prefix} [{bar:30}] {human_pos}/{human_len} positions, ETA {eta}",
+                "{prefix} [{bar:30}] {human_pos}/{human_len} positions, ETA {eta} {msg}",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
@@ -84,6 +84,13 @@ impl Progress {
     }
 
     pub fn clear(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl Drop for Progress {
+    /// An error that ends a job early must not leave its bar above the error message.
+    fn drop(&mut self) {
         self.bar.finish_and_clear();
     }
 }

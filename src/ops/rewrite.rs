@@ -180,10 +180,18 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
     // Code the output with the largest input's model and dictionary: no training pass, and the
     // sealing threads start at once. `compact` retrains.
     // Positions already coded with that model are stored as they are.
+    // Ties are broken by the model and dictionary themselves, so that the output does not
+    // depend on the order of the inputs.
     let reuse = books
         .iter()
-        .max_by_key(|b| b.meta().positions)
-        .and_then(|b| b.compression());
+        .filter_map(|b| {
+            b.compression()
+                .map(|c| (b.meta().positions, b.meta().pairs, c))
+        })
+        .max_by(|x, y| {
+            (x.0, x.1, &x.2.model, &x.2.dictionary).cmp(&(y.0, y.1, &y.2.model, &y.2.dictionary))
+        })
+        .map(|(_, _, c)| c);
     if let Some(c) = &reuse {
         w.reuse_compression(c.clone())?;
     }
@@ -193,7 +201,18 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
         w.add_games(b.meta().games);
         for (k, v) in b.imports()? {
             *seen.entry(k.clone()).or_default() += 1;
-            imports.insert(k, v);
+            // The same input imported into several books: keep one record, whatever the
+            // order of the inputs.
+            match imports.entry(k) {
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(v);
+                }
+                std::collections::btree_map::Entry::Occupied(mut e) => {
+                    if v < *e.get() {
+                        e.insert(v);
+                    }
+                }
+            }
         }
     }
     w.add_imports(imports);

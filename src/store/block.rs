@@ -115,6 +115,10 @@ pub struct Prepared {
     pub move_idx: Option<Vec<u8>>,
 }
 
+/// Longest stored position handed on as it is (any model codes a position in fewer bytes: 67
+/// symbols of at least 1/2^15 each).
+const MAX_PASSED_CODE: usize = 128;
+
 /// What a rewrite keeps of stored entries instead of decoding it
 /// ([`BlockView::entries_as`]).
 #[derive(Clone, Copy, Debug, Default)]
@@ -685,7 +689,9 @@ impl<'a> BlockView<'a> {
                 .get(cur.b..cur.b.saturating_add(len))
                 .ok_or_else(|| self.bad(format!("position of entry {i} overruns section B")))?;
             cur.b += len;
-            if keep.coded {
+            // Only bytes as the encoder writes them (no trailing zero byte, which the decoder
+            // would read the same) pass through, so a rewrite's file depends only on content.
+            if keep.coded && coded.last() != Some(&0) && coded.len() <= MAX_PASSED_CODE {
                 stored = Some(coded.to_vec());
             }
             if let Some((key, pos)) = known {
