@@ -140,3 +140,91 @@ fn merge_output_does_not_depend_on_input_order() {
         "merge X Y and merge Y X wrote different files"
     );
 }
+
+/// A merge of a book with a trained dictionary and a delta tier and a book imported from a
+/// Polyglot file (key-only entries): with the first book's coded positions passed through, the
+/// output is byte for byte the file a merge that codes every position again writes with the
+/// same model and dictionary, and it verifies.
+#[test]
+fn passing_coded_positions_through_writes_the_same_file_as_coding_them_again() {
+    use bookdb::ops::rewrite::AttachKeyOnly;
+    use bookdb::store::BookWriter;
+    use bookdb::store::entry::MergeIter;
+    let (Some(medium), Some(bin)) = (
+        common::data_file("pgn/medium-10k.pgn"),
+        common::data_file("books/github-DimTrigkakis-ChessEngine_gm2001.bin"),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read(medium).unwrap();
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(
+            text.windows(8)
+                .enumerate()
+                .filter(|(_, w)| *w == b"\n[Event ")
+                .map(|(i, _)| i + 1),
+        )
+        .collect();
+    let (base, more) = (dir.path().join("base.pgn"), dir.path().join("more.pgn"));
+    std::fs::write(&base, &text[..starts[3000]]).unwrap();
+    std::fs::write(&more, &text[starts[3000]..starts[3020]]).unwrap();
+    let p = dir.path().join("p.book");
+    let opts = ImportOptions::default();
+    import(&p, &[base.display().to_string()], &opts).unwrap();
+    import(&p, &[more.display().to_string()], &opts).unwrap();
+    let k = dir.path().join("k.book");
+    bookdb::ops::polyglot::import_polyglot(&k, &[bin], &Default::default()).unwrap();
+    let (bp, bk) = (
+        Book::open(&p, bookdb::chess_codec()).unwrap(),
+        Book::open(&k, bookdb::chess_codec()).unwrap(),
+    );
+    assert!(
+        bp.meta().delta_entries > 0,
+        "the small import went to the delta tier"
+    );
+    assert!(
+        bk.meta().key_only > 0,
+        "the Polyglot book has key-only entries"
+    );
+    let comp = bp.compression().unwrap();
+    assert!(
+        comp.dictionary.is_some(),
+        "the larger book has a dictionary"
+    );
+
+    let passed = dir.path().join("passed.book");
+    merge(&[p.clone(), k.clone()], &passed, &RewriteOptions::default()).unwrap();
+    let recoded = dir.path().join("recoded.book");
+    let mut w =
+        BookWriter::create(&recoded, bookdb::chess_codec(), WriterOptions::default()).unwrap();
+    w.reuse_compression(comp.clone()).unwrap();
+    let mut imports = std::collections::BTreeMap::new();
+    for b in [&bp, &bk] {
+        w.add_games(b.meta().games);
+        imports.extend(b.imports().unwrap());
+    }
+    w.add_imports(imports);
+    let streams: Vec<Box<dyn Iterator<Item = bookdb::error::Result<bookdb::store::Entry>>>> = vec![
+        Box::new(bp.iter_for_rewrite().unwrap()),
+        Box::new(bk.iter_for_rewrite().unwrap()),
+    ];
+    for e in AttachKeyOnly::new(MergeIter::new(streams)) {
+        w.push(e.unwrap()).unwrap();
+    }
+    w.finish().unwrap();
+    assert_eq!(
+        Book::open(&passed, bookdb::chess_codec())
+            .unwrap()
+            .compression()
+            .unwrap()
+            .model,
+        comp.model
+    );
+    assert!(
+        std::fs::read(&passed).unwrap() == std::fs::read(&recoded).unwrap(),
+        "passing coded positions through changed the file"
+    );
+    let v = bookdb::ops::verify::verify(&passed).unwrap();
+    assert!(v.ok(), "{:?}", v.problems);
+}
