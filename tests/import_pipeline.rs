@@ -378,6 +378,53 @@ fn killed_dedupe_import_resumes_exactly() {
     assert!(caught > 0, "no kill landed while the second input was read");
 }
 
+/// `--dedupe` remembers the games it counted in the book: a later `--dedupe` import skips
+/// games an earlier one counted, also after compaction and merge; games counted without
+/// `--dedupe` are not remembered.
+#[test]
+fn dedupe_spans_imports_compaction_and_merge() {
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = medium_or_sample(dir.path());
+    let text = std::fs::read(&pgn).unwrap();
+    let starts = game_starts(&text);
+    let at = |fraction: f64| starts[(starts.len() as f64 * fraction) as usize];
+    let (first, second) = (dir.path().join("first.pgn"), dir.path().join("second.pgn"));
+    std::fs::write(&first, &text[..at(0.6)]).unwrap();
+    std::fs::write(&second, &text[at(0.4)..]).unwrap();
+    let whole = dir.path().join("whole.book");
+    let w = import(&[&pgn], &whole, &["--dedupe"]);
+    let book = dir.path().join("book.book");
+    import(&[&first], &book, &["--dedupe"]);
+    let r = import(&[&second], &book, &["--dedupe"]);
+    let overlap = (starts.len() as f64 * 0.6) as u64 - (starts.len() as f64 * 0.4) as u64;
+    assert!(
+        r["skipped_by_reason"]["duplicate"].as_u64().unwrap() >= overlap,
+        "the games of the overlap were counted again: {r}"
+    );
+    assert_eq!(dump(&book), dump(&whole));
+    assert_eq!(
+        json(&["stats", "--book", s(&book), "--json"])["games"],
+        w["games_imported"]
+    );
+    // Compaction and merge keep the record: the overlap again is all duplicates.
+    let overlap_pgn = dir.path().join("overlap.pgn");
+    std::fs::write(&overlap_pgn, &text[at(0.4)..at(0.6)]).unwrap();
+    json(&["compact", "--book", s(&book), "--retrain", "--json"]);
+    let merged = dir.path().join("merged.book");
+    let other = dir.path().join("other.book");
+    import(&[&first], &other, &[]);
+    ok(&["merge", s(&book), s(&other), "--out", s(&merged)]);
+    for b in [&book, &merged] {
+        let r = import(&[&overlap_pgn], b, &["--dedupe"]);
+        assert_eq!(r["games_imported"], 0, "{r}");
+    }
+    // Without --dedupe nothing is remembered.
+    let plain = dir.path().join("plain.book");
+    import(&[&first], &plain, &[]);
+    let r = import(&[&overlap_pgn], &plain, &["--dedupe"]);
+    assert_eq!(r["games_imported"].as_u64(), Some(overlap), "{r}");
+}
+
 #[test]
 fn compressed_and_stdin_inputs() {
     let dir = tempfile::tempdir().unwrap();

@@ -39,6 +39,8 @@ use crate::store::{Book, BookMeta, BookWriter, Entry, MoveRec, WriterOptions};
 pub const DEFAULT_MAX_PLY: usize = 50;
 /// Games per batch handed to a worker.
 const BATCH: usize = 256;
+/// Staging file of the fingerprints of the games a `--dedupe` import read (FORMAT §8).
+const GAMES_LOG: &str = "games.fp";
 /// Most runs merged at once; more are merged in passes.
 const MAX_FAN_IN: usize = 48;
 /// The delta tier may hold this many entries, or an eighth of the blocks' entries if more,
@@ -144,6 +146,10 @@ struct ImportState {
     next_run: u64,
     /// Length of skipped.jsonl at the checkpoint (later lines are discarded on resume).
     skipped_log_bytes: u64,
+    /// Length of games.fp (`--dedupe`: fingerprints of the games read so far, 16 bytes each,
+    /// little-endian) at the checkpoint.
+    #[serde(default)]
+    games_log_bytes: u64,
 }
 
 const STATE_VERSION: u32 = 1;
@@ -923,7 +929,10 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     if let Ok(rd) = std::fs::read_dir(&staging) {
         for e in rd.flatten() {
             let n = e.file_name().to_string_lossy().to_string();
-            if n != "state.json" && n != "skipped.jsonl" && !state.runs.iter().any(|(r, _)| *r == n)
+            if n != "state.json"
+                && n != "skipped.jsonl"
+                && n != GAMES_LOG
+                && !state.runs.iter().any(|(r, _)| *r == n)
             {
                 let _ = std::fs::remove_file(e.path());
             }
@@ -931,12 +940,20 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     }
     if !summary.resumed {
         let _ = std::fs::remove_file(staging.join("skipped.jsonl"));
-    } else if let Ok(f) = std::fs::OpenOptions::new()
-        .write(true)
-        .open(staging.join("skipped.jsonl"))
-    {
-        // Lines written after the checkpoint describe games that will be read again.
-        let _ = f.set_len(state.skipped_log_bytes);
+        let _ = std::fs::remove_file(staging.join(GAMES_LOG));
+    } else {
+        // What was written after the checkpoint describes games that will be read again.
+        for (name, len) in [
+            ("skipped.jsonl", state.skipped_log_bytes),
+            (GAMES_LOG, state.games_log_bytes),
+        ] {
+            if let Ok(f) = std::fs::OpenOptions::new()
+                .write(true)
+                .open(staging.join(name))
+            {
+                let _ = f.set_len(len);
+            }
+        }
     }
 
     let progress = Progress::new(opts.show_progress);
@@ -945,7 +962,15 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     let mut trace = super::progress::Trace::new();
     let mut in_memory = None;
     if !state.read_complete {
-        in_memory = read_phase(&plan, &staging, &mut state, opts, &progress, &mut stdin_fp)?;
+        in_memory = read_phase(
+            book_path,
+            &plan,
+            &staging,
+            &mut state,
+            opts,
+            &progress,
+            &mut stdin_fp,
+        )?;
     }
     summary.read_secs = t_read.elapsed().as_secs_f64();
     trace.mark("read phase (parse, replay, aggregate, spill)");
@@ -1021,6 +1046,12 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     writer_opts.model_sample = writer_opts.model_sample.min(mem.model_sample);
     writer_opts.commit_bytes = writer_opts.commit_bytes.min(mem.commit_bytes);
     writer_opts.cache_bytes = writer_opts.cache_bytes.min(mem.cache_bytes);
+    // `--dedupe`: the fingerprints of the games read, recorded in the book with its new counts.
+    let new_games = if opts.dedupe {
+        read_games_log(&staging.join(GAMES_LOG))?
+    } else {
+        Vec::new()
+    };
     summary.applied = apply(
         book_path,
         &staging,
@@ -1028,7 +1059,7 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
         in_memory,
         run_entries,
         summary.games_imported,
-        records,
+        (records, new_games),
         &writer_opts,
         opts.delta_min,
     )?;
@@ -1054,9 +1085,12 @@ struct Coordinator<'a> {
     txs: Vec<Sender<Msg>>,
     rx: Receiver<Reply>,
     pending_skips: Vec<SkippedGame>,
+    /// `--dedupe`: fingerprints of games read since the last checkpoint.
+    pending_games: Vec<u128>,
     full: bool,
     next_worker: usize,
     skipped_file: std::fs::File,
+    games_file: std::fs::File,
     checkpoints: u64,
 }
 
@@ -1136,6 +1170,22 @@ impl Coordinator<'_> {
     }
 
     /// Spills every worker's aggregate and records a checkpoint (state.json, atomically).
+    /// Appends the fingerprints of the games read since the last call to the games log.
+    fn write_pending_games(&mut self) -> Result<()> {
+        if self.pending_games.is_empty() {
+            return Ok(());
+        }
+        let bytes: Vec<u8> = self
+            .pending_games
+            .drain(..)
+            .flat_map(u128::to_le_bytes)
+            .collect();
+        self.games_file
+            .write_all(&bytes)
+            .and_then(|()| self.games_file.sync_data())
+            .map_err(|e| Error::io("writing game fingerprints", e))
+    }
+
     fn checkpoint(&mut self, state: &mut ImportState) -> Result<()> {
         let staging = self.staging;
         let replies = self.broadcast(state, |st| {
@@ -1169,6 +1219,12 @@ impl Coordinator<'_> {
             .metadata()
             .map_err(|e| Error::io("skipped-games log", e))?
             .len();
+        self.write_pending_games()?;
+        state.games_log_bytes = self
+            .games_file
+            .metadata()
+            .map_err(|e| Error::io("game fingerprints", e))?
+            .len();
         let bytes = serde_json::to_vec(&*state).map_err(|e| Error::Invalid(e.to_string()))?;
         write_atomic(&staging.join("state.json"), &bytes)?;
         self.full = false;
@@ -1179,7 +1235,9 @@ impl Coordinator<'_> {
 
 /// Reads all inputs, replays games on the workers and checkpoints spilled runs. Returns the
 /// workers' sorted aggregates if nothing was spilled (the import fit in memory).
+#[allow(clippy::too_many_arguments)]
 fn read_phase(
+    book_path: &Path,
     plan: &[PlannedInput],
     staging: &Path,
     state: &mut ImportState,
@@ -1202,7 +1260,22 @@ fn read_phase(
         .append(true)
         .open(staging.join("skipped.jsonl"))
         .map_err(|e| Error::io("opening skipped-games log", e))?;
+    let games_file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(staging.join(GAMES_LOG))
+        .map_err(|e| Error::io("opening game fingerprints", e))?;
     let mut seen: HashSet<u128> = HashSet::new();
+    // `--dedupe`: games the book already counted (recorded by earlier `--dedupe` imports).
+    // Closed at the end of this phase, before the book is written.
+    let known = if opts.dedupe && book_path.exists() {
+        let b = Book::open(book_path, crate::chess_codec())?;
+        let index = b.game_index()?;
+        Some((index, b))
+    } else {
+        None
+    };
+    let known = known.as_ref().map(|(index, _)| index);
 
     std::thread::scope(|s| -> Result<Option<Vec<SortedAggregate>>> {
         let (res_tx, res_rx) = unbounded::<Reply>();
@@ -1221,6 +1294,8 @@ fn read_phase(
             txs,
             rx: res_rx,
             pending_skips: Vec::new(),
+            pending_games: Vec::new(),
+            games_file,
             full: false,
             next_worker: 0,
             skipped_file,
@@ -1257,7 +1332,7 @@ fn read_phase(
                     idx,
                     &mut reader,
                     resuming,
-                    &mut seen,
+                    (&mut seen, known),
                     progress,
                     &raw_read,
                 )?;
@@ -1362,6 +1437,7 @@ fn read_phase(
                 writeln!(co.skipped_file, "{line}")
                     .map_err(|e| Error::io("writing skipped-games log", e))?;
             }
+            co.write_pending_games()?;
             let parts = replies
                 .into_iter()
                 .filter_map(|r| match r {
@@ -1376,6 +1452,26 @@ fn read_phase(
         co.checkpoint(state)?;
         Ok(None)
     })
+}
+
+/// The fingerprints a `--dedupe` import logged (16 bytes each, little-endian).
+fn read_games_log(path: &Path) -> Result<Vec<u128>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
+    };
+    if !bytes.len().is_multiple_of(16) {
+        return Err(Error::Invalid(format!(
+            "{} is damaged ({} bytes, not a multiple of 16); remove the staging directory to start the import over",
+            path.display(),
+            bytes.len()
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(16)
+        .map(|c| u128::from_le_bytes(c.try_into().unwrap_or_default()))
+        .collect())
 }
 
 /// Adds the fingerprints of every game of an input read completely before a checkpoint, so
@@ -1401,7 +1497,7 @@ fn read_games(
     idx: usize,
     reader: &mut Box<dyn std::io::Read + Send>,
     resuming: bool,
-    seen: &mut HashSet<u128>,
+    (seen, known): (&mut HashSet<u128>, Option<&book::GameIndex>),
     progress: &Progress,
     raw_read: &std::sync::Arc<std::sync::atomic::AtomicU64>,
 ) -> Result<()> {
@@ -1428,7 +1524,12 @@ fn read_games(
                 Ok(Some(g)) => {
                     consumed += 1;
                     state.per_input[idx].read += 1;
-                    if !seen.insert(game_fingerprint(&g)) {
+                    let fp = game_fingerprint(&g);
+                    let in_book = match known {
+                        Some(k) => k.contains(fp)?,
+                        None => false,
+                    };
+                    if in_book || !seen.insert(fp) {
                         state.per_input[idx].skipped += 1;
                         *state
                             .skipped_by_reason
@@ -1438,10 +1539,15 @@ fn read_games(
                             file: name.clone(),
                             line: g.line,
                             reason: "duplicate".into(),
-                            detail: SkipReason::Duplicate.to_string(),
+                            detail: if in_book {
+                                "already counted in the book by an earlier --dedupe import".into()
+                            } else {
+                                SkipReason::Duplicate.to_string()
+                            },
                         });
                         continue;
                     }
+                    co.pending_games.push(fp);
                     batch.push(g);
                 }
                 Ok(None) => {
@@ -1511,7 +1617,7 @@ fn apply(
     in_memory: Option<Vec<SortedAggregate>>,
     run_entries: u64,
     games: u64,
-    records: Vec<(String, Vec<u8>)>,
+    (records, new_games): (Vec<(String, Vec<u8>)>, Vec<u128>),
     writer_opts: &WriterOptions,
     delta_min: u64,
 ) -> Result<String> {
@@ -1546,6 +1652,7 @@ fn apply(
             }
             let mut plan = book::plan_delta(book, new.clone(), games)?;
             plan.imports = records.clone();
+            plan.games = new_games.clone();
             let path = book.path().to_path_buf();
             drop(old);
             match book::commit_delta(&path, &plan) {
@@ -1561,7 +1668,7 @@ fn apply(
                 fresh,
                 run_entries,
                 games,
-                records,
+                (records, new_games),
                 writer_opts,
             );
         }
@@ -1572,7 +1679,7 @@ fn apply(
         open_runs()?,
         run_entries,
         games,
-        records,
+        (records, new_games),
         writer_opts,
     )
 }
@@ -1583,15 +1690,17 @@ fn rewrite(
     runs: Vec<EntryStream<'static>>,
     run_entries: u64,
     games: u64,
-    records: Vec<(String, Vec<u8>)>,
+    (records, new_games): (Vec<(String, Vec<u8>)>, Vec<u128>),
     writer_opts: &WriterOptions,
 ) -> Result<String> {
     let mut w = BookWriter::create(book_path, crate::chess_codec(), writer_opts.clone())?;
     w.add_games(games);
+    w.add_game_fingerprints(new_games);
     let mut sources: Vec<EntryStream<'_>> = Vec::new();
     if let Some(b) = &old {
         w.add_games(b.meta().games);
         w.add_imports(b.imports()?);
+        w.add_game_fingerprints(b.game_fingerprints()?);
         // New games up to half the book: keep its model, its coded positions pass through.
         let m = b.meta();
         let reuse = super::rewrite::keeps_model(m, run_entries + m.delta_entries)

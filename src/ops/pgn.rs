@@ -384,26 +384,43 @@ pub fn replay(g: &RawGame, rules: &CountRules) -> Result<CountedGame, SkipReason
     })
 }
 
-/// A 64-bit fingerprint of a game for `--dedupe`: identity tags, result and mainline.
+/// The fingerprint of a game for `--dedupe` (stored in books; docs/FORMAT.md §4.6): xxh3-128
+/// of its identity tags as [`RawGame::ident`] holds them (name, 0, value, 0 per tag, in the
+/// order they appear), then the result tag's value, 0, the FEN tag's value, 0, and each
+/// mainline move in SAN as written by shakmaty followed by a space.
 pub fn game_fingerprint(g: &RawGame) -> u128 {
-    use std::hash::{Hash, Hasher};
-    let mut a = std::collections::hash_map::DefaultHasher::new();
-    let mut b = std::collections::hash_map::DefaultHasher::new();
-    0xb00cu16.hash(&mut b);
-    for h in [&mut a, &mut b] {
-        g.ident.hash(h);
-        g.result.hash(h);
-        g.fen.hash(h);
-        for s in &g.sans {
-            s.to_string().hash(h);
-        }
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&g.ident);
+    h.update(g.result.as_deref().unwrap_or_default());
+    h.update(&[0]);
+    h.update(g.fen.as_deref().unwrap_or_default().as_bytes());
+    h.update(&[0]);
+    for s in &g.sans {
+        h.update(s.to_string().as_bytes());
+        h.update(b" ");
     }
-    (u128::from(a.finish()) << 64) | u128::from(b.finish())
+    h.digest128()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fingerprint is stored in books (FORMAT §4.6): it must never change.
+    #[test]
+    fn game_fingerprint_golden_vector() {
+        let g = &games(
+            "[Event \"E\"]\n[Site \"S\"]\n[White \"W\"]\n[Black \"B\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n",
+        )[0];
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(b"Event\0E\0Site\0S\0White\0W\0Black\0B\0" as &[u8]);
+        h.update(b"1-0\0\0e4 e5 Qh5 Nc6 Bc4 Nf6 Qxf7# ");
+        assert_eq!(game_fingerprint(g), h.digest128());
+        assert_eq!(
+            format!("{:032x}", game_fingerprint(g)),
+            "d4bdcd7741824bb23d7ad56a308df162"
+        );
+    }
 
     fn games(pgn: &str) -> Vec<RawGame> {
         let mut r = GameReader::new(pgn.as_bytes());

@@ -19,6 +19,9 @@ pub const BLOCKS: TableDefinition<u64, &[u8]> = TableDefinition::new("blocks");
 pub const DELTA: TableDefinition<(u64, &[u8]), &[u8]> = TableDefinition::new("delta");
 /// What was imported: input fingerprint → JSON record.
 pub const IMPORTS: TableDefinition<&str, &[u8]> = TableDefinition::new("imports");
+/// Fingerprints of the games `--dedupe` imports counted (docs/FORMAT.md §4.6); later `--dedupe`
+/// imports skip games found here. Absent in books never imported with `--dedupe`.
+pub const GAMES: TableDefinition<u128, ()> = TableDefinition::new("games");
 
 pub const MAGIC: &[u8] = b"bookdb";
 /// Book format version written by this build. See migrations/README.md.
@@ -681,6 +684,36 @@ impl Book {
         Ok(MergeIter::new(vec![blocks, delta]))
     }
 
+    /// Fingerprints of the games `--dedupe` imports counted into this book, ascending.
+    pub fn game_fingerprints(&self) -> Result<Vec<u128>> {
+        shield("reading game fingerprints", || {
+            let txn = self.db.begin_read()?;
+            let t = match txn.open_table(GAMES) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+                Err(e) => return Err(e.into()),
+            };
+            let mut out = Vec::with_capacity(t.len()? as usize);
+            for item in t.iter()? {
+                out.push(item?.0.value());
+            }
+            Ok(out)
+        })
+    }
+
+    /// A handle that tells whether a game fingerprint is recorded in this book.
+    pub fn game_index(&self) -> Result<GameIndex> {
+        shield("opening game fingerprints", || {
+            let txn = self.db.begin_read()?;
+            let table = match txn.open_table(GAMES) {
+                Ok(t) => Some(t),
+                Err(redb::TableError::TableDoesNotExist(_)) => None,
+                Err(e) => return Err(e.into()),
+            };
+            Ok(GameIndex { table })
+        })
+    }
+
     /// The import records: input fingerprint → JSON.
     pub fn imports(&self) -> Result<Vec<(String, Vec<u8>)>> {
         shield("reading import records", || self.imports_inner())
@@ -1020,8 +1053,26 @@ pub struct BookWriter {
     pool: Option<SealPool>,
     /// A model and dictionary to use instead of training new ones.
     reuse: Option<BookCompression>,
+    /// Game fingerprints to record (`games` table).
+    games: Vec<u128>,
     /// The model is a reused one: entries' `coded` bytes (coded with it) are stored as they are.
     takes_coded: bool,
+}
+
+/// Looks game fingerprints up in a book's `games` table (a read snapshot).
+pub struct GameIndex {
+    table: Option<redb::ReadOnlyTable<u128, ()>>,
+}
+
+impl GameIndex {
+    pub fn contains(&self, fingerprint: u128) -> Result<bool> {
+        match &self.table {
+            None => Ok(false),
+            Some(t) => shield("looking up a game fingerprint", || {
+                Ok(t.get(fingerprint)?.is_some())
+            }),
+        }
+    }
 }
 
 /// A serialized position model and section-A dictionary taken from a book
@@ -1391,6 +1442,7 @@ impl BookWriter {
             seals: 0,
             pool: None,
             reuse: None,
+            games: Vec::new(),
             takes_coded: false,
         })
     }
@@ -1410,6 +1462,11 @@ impl BookWriter {
         self.reuse = Some(c);
         self.takes_coded = true;
         Ok(())
+    }
+
+    /// Game fingerprints to record in the new book (`--dedupe`; those of rewritten books too).
+    pub fn add_game_fingerprints(&mut self, fps: impl IntoIterator<Item = u128>) {
+        self.games.extend(fps);
     }
 
     /// Import records to store in the new book (input fingerprint → JSON).
@@ -1695,6 +1752,14 @@ impl BookWriter {
                 for (k, v) in &self.imports {
                     imp.insert(k.as_str(), v.as_slice())?;
                 }
+                if !self.games.is_empty() {
+                    self.games.sort_unstable();
+                    self.games.dedup();
+                    let mut g = txn.open_table(GAMES)?;
+                    for &fp in &self.games {
+                        g.insert(fp, ())?;
+                    }
+                }
                 // The delta table always exists, so readers can tell an empty tier.
                 txn.open_table(DELTA)?;
             }
@@ -1749,6 +1814,8 @@ pub struct DeltaPlan {
     pub values: Vec<Entry>,
     pub meta: BookMeta,
     pub imports: Vec<(String, Vec<u8>)>,
+    /// Game fingerprints to record (`--dedupe`).
+    pub games: Vec<u128>,
 }
 
 /// Computes, with read-only lookups, what adding `new` (sorted by identity) to the book's
@@ -1814,6 +1881,7 @@ pub fn plan_delta(book: &Book, new: Vec<Entry>, games: u64) -> Result<DeltaPlan>
         values,
         meta,
         imports: Vec::new(),
+        games: Vec::new(),
     })
 }
 
@@ -1843,6 +1911,12 @@ pub fn commit_delta(path: &Path, plan: &DeltaPlan) -> Result<(), DeltaCommitErro
             let mut imp = txn.open_table(IMPORTS)?;
             for (k, v) in &plan.imports {
                 imp.insert(k.as_str(), v.as_slice())?;
+            }
+            if !plan.games.is_empty() {
+                let mut g = txn.open_table(GAMES)?;
+                for &fp in &plan.games {
+                    g.insert(fp, ())?;
+                }
             }
             let mut m = txn.open_table(META)?;
             let counters =
