@@ -377,6 +377,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     s.stored_bytes, s.stored_bytes_per_pair
                 );
                 println!("dictionary        {} bytes", s.dictionary_bytes);
+                println!("--dedupe games    {}", s.dedupe_games);
                 println!(
                     "file              {} bytes ({:.2} per pair)",
                     s.file_bytes, s.bytes_per_pair

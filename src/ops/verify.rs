@@ -230,6 +230,8 @@ pub struct Stats {
     pub raw_bytes: u64,
     pub stored_bytes: u64,
     pub dictionary_bytes: u64,
+    /// Game fingerprints recorded by `--dedupe` imports.
+    pub dedupe_games: u64,
     pub file_bytes: u64,
     pub bytes_per_pair: f64,
     pub stored_bytes_per_pair: f64,
@@ -258,6 +260,7 @@ pub fn stats(path: &Path) -> Result<Stats> {
         raw_bytes: m.raw_bytes,
         stored_bytes: m.stored_bytes,
         dictionary_bytes: book.dictionaries().values().map(|d| d.len() as u64).sum(),
+        dedupe_games: book.game_fingerprint_count()?,
         file_bytes,
         bytes_per_pair: per(file_bytes),
         stored_bytes_per_pair: per(m.stored_bytes),

@@ -701,6 +701,18 @@ impl Book {
         })
     }
 
+    /// How many game fingerprints `--dedupe` imports recorded in this book.
+    pub fn game_fingerprint_count(&self) -> Result<u64> {
+        shield("counting game fingerprints", || {
+            let txn = self.db.begin_read()?;
+            match txn.open_table(GAMES) {
+                Ok(t) => Ok(t.len()?),
+                Err(redb::TableError::TableDoesNotExist(_)) => Ok(0),
+                Err(e) => Err(e.into()),
+            }
+        })
+    }
+
     /// A handle that tells whether a game fingerprint is recorded in this book.
     pub fn game_index(&self) -> Result<GameIndex> {
         shield("opening game fingerprints", || {
