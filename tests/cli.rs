@@ -139,22 +139,25 @@ fn not_a_book_and_missing_book() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("not found"));
 }
 
+/// Overwrites the book's `format_version` (as an older or newer build would have written it).
+fn set_format_version(book: &std::path::Path, version: u32) {
+    let db = redb::Database::open(book).unwrap();
+    let t = db.begin_write().unwrap();
+    {
+        let def: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
+        t.open_table(def)
+            .unwrap()
+            .insert("format_version", version.to_le_bytes().as_slice())
+            .unwrap();
+    }
+    t.commit().unwrap();
+}
+
 #[test]
 fn unknown_version_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let book = sample_book(dir.path());
-    {
-        let db = redb::Database::open(&book).unwrap();
-        let t = db.begin_write().unwrap();
-        {
-            let def: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
-            t.open_table(def)
-                .unwrap()
-                .insert("format_version", 99u32.to_le_bytes().as_slice())
-                .unwrap();
-        }
-        t.commit().unwrap();
-    }
+    set_format_version(&book, 99u32);
     let out = run(&["probe", "--book", book.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(4));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -225,7 +228,27 @@ fn migrate_reports_current_version() {
     let dir = tempfile::tempdir().unwrap();
     let book = sample_book(dir.path());
     let out = ok(&["migrate", "--book", book.to_str().unwrap()]);
-    assert!(out.contains("already at format version 1"), "{out}");
+    assert!(out.contains("already at format version 2"), "{out}");
+}
+
+/// A version-1 book (format 1 had no `games` table) is refused by every command but
+/// `migrate`, which rewrites it as version 2 with the same content; migrating again is a no-op.
+#[test]
+fn migrate_converts_a_version_1_book() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = sample_book(dir.path());
+    let p = book.to_str().unwrap();
+    let before = ok(&["dump", "--book", p]);
+    set_format_version(&book, 1u32);
+    let out = run(&["probe", "--book", p]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("migrate"));
+    let msg = ok(&["migrate", "--book", p]);
+    assert!(msg.contains("migrated from format version 1 to 2"), "{msg}");
+    assert_eq!(ok(&["dump", "--book", p]), before);
+    ok(&["verify", "--book", p]);
+    let again = ok(&["migrate", "--book", p]);
+    assert!(again.contains("already at format version 2"), "{again}");
 }
 
 /// A book file with one damaged redb page (found by fuzzing): every command reports corruption

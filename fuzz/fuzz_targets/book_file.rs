@@ -1,5 +1,6 @@
 //! Book files: arbitrary bytes written to a file, `Book::open`ed, then read every way
-//! (`iter`, `get`, `lookup`, `for_each_block` + `decode_block`, `block_count`).
+//! (`iter`, `iter_for_rewrite_coded`, `get`, `lookup`, `for_each_block` + `decode_block`,
+//! `block_count`, the `games` table).
 //!
 //! Checks: every failure is an `Err`, never a panic (corrupt redb pages, meta tables, models,
 //! dictionaries or blocks). Keep inputs small (`-max_len`): redb is slow on large garbage.
@@ -57,6 +58,18 @@ fn exercise(data: &[u8]) {
         return;
     };
     let _ = book.block_count();
+    let _ = book.game_fingerprint_count();
+    let _ = book.game_fingerprints();
+    if let Ok(index) = book.game_index() {
+        let _ = index.contains(0xd4bd_cd77_4182_4bb2_3d7a_d56a_308d_f162);
+    }
+    if let Ok(iter) = book.iter_for_rewrite_coded(book.compression().as_ref()) {
+        for e in iter.take(64) {
+            if e.is_err() {
+                break;
+            }
+        }
+    }
     if let Ok(iter) = book.iter() {
         for item in iter.take(100_000) {
             if item.is_err() {

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::import::{WriterLock, remove_stale_temp_books};
 use super::progress::Progress;
 use crate::error::{Error, Result};
-use crate::store::book::{FORMAT_VERSION, META, META_VERSION};
+use crate::store::book::{FORMAT_VERSION, META, META_VERSION, OLDEST_MIGRATABLE};
 use crate::store::entry::MergeIter;
 use crate::store::{Book, BookMeta, BookWriter, Entry, WriterOptions};
 
@@ -273,10 +273,22 @@ pub fn compact(
     min_games: Option<u64>,
     opts: &RewriteOptions,
 ) -> Result<CompactSummary> {
-    let start = Instant::now();
     let _lock = WriterLock::acquire(book)?;
     remove_stale_temp_books(book);
     let old = Book::open(book, crate::chess_codec())?;
+    rewrite_whole(book, old, min_games, opts, "compact")
+}
+
+/// Rewrites the open book `old` (at `book`, whose lock the caller holds) into a new file at
+/// the current format version: `compact`, and `migrate` of an older version.
+fn rewrite_whole(
+    book: &Path,
+    old: Book,
+    min_games: Option<u64>,
+    opts: &RewriteOptions,
+    label: &str,
+) -> Result<CompactSummary> {
+    let start = Instant::now();
     let before = old.meta().clone();
     let bytes_before = old.file_bytes();
     let mut w = BookWriter::create(book, crate::chess_codec(), opts.writer.clone())?;
@@ -294,7 +306,7 @@ pub fn compact(
     if let Some(c) = &reuse {
         w.reuse_compression(c.clone())?;
     }
-    let progress = Progress::rewrite(opts.show_progress, "compact", input_entries(&before));
+    let progress = Progress::rewrite(opts.show_progress, label, input_entries(&before));
     let mut n = 0u64;
     for e in AttachKeyOnly::new(old.iter_for_rewrite_coded(reuse.as_ref())?) {
         let mut e = e?;
@@ -367,9 +379,26 @@ pub fn migrate(book: &Path) -> Result<String> {
             found: version,
             supported: FORMAT_VERSION,
         }),
-        std::cmp::Ordering::Less => Err(Error::Invalid(format!(
+        std::cmp::Ordering::Less if version < OLDEST_MIGRATABLE => Err(Error::Invalid(format!(
             "{}: format version {version} predates the first released format; no migration exists",
             book.display()
         ))),
+        std::cmp::Ordering::Less => {
+            // v1 → v2 (migrations/v1-to-v2.md): the same content, rewritten as every
+            // whole-book rewrite is (temp file, fsync, rename), now marked version 2.
+            drop(db);
+            let _lock = WriterLock::acquire(book)?;
+            remove_stale_temp_books(book);
+            let old = Book::open_for_migration(book, crate::chess_codec())?;
+            let s = rewrite_whole(book, old, None, &RewriteOptions::default(), "migrate")?;
+            Ok(format!(
+                "{}: migrated from format version {version} to {FORMAT_VERSION} ({} positions, {} pairs; {} -> {} bytes)",
+                book.display(),
+                s.after.positions,
+                s.after.pairs,
+                s.bytes_before,
+                s.bytes_after
+            ))
+        }
     }
 }

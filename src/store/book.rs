@@ -25,7 +25,9 @@ pub const GAMES: TableDefinition<u128, ()> = TableDefinition::new("games");
 
 pub const MAGIC: &[u8] = b"bookdb";
 /// Book format version written by this build. See migrations/README.md.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// Oldest format version `bookdb migrate` converts (migrations/README.md).
+pub const OLDEST_MIGRATABLE: u32 = 1;
 
 pub const META_MAGIC: &str = "magic";
 pub const META_VERSION: &str = "format_version";
@@ -262,10 +264,17 @@ impl std::fmt::Debug for Book {
 impl Book {
     /// Opens an existing book read-only, checking magic, version and codec.
     pub fn open(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
-        shield("opening the book", || Self::open_inner(path, codec))
+        shield("opening the book", || Self::open_inner(path, codec, false))
     }
 
-    fn open_inner(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
+    /// Opens a book of format version [`OLDEST_MIGRATABLE`] up to the current one, for
+    /// `bookdb migrate` only: versions 1 and 2 differ only in the optional `games` table
+    /// (migrations/v1-to-v2.md), so the same reader serves both.
+    pub fn open_for_migration(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
+        shield("opening the book", || Self::open_inner(path, codec, true))
+    }
+
+    fn open_inner(path: &Path, codec: Arc<dyn PositionCodec>, older: bool) -> Result<Book> {
         if !path.exists() {
             return Err(Error::BookNotFound {
                 path: path.to_path_buf(),
@@ -321,7 +330,12 @@ impl Book {
                     "format_version missing or malformed".into(),
                 ))
             })?;
-        if version != FORMAT_VERSION {
+        let accepted = if older {
+            (OLDEST_MIGRATABLE..=FORMAT_VERSION).contains(&version)
+        } else {
+            version == FORMAT_VERSION
+        };
+        if !accepted {
             return Err(Error::UnsupportedVersion {
                 path: path.to_path_buf(),
                 found: version,
