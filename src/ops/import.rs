@@ -152,7 +152,8 @@ struct ImportState {
     games_log_bytes: u64,
 }
 
-const STATE_VERSION: u32 = 1;
+/// 2: `games_log_bytes` and `games.fp` (a version-1 state never recorded fingerprints).
+const STATE_VERSION: u32 = 2;
 
 /// Open-addressing table from Zobrist key to the index of the first position with that key.
 /// Keys are uniformly random already, so their low bits pick the home slot. Slots can be

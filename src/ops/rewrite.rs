@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::import::{WriterLock, remove_stale_temp_books};
 use super::progress::Progress;
 use crate::error::{Error, Result};
-use crate::store::book::{FORMAT_VERSION, META, META_VERSION, OLDEST_MIGRATABLE};
+use crate::store::book::{FORMAT_VERSION, OLDEST_MIGRATABLE};
 use crate::store::entry::MergeIter;
 use crate::store::{Book, BookMeta, BookWriter, Entry, WriterOptions};
 
@@ -350,55 +350,35 @@ pub fn migrate(book: &Path) -> Result<String> {
             path: book.to_path_buf(),
         });
     }
-    let db = redb::ReadOnlyDatabase::open(book).map_err(|e| Error::NotABook {
-        path: book.to_path_buf(),
-        reason: format!("not a redb database: {e}"),
-    })?;
-    let version = {
-        use redb::ReadableDatabase;
-        let txn = db.begin_read()?;
-        let t = txn.open_table(META).map_err(|e| Error::NotABook {
-            path: book.to_path_buf(),
-            reason: format!("no meta table ({e})"),
-        })?;
-        let v = t.get(META_VERSION)?.map(|v| v.value().to_vec());
-        v.and_then(|v| <[u8; 4]>::try_from(v.as_slice()).ok())
-            .map(u32::from_le_bytes)
-            .ok_or_else(|| Error::NotABook {
-                path: book.to_path_buf(),
-                reason: "no format version".into(),
-            })?
+    // Under the lock, and through the reader that repairs a book a killed writer left.
+    let _lock = WriterLock::acquire(book)?;
+    remove_stale_temp_books(book);
+    let old = match Book::open_for_migration(book, crate::chess_codec()) {
+        Ok(b) => b,
+        Err(Error::UnsupportedVersion { found, .. }) if found < OLDEST_MIGRATABLE => {
+            return Err(Error::Invalid(format!(
+                "{}: format version {found} predates the first released format; no migration exists",
+                book.display()
+            )));
+        }
+        Err(e) => return Err(e),
     };
-    match version.cmp(&FORMAT_VERSION) {
-        std::cmp::Ordering::Equal => Ok(format!(
+    let version = old.format_version();
+    if version == FORMAT_VERSION {
+        return Ok(format!(
             "{}: already at format version {FORMAT_VERSION}; nothing to do",
             book.display()
-        )),
-        std::cmp::Ordering::Greater => Err(Error::UnsupportedVersion {
-            path: book.to_path_buf(),
-            found: version,
-            supported: FORMAT_VERSION,
-        }),
-        std::cmp::Ordering::Less if version < OLDEST_MIGRATABLE => Err(Error::Invalid(format!(
-            "{}: format version {version} predates the first released format; no migration exists",
-            book.display()
-        ))),
-        std::cmp::Ordering::Less => {
-            // v1 → v2 (migrations/v1-to-v2.md): the same content, rewritten as every
-            // whole-book rewrite is (temp file, fsync, rename), now marked version 2.
-            drop(db);
-            let _lock = WriterLock::acquire(book)?;
-            remove_stale_temp_books(book);
-            let old = Book::open_for_migration(book, crate::chess_codec())?;
-            let s = rewrite_whole(book, old, None, &RewriteOptions::default(), "migrate")?;
-            Ok(format!(
-                "{}: migrated from format version {version} to {FORMAT_VERSION} ({} positions, {} pairs; {} -> {} bytes)",
-                book.display(),
-                s.after.positions,
-                s.after.pairs,
-                s.bytes_before,
-                s.bytes_after
-            ))
-        }
+        ));
     }
+    // v1 → v2 (migrations/v1-to-v2.md): the same content, rewritten as every whole-book
+    // rewrite is (temp file, fsync, rename), now marked version 2.
+    let s = rewrite_whole(book, old, None, &RewriteOptions::default(), "migrate")?;
+    Ok(format!(
+        "{}: migrated from format version {version} to {FORMAT_VERSION} ({} positions, {} pairs; {} -> {} bytes)",
+        book.display(),
+        s.after.positions,
+        s.after.pairs,
+        s.bytes_before,
+        s.bytes_after
+    ))
 }

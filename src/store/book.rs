@@ -145,6 +145,7 @@ pub struct Book {
     models: HashMap<u16, Arc<dyn PositionModel>>,
     /// Serialized position models by id (what [`Book::compression`] hands a writer).
     model_bytes: HashMap<u16, Arc<Vec<u8>>>,
+    format_version: u32,
     pool: DecompressorPool,
     /// First keys of all blocks, sorted (a snapshot taken at open).
     index: Vec<u64>,
@@ -404,6 +405,7 @@ impl Book {
             dicts,
             models,
             model_bytes,
+            format_version: version,
             index,
             cache: BlockCache {
                 limit: DEFAULT_CACHE_BYTES,
@@ -417,6 +419,12 @@ impl Book {
     }
     pub fn meta(&self) -> &BookMeta {
         &self.meta
+    }
+
+    /// The format version the book was written with ([`FORMAT_VERSION`], or an older one for
+    /// a book opened by [`Book::open_for_migration`]).
+    pub fn format_version(&self) -> u32 {
+        self.format_version
     }
 
     /// The position model and section-A dictionary this book's blocks were written with, for
