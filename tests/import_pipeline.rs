@@ -327,6 +327,11 @@ fn killed_dedupe_import_resumes_exactly() {
     let clean = dir.path().join("clean.book");
     ok(&args(&clean).iter().map(String::as_str).collect::<Vec<_>>());
     let expected = dump(&clean);
+    let recorded = json(&["stats", "--book", s(&clean), "--json"])["dedupe_games"].clone();
+    assert_eq!(
+        recorded,
+        json(&["stats", "--book", s(&clean), "--json"])["games"]
+    );
     let whole = dir.path().join("whole.book");
     import(&[&pgn], &whole, &[]);
     assert_eq!(
@@ -374,6 +379,11 @@ fn killed_dedupe_import_resumes_exactly() {
             got.lines().count(),
             expected.lines().count()
         );
+        assert_eq!(
+            json(&["stats", "--book", s(&book), "--json"])["dedupe_games"],
+            recorded,
+            "kill {i}: the resumed book remembers other games"
+        );
     }
     assert!(caught > 0, "no kill landed while the second input was read");
 }
@@ -394,8 +404,9 @@ fn dedupe_spans_imports_compaction_and_merge() {
     let whole = dir.path().join("whole.book");
     let w = import(&[&pgn], &whole, &["--dedupe"]);
     let book = dir.path().join("book.book");
-    import(&[&first], &book, &["--dedupe"]);
-    let r = import(&[&second], &book, &["--dedupe"]);
+    // Tiny memory: the fingerprints go through spills and checkpoints.
+    import(&[&first], &book, &["--dedupe", "--memory", "2"]);
+    let r = import(&[&second], &book, &["--dedupe", "--memory", "2"]);
     let overlap = (starts.len() as f64 * 0.6) as u64 - (starts.len() as f64 * 0.4) as u64;
     assert!(
         r["skipped_by_reason"]["duplicate"].as_u64().unwrap() >= overlap,
@@ -404,7 +415,26 @@ fn dedupe_spans_imports_compaction_and_merge() {
     assert_eq!(dump(&book), dump(&whole));
     let st = json(&["stats", "--book", s(&book), "--json"]);
     assert_eq!(st["games"], w["games_imported"]);
-    assert!(st["dedupe_games"].as_u64().unwrap() >= w["games_imported"].as_u64().unwrap());
+    assert_eq!(
+        st["dedupe_games"], st["games"],
+        "one fingerprint per counted game"
+    );
+    // import-polyglot rewrites the book and keeps the fingerprints.
+    let bin = dir.path().join("x.bin");
+    ok(&[
+        "export",
+        "--book",
+        s(&whole),
+        "--format",
+        "polyglot",
+        "--out",
+        s(&bin),
+    ]);
+    ok(&["import-polyglot", s(&bin), "--book", s(&book), "--quiet"]);
+    assert_eq!(
+        json(&["stats", "--book", s(&book), "--json"])["dedupe_games"],
+        st["dedupe_games"]
+    );
     // Compaction and merge keep the record: the overlap again is all duplicates.
     let overlap_pgn = dir.path().join("overlap.pgn");
     std::fs::write(&overlap_pgn, &text[at(0.4)..at(0.6)]).unwrap();
@@ -422,6 +452,22 @@ fn dedupe_spans_imports_compaction_and_merge() {
     import(&[&first], &plain, &[]);
     let r = import(&[&overlap_pgn], &plain, &["--dedupe"]);
     assert_eq!(r["games_imported"].as_u64(), Some(overlap), "{r}");
+    // Only counted games are remembered: games a rating filter skipped can be imported later.
+    let rated = dir.path().join("rated.book");
+    let strict = import(&[&first], &rated, &["--dedupe", "--min-rating", "2600"]);
+    let again = dir.path().join("first-again.pgn");
+    let mut bytes = std::fs::read(&first).unwrap();
+    bytes.extend_from_slice(b"\n");
+    std::fs::write(&again, bytes).unwrap();
+    let r = import(&[&again], &rated, &["--dedupe"]);
+    assert_eq!(
+        r["games_imported"].as_u64().unwrap() + strict["games_imported"].as_u64().unwrap(),
+        strict["games_read"].as_u64().unwrap()
+            - strict["skipped_by_reason"]["duplicate"]
+                .as_u64()
+                .unwrap_or(0),
+        "{strict} {r}"
+    );
 }
 
 #[test]

@@ -39,7 +39,7 @@ use crate::store::{Book, BookMeta, BookWriter, Entry, MoveRec, WriterOptions};
 pub const DEFAULT_MAX_PLY: usize = 50;
 /// Games per batch handed to a worker.
 const BATCH: usize = 256;
-/// Staging file of the fingerprints of the games a `--dedupe` import read (FORMAT §8).
+/// Staging file of the fingerprints of the games a `--dedupe` import counted (FORMAT §8).
 const GAMES_LOG: &str = "games.fp";
 /// Most runs merged at once; more are merged in passes.
 const MAX_FAN_IN: usize = 48;
@@ -661,8 +661,9 @@ fn peak_rss() -> Option<u64> {
 }
 
 enum Msg {
-    /// Parsed games (used with `--dedupe`, which needs one reader to see every game in order).
-    Games(usize, Vec<RawGame>),
+    /// Parsed games (used with `--dedupe`, which needs one reader to see every game in order)
+    /// and their fingerprints.
+    Games(usize, Vec<RawGame>, Vec<u128>),
     /// Raw PGN text cut at game boundaries, with the line number it starts on.
     Chunk {
         input: usize,
@@ -681,6 +682,8 @@ enum Reply {
         read: u64,
         imported: u64,
         skipped: Vec<(u64, SkipReason)>,
+        /// `--dedupe`: fingerprints of the games counted.
+        counted: Vec<u128>,
         full: bool,
     },
     Flushed(PathBuf, u64),
@@ -695,13 +698,17 @@ fn count_game(
     plies: &mut Vec<Ply>,
     imported: &mut u64,
     skipped: &mut Vec<(u64, SkipReason)>,
-) {
+) -> bool {
     match replay_into(g, rules, plies) {
         Ok(()) => {
             *imported += 1;
             agg.add_game(game_result(g), [g.white_elo, g.black_elo], plies);
+            true
         }
-        Err(r) => skipped.push((g.line, r)),
+        Err(r) => {
+            skipped.push((g.line, r));
+            false
+        }
     }
 }
 
@@ -713,17 +720,21 @@ fn worker(rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize
     let mut plies = Vec::with_capacity(64);
     while let Ok(msg) = rx.recv() {
         let reply = match msg {
-            Msg::Games(input, games) => {
+            Msg::Games(input, games, fps) => {
                 let mut imported = 0;
                 let mut skipped = Vec::new();
-                for g in &games {
-                    count_game(g, &rules, &mut agg, &mut plies, &mut imported, &mut skipped);
+                let mut counted = Vec::with_capacity(games.len());
+                for (g, fp) in games.iter().zip(fps) {
+                    if count_game(g, &rules, &mut agg, &mut plies, &mut imported, &mut skipped) {
+                        counted.push(fp);
+                    }
                 }
                 Reply::Batch {
                     input,
                     read: 0,
                     imported,
                     skipped,
+                    counted,
                     full: agg.full(budget),
                 }
             }
@@ -765,6 +776,7 @@ fn worker(rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize
                     read,
                     imported,
                     skipped,
+                    counted: Vec::new(),
                     full: agg.full(budget),
                 }
             }
@@ -1103,8 +1115,10 @@ impl Coordinator<'_> {
                 read,
                 imported,
                 skipped,
+                counted,
                 full,
             } => {
+                self.pending_games.extend(counted);
                 let c = &mut state.per_input[input];
                 c.read += read;
                 c.imported += imported;
@@ -1519,6 +1533,7 @@ fn read_games(
     }
     loop {
         let mut batch = Vec::with_capacity(BATCH);
+        let mut fps = Vec::with_capacity(BATCH);
         let mut eof = false;
         while batch.len() < BATCH {
             match games.next_game() {
@@ -1548,7 +1563,7 @@ fn read_games(
                         });
                         continue;
                     }
-                    co.pending_games.push(fp);
+                    fps.push(fp);
                     batch.push(g);
                 }
                 Ok(None) => {
@@ -1559,7 +1574,7 @@ fn read_games(
             }
         }
         if !batch.is_empty() {
-            co.send(Msg::Games(idx, batch), state)?;
+            co.send(Msg::Games(idx, batch, fps), state)?;
         }
         progress.update(
             state.per_input.iter().map(|c| c.read).sum(),
