@@ -146,7 +146,7 @@ struct ImportState {
     next_run: u64,
     /// Length of skipped.jsonl at the checkpoint (later lines are discarded on resume).
     skipped_log_bytes: u64,
-    /// Length of games.fp (`--dedupe`: fingerprints of the games read so far, 16 bytes each,
+    /// Length of games.fp (`--dedupe`: fingerprints of the games counted so far, 16 bytes each,
     /// little-endian) at the checkpoint.
     #[serde(default)]
     games_log_bytes: u64,
@@ -1716,7 +1716,7 @@ fn rewrite(
     if let Some(b) = &old {
         w.add_games(b.meta().games);
         w.add_imports(b.imports()?);
-        w.add_game_fingerprints(b.game_fingerprints()?);
+        w.keep_game_fingerprints_of(b);
         // New games up to half the book: keep its model, its coded positions pass through.
         let m = b.meta();
         let reuse = super::rewrite::keeps_model(m, run_entries + m.delta_entries)

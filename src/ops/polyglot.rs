@@ -798,7 +798,7 @@ pub fn import_polyglot(
     if let Some(book) = &old {
         w.add_games(book.meta().games);
         w.add_imports(book.imports()?);
-        w.add_game_fingerprints(book.game_fingerprints()?);
+        w.keep_game_fingerprints_of(book);
         streams.push(Box::new(book.iter()?));
     }
     w.add_imports(records);

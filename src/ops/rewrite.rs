@@ -199,7 +199,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
     let mut imports = BTreeMap::new();
     for b in &books {
         w.add_games(b.meta().games);
-        w.add_game_fingerprints(b.game_fingerprints()?);
+        w.keep_game_fingerprints_of(b);
         for (k, v) in b.imports()? {
             *seen.entry(k.clone()).or_default() += 1;
             // The same input imported into several books: keep one record, whatever the
@@ -294,7 +294,7 @@ fn rewrite_whole(
     let mut w = BookWriter::create(book, crate::chess_codec(), opts.writer.clone())?;
     w.add_games(before.games);
     w.add_imports(old.imports()?);
-    w.add_game_fingerprints(old.game_fingerprints()?);
+    w.keep_game_fingerprints_of(&old);
     let (mut moves_pruned, mut positions_pruned) = (0u64, 0u64);
     // Folding a small delta tier keeps the model; pruning changes the content, so it retrains.
     let reuse =

@@ -138,7 +138,9 @@ pub type EntryIter<'a> = MergeIter<EntryStream<'a>, Error>;
 /// A book opened for reading.
 pub struct Book {
     path: PathBuf,
-    db: redb::ReadOnlyDatabase,
+    /// Shared with writers that copy this book's `games` table at their end
+    /// ([`BookWriter::keep_game_fingerprints_of`]).
+    db: Arc<redb::ReadOnlyDatabase>,
     codec: Arc<dyn PositionCodec>,
     meta: BookMeta,
     dicts: HashMap<u16, Arc<Vec<u8>>>,
@@ -398,7 +400,7 @@ impl Book {
         drop(txn);
         Ok(Book {
             path: path.to_path_buf(),
-            db,
+            db: Arc::new(db),
             codec,
             meta,
             pool: DecompressorPool::new(dicts.clone()),
@@ -1087,8 +1089,10 @@ pub struct BookWriter {
     pool: Option<SealPool>,
     /// A model and dictionary to use instead of training new ones.
     reuse: Option<BookCompression>,
-    /// Game fingerprints to record (`games` table).
+    /// Game fingerprints to record (`games` table): new ones, and books whose tables are
+    /// copied, streaming, in the last transaction.
     games: Vec<u128>,
+    games_from: Vec<Arc<redb::ReadOnlyDatabase>>,
     /// The model is a reused one: entries' `coded` bytes (coded with it) are stored as they are.
     takes_coded: bool,
 }
@@ -1477,6 +1481,7 @@ impl BookWriter {
             pool: None,
             reuse: None,
             games: Vec::new(),
+            games_from: Vec::new(),
             takes_coded: false,
         })
     }
@@ -1501,6 +1506,12 @@ impl BookWriter {
     /// Game fingerprints to record in the new book (`--dedupe`; those of rewritten books too).
     pub fn add_game_fingerprints(&mut self, fps: impl IntoIterator<Item = u128>) {
         self.games.extend(fps);
+    }
+
+    /// Records in the new book every game fingerprint `book` holds (a rewrite of it, or a
+    /// merge). They are copied one by one in the last transaction, never all held in memory.
+    pub fn keep_game_fingerprints_of(&mut self, book: &Book) {
+        self.games_from.push(book.db.clone());
     }
 
     /// Import records to store in the new book (input fingerprint → JSON).
@@ -1786,12 +1797,27 @@ impl BookWriter {
                 for (k, v) in &self.imports {
                     imp.insert(k.as_str(), v.as_slice())?;
                 }
-                if !self.games.is_empty() {
+                // The table exists only once there is a fingerprint to keep (FORMAT §4.6).
+                let mut sources = Vec::new();
+                for src in &self.games_from {
+                    let rtxn = src.begin_read()?;
+                    match rtxn.open_table(GAMES) {
+                        Ok(t) if t.len()? > 0 => sources.push(t),
+                        Ok(_) | Err(redb::TableError::TableDoesNotExist(_)) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                if !self.games.is_empty() || !sources.is_empty() {
                     self.games.sort_unstable();
                     self.games.dedup();
                     let mut g = txn.open_table(GAMES)?;
                     for &fp in &self.games {
                         g.insert(fp, ())?;
+                    }
+                    for t in &sources {
+                        for item in t.iter()? {
+                            g.insert(item?.0.value(), ())?;
+                        }
                     }
                 }
                 // The delta table always exists, so readers can tell an empty tier.
