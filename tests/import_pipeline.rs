@@ -470,6 +470,82 @@ fn dedupe_spans_imports_compaction_and_merge() {
     );
 }
 
+/// `--force` imports bypass the already-imported check, so a run killed after its commit but
+/// before it removed its staging area must not be applied again by the next run: the staging
+/// area (with its `applying` marker) is snapshotted while the import is stopped (SIGSTOP) just
+/// before its commit, the import then finishes, the snapshot is put back, and the same
+/// command again must count nothing.
+#[test]
+fn force_import_killed_after_its_commit_is_not_counted_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = medium_or_sample(dir.path());
+    let book = dir.path().join("b.book");
+    import(&[&pgn], &book, &[]);
+    let once = json(&["stats", "--book", s(&book), "--json"])["games"]
+        .as_u64()
+        .unwrap();
+    let args: Vec<String> = [
+        "import",
+        s(&pgn),
+        "--book",
+        s(&book),
+        "--max-ply",
+        "30",
+        "--memory",
+        "2",
+        "--force",
+        "--quiet",
+    ]
+    .map(String::from)
+    .to_vec();
+    let staging = dir.path().join("b.book.staging");
+    let snapshot = dir.path().join("snapshot");
+    let mut child = Command::new(bin()).args(&args).spawn().unwrap();
+    let pid = child.id().to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let mut marker_dir = None;
+    while marker_dir.is_none() && std::time::Instant::now() < deadline {
+        marker_dir = std::fs::read_dir(&staging)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .find(|d| d.join("applying").exists());
+        if marker_dir.is_none() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let marker_dir = marker_dir.expect("the import reached its commit");
+    Command::new("kill").args(["-STOP", &pid]).status().unwrap();
+    std::fs::create_dir_all(&snapshot).unwrap();
+    for e in std::fs::read_dir(&marker_dir).unwrap().flatten() {
+        std::fs::copy(e.path(), snapshot.join(e.file_name())).unwrap();
+    }
+    Command::new("kill").args(["-CONT", &pid]).status().unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(
+        json(&["stats", "--book", s(&book), "--json"])["games"].as_u64(),
+        Some(2 * once),
+        "--force counts the input again"
+    );
+    // The state a kill between the commit and the cleanup leaves.
+    std::fs::create_dir_all(&marker_dir).unwrap();
+    for e in std::fs::read_dir(&snapshot).unwrap().flatten() {
+        std::fs::copy(e.path(), marker_dir.join(e.file_name())).unwrap();
+    }
+    let mut again: Vec<&str> = args.iter().map(String::as_str).collect();
+    again.retain(|a| *a != "--quiet");
+    again.push("--json");
+    let r = json(&again);
+    assert_eq!(r["applied"], "committed before the interruption", "{r}");
+    assert_eq!(
+        json(&["stats", "--book", s(&book), "--json"])["games"].as_u64(),
+        Some(2 * once),
+        "the interrupted run's games are not counted twice"
+    );
+    assert!(!staging.exists(), "staging removed");
+}
+
 #[test]
 fn compressed_and_stdin_inputs() {
     let dir = tempfile::tempdir().unwrap();

@@ -41,6 +41,9 @@ pub const DEFAULT_MAX_PLY: usize = 50;
 const BATCH: usize = 256;
 /// Staging file of the fingerprints of the games a `--dedupe` import counted (FORMAT §8).
 const GAMES_LOG: &str = "games.fp";
+/// Staging file naming the attempt about to commit (its id is also in the imports records
+/// it commits), so that a run killed between its commit and its cleanup is not applied again.
+const APPLYING: &str = "applying";
 /// Most runs merged at once; more are merged in passes.
 const MAX_FAN_IN: usize = 48;
 /// The delta tier may hold this many entries, or an eighth of the blocks' entries if more,
@@ -841,10 +844,17 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     } else {
         None
     };
-    let done: HashSet<String> = match &existing {
-        Some(b) => b.imports()?.into_iter().map(|(k, _)| k).collect(),
-        None => HashSet::new(),
+    let records_before = match &existing {
+        Some(b) => b.imports()?,
+        None => Vec::new(),
     };
+    let done: HashSet<String> = records_before.iter().map(|(k, _)| k.clone()).collect();
+    // The attempts whose counts the book holds (see APPLYING below).
+    let committed: HashSet<String> = records_before
+        .iter()
+        .filter_map(|(_, v)| serde_json::from_slice::<serde_json::Value>(v).ok())
+        .filter_map(|v| v.get("attempt")?.as_str().map(str::to_string))
+        .collect();
     let before = existing
         .as_ref()
         .map(|b| b.meta().clone())
@@ -906,6 +916,23 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
             }
         }
     }
+    // An earlier run of this import was killed after its commit but before it removed its
+    // staging area: its counts are in the book (its attempt is recorded there), so applying
+    // again would count the games twice (this matters with --force, which bypasses the
+    // already-imported check). Finish its cleanup instead.
+    if let Ok(prev) = std::fs::read_to_string(staging.join(APPLYING))
+        && committed.contains(prev.trim())
+    {
+        let _ = std::fs::remove_dir_all(&staging);
+        let _ = std::fs::remove_dir(&staging_root);
+        summary.applied = "committed before the interruption".into();
+        summary.resumed = true;
+        let b = Book::open(book_path, crate::chess_codec())?;
+        summary.book = b.meta().clone();
+        summary.book_bytes = b.file_bytes();
+        summary.elapsed_secs = start.elapsed().as_secs_f64();
+        return Ok(summary);
+    }
     let state_path = staging.join("state.json");
     let mut state: ImportState = std::fs::read(&state_path)
         .ok()
@@ -945,6 +972,7 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
             if n != "state.json"
                 && n != "skipped.jsonl"
                 && n != GAMES_LOG
+                && n != APPLYING
                 && !state.runs.iter().any(|(r, _)| *r == n)
             {
                 let _ = std::fs::remove_file(e.path());
@@ -1031,6 +1059,19 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
+    // This attempt's id, written to the staging area before the commit and into the records
+    // the commit stores.
+    let attempt = format!(
+        "{:016x}",
+        xxhash_rust::xxh3::xxh3_64(
+            format!(
+                "{id}|{}|{:?}",
+                std::process::id(),
+                std::time::SystemTime::now()
+            )
+            .as_bytes()
+        )
+    );
     let records: Vec<(String, Vec<u8>)> = plan
         .iter()
         .zip(&state.per_input)
@@ -1046,6 +1087,7 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
                 "min_rating": opts.rules.min_rating,
                 "dedupe": opts.dedupe,
                 "imported_at": now,
+                "attempt": attempt,
             });
             Some((fp, rec.to_string().into_bytes()))
         })
@@ -1065,6 +1107,7 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     } else {
         Vec::new()
     };
+    write_atomic(&staging.join(APPLYING), attempt.as_bytes())?;
     summary.applied = apply(
         book_path,
         &staging,
