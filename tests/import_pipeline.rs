@@ -57,6 +57,11 @@ fn kill_after(args: &[String], delay: Duration) {
     let _ = child.wait();
 }
 
+/// A copy of the shared 10k-game PGN in `dir`, or `None` (after a SKIP line) if it is absent.
+fn medium_in(dir: &Path) -> Option<PathBuf> {
+    data_file("pgn/medium-10k.pgn").map(|p| copy_in(&p, dir))
+}
+
 fn medium_or_sample(dir: &Path) -> PathBuf {
     match data_file("pgn/medium-10k.pgn") {
         Some(p) => copy_in(&p, dir),
@@ -203,11 +208,10 @@ fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
 /// same command again: the book must equal an uninterrupted build.
 #[test]
 fn killed_imports_resume_exactly() {
-    let Some(src) = data_file("pgn/medium-10k.pgn") else {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(pgn) = medium_in(dir.path()) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let pgn = copy_in(&src, dir.path());
     let (a, b) = halves(&pgn, dir.path());
     let clean = dir.path().join("clean.book");
     import(&[&a, &b], &clean, &["--memory", "2"]);
@@ -292,11 +296,10 @@ fn killed_imports_resume_exactly() {
 /// still count as seen, so the book equals an uninterrupted build.
 #[test]
 fn killed_dedupe_import_resumes_exactly() {
-    let Some(src) = data_file("pgn/medium-10k.pgn") else {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(pgn) = medium_in(dir.path()) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let pgn = copy_in(&src, dir.path());
     // Halves by games (the bytes may not be UTF-8); the second repeats 1,000 of the first.
     let text = std::fs::read(&pgn).unwrap();
     let starts = game_starts(&text);

@@ -59,7 +59,6 @@ fn exercise(data: &[u8]) {
     };
     let _ = book.block_count();
     let _ = book.game_fingerprint_count();
-    let _ = book.game_fingerprints();
     if let Ok(index) = book.game_index() {
         let _ = index.contains(0xd4bd_cd77_4182_4bb2_3d7a_d56a_308d_f162);
     }

@@ -434,14 +434,17 @@ impl Book {
     /// exactly one trained model (id 1) and at most one dictionary (id 1), as every book
     /// [`BookWriter`] writes does.
     pub fn compression(&self) -> Option<BookCompression> {
-        let model = self.model_bytes.get(&1)?;
-        if self.model_bytes.len() != 1 || self.dicts.keys().any(|&id| id != 1) {
-            return None;
-        }
         Some(BookCompression {
-            model: model.to_vec(),
+            model: self.writer_model()?.to_vec(),
             dictionary: self.dicts.get(&1).map(|d| d.to_vec()),
         })
+    }
+
+    /// The serialized model of [`Book::compression`], without copying it.
+    fn writer_model(&self) -> Option<&[u8]> {
+        let model = self.model_bytes.get(&1)?;
+        (self.model_bytes.len() == 1 && self.dicts.keys().all(|&id| id == 1))
+            .then_some(model.as_slice())
     }
     pub fn codec(&self) -> &dyn PositionCodec {
         &*self.codec
@@ -687,8 +690,8 @@ impl Book {
         &self,
         writer: Option<&BookCompression>,
     ) -> Result<EntryIter<'_>> {
-        let coded = match (writer, self.compression()) {
-            (Some(w), Some(mine)) => w.model == mine.model,
+        let coded = match (writer, self.writer_model()) {
+            (Some(w), Some(mine)) => w.model == mine,
             _ => false,
         };
         self.iter_as(Keep {
@@ -706,23 +709,6 @@ impl Book {
         }
         let delta: Box<dyn Iterator<Item = Result<Entry>> + '_> = Box::new(self.delta_iter()?);
         Ok(MergeIter::new(vec![blocks, delta]))
-    }
-
-    /// Fingerprints of the games `--dedupe` imports counted into this book, ascending.
-    pub fn game_fingerprints(&self) -> Result<Vec<u128>> {
-        shield("reading game fingerprints", || {
-            let txn = self.db.begin_read()?;
-            let t = match txn.open_table(GAMES) {
-                Ok(t) => t,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-                Err(e) => return Err(e.into()),
-            };
-            let mut out = Vec::with_capacity(t.len()? as usize);
-            for item in t.iter()? {
-                out.push(item?.0.value());
-            }
-            Ok(out)
-        })
     }
 
     /// How many game fingerprints `--dedupe` imports recorded in this book.
