@@ -267,6 +267,8 @@ pub struct Aggregator {
     moves: Vec<AggMove>,
     arena: Vec<u8>,
     games: u32,
+    /// The sort order of the previous drain, kept for the next one (see `into_sorted`).
+    spare_order: Vec<(u64, u32)>,
 }
 
 impl Default for Aggregator {
@@ -281,6 +283,10 @@ const POS_OVERHEAD: usize = std::mem::size_of::<AggPos>() + 32 + 16;
 const MOVE_BYTES: usize = std::mem::size_of::<AggMove>();
 /// Average packed position (bytes), used to size the tables from a memory budget.
 const TYPICAL_PACKED: usize = 24;
+/// Plies one batch of games typically adds at most (a 1 MiB chunk holds about 2,000 games):
+/// the head room reserved past the budget so that the vectors need not grow before
+/// [`Aggregator::full`] is next checked.
+const BATCH_PLIES: usize = 1 << 17;
 
 impl Aggregator {
     pub fn with_capacity(positions: usize) -> Aggregator {
@@ -290,10 +296,29 @@ impl Aggregator {
             moves: Vec::with_capacity(positions + positions / 8),
             arena: Vec::with_capacity(positions * TYPICAL_PACKED),
             games: 0,
+            spare_order: Vec::new(),
         }
     }
 
-    /// Positions that fit a memory budget (bytes), for sizing with [`Aggregator::with_capacity`].
+    /// An aggregator for a memory budget (bytes). Each vector reserves what [`Aggregator::full`]
+    /// can let it reach (the budget spent on it alone, plus one batch): reserved but untouched
+    /// capacity costs no resident memory, while growing a vector of millions of records copies
+    /// it into fresh pages (and briefly holds both). The hash table, touched at random, is
+    /// sized for the typical position mix and doubles only if a batch of unusual games needs it.
+    pub fn for_budget(budget: usize) -> Aggregator {
+        let slack = BATCH_PLIES;
+        Aggregator {
+            map: KeyTable::with_capacity(Self::capacity_for(budget)),
+            positions: Vec::with_capacity(budget / POS_OVERHEAD + slack),
+            moves: Vec::with_capacity(budget / MOVE_BYTES + slack),
+            arena: Vec::with_capacity(budget + slack * TYPICAL_PACKED),
+            games: 0,
+            spare_order: Vec::new(),
+        }
+    }
+
+    /// Positions that fit a memory budget (bytes) with a typical mix (packed size, moves per
+    /// position).
     pub fn capacity_for(budget: usize) -> usize {
         budget / (POS_OVERHEAD + TYPICAL_PACKED + MOVE_BYTES + MOVE_BYTES / 8)
     }
@@ -440,13 +465,15 @@ impl Aggregator {
 
     /// Drains into a stream of entries sorted by (key, position); each entry is built only
     /// when the stream reaches it.
-    pub fn into_sorted(self) -> SortedAggregate {
-        let mut order: Vec<(u64, u32)> = self
-            .positions
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (p.key, i as u32))
-            .collect();
+    pub fn into_sorted(mut self) -> SortedAggregate {
+        let mut order = std::mem::take(&mut self.spare_order);
+        order.clear();
+        order.extend(
+            self.positions
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.key, i as u32)),
+        );
         order.sort_unstable();
         // Positions sharing a key (collisions) go in packed-byte order.
         let mut i = 0;
@@ -517,6 +544,7 @@ impl SortedAggregate {
     pub fn into_aggregator(self) -> Aggregator {
         let mut agg = self.agg;
         agg.clear();
+        agg.spare_order = self.order;
         agg
     }
 }
@@ -688,6 +716,8 @@ enum Reply {
         /// `--dedupe`: fingerprints of the games counted.
         counted: Vec<u128>,
         full: bool,
+        /// The chunk's text buffer, emptied, for the reader to fill again.
+        spare: Option<Vec<u8>>,
     },
     Flushed(PathBuf, u64),
     Taken(SortedAggregate),
@@ -718,8 +748,7 @@ fn count_game(
 fn worker(rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize) {
     // Sized for the budget up front: rehashing a table of millions of positions as it grows
     // costs more than the aggregation itself. Untouched buckets cost no resident memory.
-    let capacity = Aggregator::capacity_for(budget);
-    let mut agg = Aggregator::with_capacity(capacity);
+    let mut agg = Aggregator::for_budget(budget);
     let mut plies = Vec::with_capacity(64);
     while let Ok(msg) = rx.recv() {
         let reply = match msg {
@@ -739,6 +768,7 @@ fn worker(rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize
                     skipped,
                     counted,
                     full: agg.full(budget),
+                    spare: None,
                 }
             }
             Msg::Chunk {
@@ -774,6 +804,9 @@ fn worker(rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize
                         }
                     }
                 }
+                drop(games);
+                let mut spare = data;
+                spare.clear();
                 Reply::Batch {
                     input,
                     read,
@@ -781,6 +814,7 @@ fn worker(rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize
                     skipped,
                     counted: Vec::new(),
                     full: agg.full(budget),
+                    spare: Some(spare),
                 }
             }
             Msg::Flush(path) => {
@@ -1148,6 +1182,8 @@ struct Coordinator<'a> {
     skipped_file: std::fs::File,
     games_file: std::fs::File,
     checkpoints: u64,
+    /// Chunk buffers the workers handed back, reused so that reading faults in no new pages.
+    spare_chunks: Vec<Vec<u8>>,
 }
 
 impl Coordinator<'_> {
@@ -1160,7 +1196,9 @@ impl Coordinator<'_> {
                 skipped,
                 counted,
                 full,
+                spare,
             } => {
+                self.spare_chunks.extend(spare);
                 self.pending_games.extend(counted);
                 let c = &mut state.per_input[input];
                 c.read += read;
@@ -1358,6 +1396,7 @@ fn read_phase(
             next_worker: 0,
             skipped_file,
             checkpoints: 0,
+            spare_chunks: Vec::new(),
         };
 
         if opts.dedupe {
@@ -1449,7 +1488,12 @@ fn read_phase(
                             None => memchr::memrchr(b'\n', &buf).map_or(buf.len(), |i| i + 1),
                         }
                     };
-                    let rest = buf.split_off(cut);
+                    let mut rest = co
+                        .spare_chunks
+                        .pop()
+                        .unwrap_or_else(|| Vec::with_capacity(2 * CHUNK_BYTES));
+                    rest.extend_from_slice(&buf[cut..]);
+                    buf.truncate(cut);
                     let data = std::mem::replace(&mut buf, rest);
                     let lines = memchr::memchr_iter(b'\n', &data).count() as u64;
                     let len = data.len() as u64;

@@ -149,8 +149,8 @@ pub struct Book {
     model_bytes: HashMap<u16, Arc<Vec<u8>>>,
     format_version: u32,
     pool: DecompressorPool,
-    /// First keys of all blocks, sorted (a snapshot taken at open).
-    index: Vec<u64>,
+    /// First key of every block, sorted; read at the first lookup ([`Book::block_index`]).
+    index: std::sync::OnceLock<Vec<u64>>,
     cache: BlockCache,
 }
 
@@ -387,16 +387,6 @@ impl Book {
             }
         }
         drop(meta_table);
-        let mut index = Vec::with_capacity(meta.blocks as usize);
-        match txn.open_table(BLOCKS) {
-            Ok(t) => {
-                for item in t.iter()? {
-                    index.push(item?.0.value());
-                }
-            }
-            Err(redb::TableError::TableDoesNotExist(_)) => {}
-            Err(e) => return Err(e.into()),
-        }
         drop(txn);
         Ok(Book {
             path: path.to_path_buf(),
@@ -408,7 +398,7 @@ impl Book {
             models,
             model_bytes,
             format_version: version,
-            index,
+            index: std::sync::OnceLock::new(),
             cache: BlockCache {
                 limit: DEFAULT_CACHE_BYTES,
                 map: Mutex::new((HashMap::new(), 0)),
@@ -557,10 +547,35 @@ impl Book {
         }
     }
 
+    /// The first keys of all blocks, read at the first lookup: reading them touches every
+    /// leaf page of the blocks table (0.3 s for a 20 MB book), which commands that only need
+    /// the counters (`stats`, the end of an import) should not pay.
+    fn block_index(&self) -> Result<&[u64]> {
+        if let Some(index) = self.index.get() {
+            return Ok(index);
+        }
+        let index = shield("reading the block index", || {
+            let txn = self.db.begin_read()?;
+            let mut index = Vec::with_capacity(self.meta.blocks as usize);
+            match txn.open_table(BLOCKS) {
+                Ok(t) => {
+                    for item in t.iter()? {
+                        index.push(item?.0.value());
+                    }
+                }
+                Err(redb::TableError::TableDoesNotExist(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+            Ok(index)
+        })?;
+        Ok(self.index.get_or_init(|| index))
+    }
+
     /// The opened block that would hold `key`, from the cache or read and verified now.
     fn cached_block(&self, key: u64) -> Result<Option<(u64, Arc<CachedBlock>)>> {
-        let i = self.index.partition_point(|&k| k <= key);
-        let Some(&block_key) = i.checked_sub(1).and_then(|i| self.index.get(i)) else {
+        let index = self.block_index()?;
+        let i = index.partition_point(|&k| k <= key);
+        let Some(&block_key) = i.checked_sub(1).and_then(|i| index.get(i)) else {
             return Ok(None);
         };
         if let Some(b) = self.cache.get(block_key) {
@@ -1157,6 +1172,9 @@ struct SealPool {
     written: u64,
     done: std::collections::BTreeMap<u64, SealedSegment>,
     max_in_flight: u64,
+    /// Segment buffers the sealing threads emptied, for the writer to fill again: a fresh
+    /// buffer of 65,536 entries is 5 MiB of new pages to fault in.
+    spare: crossbeam_channel::Receiver<Vec<Entry>>,
 }
 
 /// Sealing threads: the cores, at most 8 (looked up once: it reads cgroup files).
@@ -1179,6 +1197,7 @@ impl SealPool {
         let threads = seal_threads();
         let (tx, job_rx) = crossbeam_channel::bounded::<SegmentJob>(threads);
         let (done_tx, rx) = crossbeam_channel::unbounded::<SegmentDone>();
+        let (spare_tx, spare) = crossbeam_channel::unbounded::<Vec<Entry>>();
         let ctx = Arc::new(ctx);
         let mut handles = Vec::with_capacity(threads);
         for _ in 0..threads {
@@ -1189,16 +1208,20 @@ impl SealPool {
             .map_err(|e| Error::io("starting zstd", e))?;
             let dict_id = dict.as_ref().map_or(0, |(_, id)| *id);
             let (job_rx, done_tx, ctx) = (job_rx.clone(), done_tx.clone(), ctx.clone());
+            let spare_tx = spare_tx.clone();
             handles.push(std::thread::spawn(move || {
                 let mut comp = comp;
-                while let Ok((seq, entries, prepared)) = job_rx.recv() {
+                let mut scratch = Vec::new();
+                while let Ok((seq, mut entries, prepared)) = job_rx.recv() {
                     let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        seal_segment(&ctx, &mut comp, dict_id, &entries, prepared)
+                        seal_segment(&ctx, &mut comp, dict_id, &entries, prepared, &mut scratch)
                     }))
                     .unwrap_or_else(|_| Err("block sealing thread panicked".into()));
                     if done_tx.send((seq, res)).is_err() {
                         return;
                     }
+                    entries.clear();
+                    let _ = spare_tx.send(entries);
                 }
             }));
         }
@@ -1210,6 +1233,7 @@ impl SealPool {
             written: 0,
             done: Default::default(),
             max_in_flight,
+            spare,
         })
     }
 
@@ -1247,15 +1271,18 @@ fn seal_segment(
     dict_id: u16,
     entries: &[Entry],
     prepared: Option<Vec<block::Prepared>>,
+    scratch: &mut Vec<block::Prepared>,
 ) -> Result<SealedSegment, String> {
-    let prepared = match prepared {
+    let prepared: &[block::Prepared] = match &prepared {
         Some(p) if p.len() == entries.len() => p,
         _ => {
-            let mut p = Vec::with_capacity(entries.len());
+            // The thread's buffer, reused from segment to segment.
+            scratch.clear();
+            scratch.reserve(entries.len());
             for e in entries {
-                p.push(block::prepare(e, &*ctx.codec, &*ctx.model)?);
+                scratch.push(block::prepare(e, &*ctx.codec, &*ctx.model)?);
             }
-            p
+            scratch
         }
     };
     let mut out = SealedSegment::default();
@@ -1556,7 +1583,13 @@ impl BookWriter {
         if !same_key && self.held_entries.len() >= self.segment_entries() {
             // A fresh segment buffer at its full size: growing one copies it into new pages.
             let full = self.held_entries.len() + 64;
-            let seg = std::mem::replace(&mut self.held_entries, Vec::with_capacity(full));
+            let mut next = self
+                .pool
+                .as_ref()
+                .and_then(|p| p.spare.try_recv().ok())
+                .unwrap_or_default();
+            next.reserve(full);
+            let seg = std::mem::replace(&mut self.held_entries, next);
             self.dispatch(seg, None)?;
         }
         self.held_entries.push(e);
