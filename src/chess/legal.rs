@@ -3,7 +3,10 @@
 //! values. The book writer ranks a position's moves among these codes for every entry it
 //! writes, so this is its hot path; `tests` check it against shakmaty on random games.
 
-use shakmaty::{Bitboard, CastlingSide, Chess, Color, Piece, Position, Role, Square, attacks};
+use shakmaty::san::San;
+use shakmaty::{
+    Bitboard, CastlingSide, Chess, Color, Move, Piece, Position, Role, Square, attacks,
+};
 
 #[inline]
 fn code(from: Square, to: Square, promotion: u16) -> u16 {
@@ -27,6 +30,120 @@ fn slider_blockers(pos: &Chess, king: Square) -> Bitboard {
         }
     }
     blockers
+}
+
+/// The move a SAN names in `pos`, for the common cases only: a piece or pawn move (not en
+/// passant) while not in check, or a king step (not castling). `None` means "not decided
+/// here": the caller asks shakmaty's `San::to_move`, which also reports illegal and ambiguous
+/// SANs. Whenever this returns a move it is the one `San::to_move` returns (the replay's hot
+/// path: it avoids generating and filtering candidate moves; `tests` check the equality).
+pub fn fast_san_move(pos: &Chess, san: &San) -> Option<Move> {
+    let &San::Normal {
+        role,
+        file,
+        rank,
+        capture,
+        to,
+        promotion,
+    } = san
+    else {
+        return None;
+    };
+    let board = pos.board();
+    let turn = pos.turn();
+    let us = board.by_color(turn);
+    let occupied = board.occupied();
+    if us.contains(to) {
+        return None;
+    }
+    let captured = board.role_at(to);
+    if capture != captured.is_some() {
+        return None;
+    }
+    let mut from_mask = Bitboard::FULL;
+    if let Some(f) = file {
+        from_mask &= Bitboard::from_file(f);
+    }
+    if let Some(r) = rank {
+        from_mask &= Bitboard::from_rank(r);
+    }
+    let king = board.king_of(turn)?;
+    if role == Role::King {
+        if promotion.is_some()
+            || !from_mask.contains(king)
+            || !attacks::king_attacks(king).contains(to)
+        {
+            return None;
+        }
+        // The king may not step onto an attacked square (its own square vacated: sliders
+        // aim through it).
+        if board
+            .attacks_to(to, !turn, occupied ^ Bitboard::from(king))
+            .any()
+        {
+            return None;
+        }
+        return Some(Move::Normal {
+            role,
+            from: king,
+            capture: captured,
+            to,
+            promotion: None,
+        });
+    }
+    if board.attacks_to(king, !turn, occupied).any() {
+        return None;
+    }
+    let from = if role == Role::Pawn {
+        if Bitboard::BACKRANKS.contains(to) {
+            if !matches!(
+                promotion,
+                Some(Role::Knight | Role::Bishop | Role::Rook | Role::Queen)
+            ) {
+                return None;
+            }
+        } else if promotion.is_some() {
+            return None;
+        }
+        let pawns = board.by_piece(Piece { color: turn, role }) & from_mask;
+        if capture {
+            (pawns & attacks::pawn_attacks(!turn, to)).single_square()?
+        } else {
+            let back: i32 = if turn == Color::White { -8 } else { 8 };
+            let one = to.offset(back)?;
+            if pawns.contains(one) {
+                one
+            } else {
+                let double_rank = if turn == Color::White {
+                    shakmaty::Rank::Fourth
+                } else {
+                    shakmaty::Rank::Fifth
+                };
+                let two = one.offset(back)?;
+                if to.rank() != double_rank || occupied.contains(one) || !pawns.contains(two) {
+                    return None;
+                }
+                two
+            }
+        }
+    } else {
+        if promotion.is_some() {
+            return None;
+        }
+        let piece = Piece { color: turn, role };
+        (board.by_piece(piece) & attacks::attacks(to, piece, occupied) & from_mask)
+            .single_square()?
+    };
+    if slider_blockers(pos, king).contains(from) && !attacks::aligned(from, to, king) {
+        return None;
+    }
+    Some(Move::Normal {
+        role,
+        from,
+        capture: captured,
+        to,
+        promotion,
+    })
 }
 
 /// Calls `f` with the code of every legal move of `pos` (no particular order).
@@ -189,6 +306,176 @@ mod tests {
                 }
                 let moves = pos.legal_moves();
                 pos.play_unchecked(moves[c % moves.len()]);
+            }
+        }
+    }
+
+    /// Every SAN a move can be written as (shakmaty's, and the same with extra or missing
+    /// disambiguation, a wrong capture mark or promotion), plus SANs naming other squares.
+    fn san_variants(pos: &Chess, m: &Move, salt: usize) -> Vec<San> {
+        let mut out = vec![San::from_move(pos, *m)];
+        if let San::Normal {
+            role,
+            capture,
+            to,
+            promotion,
+            ..
+        } = San::from_move(pos, *m)
+        {
+            let from = m.from().expect("normal move");
+            let other = Square::new(((u32::from(to) as usize + salt * 7) % 64) as u32);
+            for (file, rank) in [
+                (None, None),
+                (Some(from.file()), None),
+                (None, Some(from.rank())),
+                (Some(from.file()), Some(from.rank())),
+            ] {
+                out.push(San::Normal {
+                    role,
+                    file,
+                    rank,
+                    capture,
+                    to,
+                    promotion,
+                });
+                out.push(San::Normal {
+                    role,
+                    file,
+                    rank,
+                    capture: !capture,
+                    to,
+                    promotion,
+                });
+                out.push(San::Normal {
+                    role,
+                    file,
+                    rank,
+                    capture,
+                    to: other,
+                    promotion,
+                });
+            }
+            for p in [
+                None,
+                Some(Role::Queen),
+                Some(Role::Knight),
+                Some(Role::King),
+                Some(Role::Pawn),
+            ] {
+                out.push(San::Normal {
+                    role,
+                    file: None,
+                    rank: None,
+                    capture,
+                    to,
+                    promotion: p,
+                });
+            }
+            for r in [
+                Role::Pawn,
+                Role::Knight,
+                Role::Bishop,
+                Role::Rook,
+                Role::Queen,
+                Role::King,
+            ] {
+                out.push(San::Normal {
+                    role: r,
+                    file: None,
+                    rank: None,
+                    capture,
+                    to,
+                    promotion,
+                });
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+        /// Along random games, whenever the fast path decides a SAN it decides it as shakmaty
+        /// does, and it decides the plain SAN of most moves (else it would be no fast path).
+        #[test]
+        fn fast_san_agrees_with_shakmaty(
+            choices in proptest::collection::vec(0usize..10_000, 0..200),
+        ) {
+            let mut pos = Chess::default();
+            let (mut plain, mut decided) = (0usize, 0usize);
+            for c in choices {
+                let moves = pos.legal_moves();
+                if moves.is_empty() {
+                    break;
+                }
+                for (i, m) in moves.iter().enumerate() {
+                    for (j, san) in san_variants(&pos, m, c + i).into_iter().enumerate() {
+                        let fast = fast_san_move(&pos, &san);
+                        if let Some(f) = &fast {
+                            proptest::prop_assert_eq!(
+                                Ok(*f),
+                                san.to_move(&pos),
+                                "{} in {}",
+                                san,
+                                shakmaty::fen::Fen::from_position(&pos, shakmaty::EnPassantMode::Legal)
+                            );
+                        }
+                        if j == 0 {
+                            plain += 1;
+                            decided += usize::from(fast.is_some());
+                        }
+                    }
+                }
+                pos.play_unchecked(moves[c % moves.len()]);
+            }
+            proptest::prop_assert!(decided * 2 >= plain, "decided {decided} of {plain}");
+        }
+    }
+
+    #[test]
+    fn fast_san_declines_or_agrees_on_tricky_positions() {
+        for fen in [
+            "8/8/8/KPp4r/8/8/8/4k3 w - c6 0 2",
+            "8/8/8/2k5/3Pp3/8/8/4K3 b - d3 0 1",
+            "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1",
+            "1n2k3/P7/8/8/8/8/8/4K3 w - - 0 1",
+            "4k3/4r3/8/8/8/8/4P3/4K3 w - - 0 1",
+            "4k3/8/8/8/1b6/8/3P4/4K3 w - - 0 1",
+            "4k3/8/8/8/1b6/8/4r3/4K3 w - - 0 1",
+            "k7/8/8/8/8/8/1N3N2/K7 w - - 0 1",
+            "k7/8/8/8/8/2b5/1N6/K4N2 w - - 0 1",
+        ] {
+            let pos = parse_fen(fen).unwrap();
+            for (i, m) in pos.legal_moves().iter().enumerate() {
+                for san in san_variants(&pos, m, i) {
+                    if let Some(f) = fast_san_move(&pos, &san) {
+                        assert_eq!(Ok(f), san.to_move(&pos), "{san} in {fen}");
+                    }
+                }
+            }
+            // SANs of squares no piece reaches, of pieces that do not exist.
+            for to in Square::ALL {
+                for role in [
+                    Role::Pawn,
+                    Role::Knight,
+                    Role::Bishop,
+                    Role::Rook,
+                    Role::Queen,
+                    Role::King,
+                ] {
+                    for capture in [false, true] {
+                        let san = San::Normal {
+                            role,
+                            file: None,
+                            rank: None,
+                            capture,
+                            to,
+                            promotion: None,
+                        };
+                        if let Some(f) = fast_san_move(&pos, &san) {
+                            assert_eq!(Ok(f), san.to_move(&pos), "{san} in {fen}");
+                        }
+                    }
+                }
             }
         }
     }

@@ -331,10 +331,13 @@ pub fn replay_into(
     plies.clear();
     let mut pos = start_position(g, rules)?;
     for (ply, san) in g.sans.iter().enumerate() {
-        let m = san.san.to_move(&pos).map_err(|_| SkipReason::IllegalMove {
-            ply,
-            san: san.to_string(),
-        })?;
+        let m = match crate::chess::legal::fast_san_move(&pos, &san.san) {
+            Some(m) => m,
+            None => san.san.to_move(&pos).map_err(|_| SkipReason::IllegalMove {
+                ply,
+                san: san.to_string(),
+            })?,
+        };
         if ply < rules.max_ply {
             let (key, packed) = key_and_pack(&pos);
             plies.push(Ply {
