@@ -844,7 +844,7 @@ fn worker(rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize
     }
 }
 
-/// Raw text handed to a worker at once.
+/// Raw text handed to a worker at once, at most (see `read_phase` for smaller budgets).
 const CHUNK_BYTES: usize = 1 << 20;
 /// A chunk grows past this only if no game boundary was found (then it is cut at a line end).
 const MAX_CHUNK_BYTES: usize = 64 << 20;
@@ -1351,6 +1351,10 @@ fn read_phase(
     // sample, segments in flight) and the merge. The aggregators are sized for it up front;
     // untouched capacity costs no resident memory.
     let budget = ((opts.memory_mib.max(1) << 20) / 2 / jobs).max(1 << 16);
+    // A worker learns that it is full only after a chunk; by then up to three more chunks are
+    // queued for it, so with a small budget the chunks are small too (1/32 of a worker's
+    // budget: 1 MiB from --memory 128 up, 256 KiB at --memory 32).
+    let chunk_bytes = (budget / 32).clamp(64 << 10, CHUNK_BYTES);
     let skipped_file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -1453,12 +1457,12 @@ fn read_phase(
                 } else {
                     (0, 1)
                 };
-                let mut buf: Vec<u8> = Vec::with_capacity(2 * CHUNK_BYTES);
+                let mut buf: Vec<u8> = Vec::with_capacity(2 * chunk_bytes);
                 let mut eof = false;
                 while !eof || !buf.is_empty() {
-                    while !eof && buf.len() < CHUNK_BYTES {
+                    while !eof && buf.len() < chunk_bytes {
                         let start = buf.len();
-                        buf.resize(start + (256 << 10), 0);
+                        buf.resize(start + chunk_bytes / 4, 0);
                         let n = loop {
                             match reader.read(&mut buf[start..]) {
                                 Ok(n) => break n,
@@ -1491,7 +1495,7 @@ fn read_phase(
                     let mut rest = co
                         .spare_chunks
                         .pop()
-                        .unwrap_or_else(|| Vec::with_capacity(2 * CHUNK_BYTES));
+                        .unwrap_or_else(|| Vec::with_capacity(2 * chunk_bytes));
                     rest.extend_from_slice(&buf[cut..]);
                     buf.truncate(cut);
                     let data = std::mem::replace(&mut buf, rest);
