@@ -130,9 +130,13 @@ pub fn fast_san_move(pos: &Chess, san: &San) -> Option<Move> {
         if promotion.is_some() {
             return None;
         }
-        let piece = Piece { color: turn, role };
-        (board.by_piece(piece) & attacks::attacks(to, piece, occupied) & from_mask)
-            .single_square()?
+        let reach = match role {
+            Role::Knight => attacks::knight_attacks(to),
+            Role::Bishop => attacks::bishop_attacks(to, occupied),
+            Role::Rook => attacks::rook_attacks(to, occupied),
+            _ => attacks::queen_attacks(to, occupied),
+        };
+        (board.by_piece(Piece { color: turn, role }) & reach & from_mask).single_square()?
     };
     if slider_blockers(pos, king).contains(from) && !attacks::aligned(from, to, king) {
         return None;
@@ -220,16 +224,26 @@ pub fn for_each_legal_code(pos: &Chess, mut f: impl FnMut(u16)) {
                 }
             }
         }
-        // Knights and sliders.
-        for role in [Role::Knight, Role::Bishop, Role::Rook, Role::Queen] {
-            let piece = Piece { color: turn, role };
-            for from in board.by_piece(piece) {
-                for to in attacks::attacks(from, piece, occupied) & target {
-                    if unpinned(from, to) {
-                        f(code(from, to, 0));
-                    }
+        // Knights and sliders (each role's attack function called directly: the generic
+        // `attacks::attacks` is an out-of-line dispatch on the role).
+        let mut piece_moves = |from: Square, dests: Bitboard| {
+            for to in dests & target {
+                if unpinned(from, to) {
+                    f(code(from, to, 0));
                 }
             }
+        };
+        for from in board.knights() & us {
+            piece_moves(from, attacks::knight_attacks(from));
+        }
+        for from in board.bishops() & us {
+            piece_moves(from, attacks::bishop_attacks(from, occupied));
+        }
+        for from in board.rooks() & us {
+            piece_moves(from, attacks::rook_attacks(from, occupied));
+        }
+        for from in board.queens() & us {
+            piece_moves(from, attacks::queen_attacks(from, occupied));
         }
     }
 
