@@ -867,6 +867,7 @@ struct PlannedInput {
 /// Imports PGN inputs into the book at `book_path` (created if absent).
 pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Result<ImportSummary> {
     let start = Instant::now();
+    let mut trace = super::progress::Trace::new();
     let _lock = WriterLock::acquire(book_path)?;
     remove_stale_temp_books(book_path);
     let mut summary = ImportSummary {
@@ -1033,8 +1034,8 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
 
     let progress = Progress::new(opts.show_progress);
     let mut stdin_fp: Vec<Option<String>> = vec![None; plan.len()];
+    trace.mark("plan (lock, book records, input fingerprints, staging area)");
     let t_read = Instant::now();
-    let mut trace = super::progress::Trace::new();
     let mut in_memory = None;
     if !state.read_complete {
         in_memory = read_phase(
