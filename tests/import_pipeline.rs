@@ -72,7 +72,14 @@ fn medium_or_sample(dir: &Path) -> PathBuf {
 #[test]
 fn spills_and_jobs_do_not_change_the_book() {
     let dir = tempfile::tempdir().unwrap();
-    let pgn = medium_or_sample(dir.path());
+    // Without the shared 10k-game file, the sample five times over (its 200 games alone fit
+    // one worker's smallest budget, so nothing would spill).
+    let pgn = medium_in(dir.path()).unwrap_or_else(|| {
+        let p = dir.path().join("sample-x5.pgn");
+        let text = std::fs::read(sample_pgn()).unwrap();
+        std::fs::write(&p, text.repeat(5)).unwrap();
+        p
+    });
     let clean = dir.path().join("clean.book");
     let r = import(&[&pgn], &clean, &["--jobs", "1"]);
     assert_eq!(r["runs"], 0, "fits in memory: no runs");
@@ -97,6 +104,53 @@ fn spills_and_jobs_do_not_change_the_book() {
     for b in [&clean, &spilled] {
         ok(&["verify", "--book", s(b)]);
     }
+}
+
+/// Brace comments may hold a blank line followed by a line starting with `[` (legal PGN). Cut
+/// there, a game would be split in two and the book would depend on the chunk size, which
+/// follows `--memory`; found by review.
+#[test]
+fn comments_with_blank_lines_do_not_split_games() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = String::from_utf8(std::fs::read(sample_pgn()).unwrap()).unwrap();
+    let mut out = String::new();
+    let mut games = 0;
+    for rep in 0..10 {
+        for (i, g) in text.split("\n[Event ").enumerate() {
+            let g = if i == 0 {
+                g.trim_start_matches("[Event ").to_string()
+            } else {
+                g.to_string()
+            };
+            // Every third game gets a two-paragraph comment after its first move.
+            let g = if (i + rep) % 3 == 0 {
+                g.replacen(
+                    "\n\n1.",
+                    "\n\n{ first paragraph\n\n[%clk 0:00:01] second }\n1.",
+                    1,
+                )
+            } else {
+                g
+            };
+            out.push_str("\n[Event ");
+            out.push_str(&g);
+            games += 1;
+        }
+    }
+    let pgn = dir.path().join("comments.pgn");
+    std::fs::write(&pgn, out.trim_start()).unwrap();
+    let mut dumps = Vec::new();
+    for memory in ["256", "1"] {
+        let book = dir.path().join(format!("m{memory}.book"));
+        let r = import(&[&pgn], &book, &["--memory", memory, "--jobs", "2", "-q"]);
+        assert_eq!(r["games_read"], games, "--memory {memory}: {r}");
+        assert_eq!(
+            r["games_read"], r["games_imported"],
+            "--memory {memory}: {r}"
+        );
+        dumps.push(dump(&book));
+    }
+    assert!(dumps[0] == dumps[1], "the book depends on --memory");
 }
 
 #[test]

@@ -849,12 +849,76 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// A chunk grows past this only if no game boundary was found (then it is cut at a line end).
 const MAX_CHUNK_BYTES: usize = 64 << 20;
 
-/// Where to cut a buffer of PGN text: just before the last `[` that starts a line after a
-/// blank line (the start of a game's tags).
+/// Where to cut a buffer of PGN text that starts outside any comment (at the start of the
+/// input or of a game): just before the last `[` that starts a line after a blank line (the
+/// start of a game's tags) and is not inside a comment. Brace comments may hold blank lines
+/// and lines starting with `[` (`{ ...\n\n[%clk 0:01:00] }`), so the text is scanned: brace
+/// comments, rest-of-line `;` comments, `%` escape lines and tag pairs (whose quoted values
+/// may hold braces) are skipped. `None` if there is no such `[` after the first byte.
 fn last_game_boundary(buf: &[u8]) -> Option<usize> {
-    let a = memchr::memmem::rfind(buf, b"\n\n[").map(|i| i + 2);
-    let b = memchr::memmem::rfind(buf, b"\n\r\n[").map(|i| i + 3);
-    a.max(b).filter(|&i| i > 0)
+    let mut last = None;
+    let mut i = 0;
+    loop {
+        if i < buf.len() && (i == 0 || buf[i - 1] == b'\n') {
+            match buf[i] {
+                b'[' => {
+                    let blank_before = buf[..i].ends_with(b"\n\n") || buf[..i].ends_with(b"\n\r\n");
+                    if blank_before {
+                        last = Some(i);
+                    }
+                    match skip_tag(buf, i) {
+                        Some(end) => {
+                            i = end;
+                            continue;
+                        }
+                        None => return last,
+                    }
+                }
+                b'%' => match memchr::memchr(b'\n', &buf[i..]) {
+                    Some(k) => {
+                        i += k + 1;
+                        continue;
+                    }
+                    None => return last,
+                },
+                _ => {}
+            }
+        }
+        let Some(j) = memchr::memchr3(b'\n', b'{', b';', &buf[i..]).map(|j| i + j) else {
+            return last;
+        };
+        i = match buf[j] {
+            b'\n' => j + 1,
+            b'{' => match memchr::memchr(b'}', &buf[j + 1..]) {
+                Some(k) => j + 1 + k + 1,
+                None => return last,
+            },
+            // A `;` comment runs to the end of its line (the newline is seen next).
+            _ => match memchr::memchr(b'\n', &buf[j..]) {
+                Some(k) => j + k,
+                None => return last,
+            },
+        };
+    }
+}
+
+/// The end of the tag pair starting at `buf[start] == b'['`: after its `]`, or at the end of
+/// its line if it has none; quoted values may hold `]`, braces and `\"`. `None` if the buffer
+/// ends first.
+fn skip_tag(buf: &[u8], start: usize) -> Option<usize> {
+    let mut in_string = false;
+    let mut escaped = false;
+    for (k, &c) in buf.iter().enumerate().skip(start + 1) {
+        match c {
+            b'\n' => return Some(k),
+            _ if escaped => escaped = false,
+            b'\\' if in_string => escaped = true,
+            b'"' => in_string = !in_string,
+            b']' if !in_string => return Some(k + 1),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// One input of the import plan.
@@ -1185,6 +1249,8 @@ struct Coordinator<'a> {
     checkpoints: u64,
     /// Chunk buffers the workers handed back, reused so that reading faults in no new pages.
     spare_chunks: Vec<Vec<u8>>,
+    /// Largest buffer capacity kept in `spare_chunks`.
+    max_spare_chunk: usize,
 }
 
 impl Coordinator<'_> {
@@ -1199,7 +1265,11 @@ impl Coordinator<'_> {
                 full,
                 spare,
             } => {
-                self.spare_chunks.extend(spare);
+                // A buffer that grew far past the chunk size (no game boundary in sight) is
+                // freed rather than kept for the rest of the import.
+                let cap = self.max_spare_chunk;
+                self.spare_chunks
+                    .extend(spare.filter(|b| b.capacity() <= cap));
                 self.pending_games.extend(counted);
                 let c = &mut state.per_input[input];
                 c.read += read;
@@ -1402,6 +1472,7 @@ fn read_phase(
             skipped_file,
             checkpoints: 0,
             spare_chunks: Vec::new(),
+            max_spare_chunk: 4 * chunk_bytes,
         };
 
         if opts.dedupe {
@@ -1835,6 +1906,47 @@ fn rewrite(
 mod tests {
     use super::*;
     use crate::chess::PosState;
+
+    fn cut(text: &str) -> Option<&str> {
+        last_game_boundary(text.as_bytes()).map(|i| &text[i..])
+    }
+
+    #[test]
+    fn game_boundaries_skip_comments_escapes_and_tag_values() {
+        let g1 = "[Event \"a\"]\n\n1. e4 e5 1-0\n\n";
+        // The plain case, with LF and CRLF line ends.
+        assert_eq!(
+            cut(&format!("{g1}[Event \"b\"]\n\n1. d4 *\n")),
+            Some("[Event \"b\"]\n\n1. d4 *\n")
+        );
+        let crlf = "[Event \"a\"]\r\n\r\n1. e4 *\r\n\r\n[Event \"b\"]\r\n";
+        assert_eq!(cut(crlf), Some("[Event \"b\"]\r\n"));
+        // A blank line and a `[` inside a brace comment are not a boundary.
+        let commented = "[Event \"a\"]\n\n1. e4 { one\n\n[%clk 0:00:01] two } e5 *\n";
+        assert_eq!(cut(commented), None);
+        assert_eq!(
+            cut(&format!("{commented}\n[Event \"b\"]\n")),
+            Some("[Event \"b\"]\n")
+        );
+        // A brace inside a `;` comment, a `%` escape line or a quoted tag value opens nothing.
+        for opener in [
+            "1. e4 ; a brace {\n",
+            "%escaped {\n",
+            "[Annotator \"x { y\"]\n",
+            "[Annotator \"x \\\" {\"]\n",
+        ] {
+            let text = format!("[Event \"a\"]\n{opener}\n1. e4 *\n\n[Event \"b\"]\n");
+            assert_eq!(cut(&text), Some("[Event \"b\"]\n"), "{opener:?}");
+        }
+        // A comment still open at the end of the buffer: the boundary before it.
+        let open = format!("{g1}[Event \"b\"]\n\n1. e4 {{ not closed\n\n[Event \"c\"]\n");
+        assert_eq!(
+            cut(&open),
+            Some("[Event \"b\"]\n\n1. e4 { not closed\n\n[Event \"c\"]\n")
+        );
+        // Never at the very start.
+        assert_eq!(cut("[Event \"a\"]\n\n1. e4 *\n"), None);
+    }
 
     fn ply(key: u64, squares_seed: u8, mv: u16, white_moved: bool) -> Ply {
         let mut s = PosState {

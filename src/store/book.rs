@@ -587,7 +587,7 @@ impl Book {
             let v = table.get(block_key)?.ok_or_else(|| {
                 Error::Corrupt(Corruption::Header {
                     block_key,
-                    reason: "block listed at open is gone (the file was replaced; reopen it)"
+                    reason: "block listed in the index is gone (the file was replaced; reopen it)"
                         .into(),
                 })
             })?;
