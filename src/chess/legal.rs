@@ -151,7 +151,13 @@ pub fn fast_san_move(pos: &Chess, san: &San) -> Option<Move> {
 }
 
 /// Calls `f` with the code of every legal move of `pos` (no particular order).
-pub fn for_each_legal_code(pos: &Chess, mut f: impl FnMut(u16)) {
+pub fn for_each_legal_code(pos: &Chess, f: impl FnMut(u16)) {
+    for_each_legal_code_to(pos, Bitboard::FULL, f);
+}
+
+/// [`for_each_legal_code`] for the moves to the squares of `dests` only (ranking moves needs
+/// only the codes below the highest one, and a code orders by destination before origin).
+pub fn for_each_legal_code_to(pos: &Chess, dests: Bitboard, mut f: impl FnMut(u16)) {
     let board = pos.board();
     let turn = pos.turn();
     let us = pos.us();
@@ -164,7 +170,7 @@ pub fn for_each_legal_code(pos: &Chess, mut f: impl FnMut(u16)) {
     let unpinned =
         |from: Square, to: Square| !blockers.contains(from) || attacks::aligned(from, to, king);
 
-    if let Some(to) = pos.maybe_ep_square() {
+    if let Some(to) = pos.maybe_ep_square().filter(|&to| dests.contains(to)) {
         for from in board.pawns() & us & attacks::pawn_attacks(!turn, to) {
             let capture = Square::from_coords(to.file(), from.rank());
             let after =
@@ -177,7 +183,7 @@ pub fn for_each_legal_code(pos: &Chess, mut f: impl FnMut(u16)) {
 
     let checkers = pos.checkers();
     let (king_target, target) = if checkers.is_empty() {
-        (!us, Some(!us))
+        (!us & dests, Some(!us & dests))
     } else {
         // The king may not stay on a checking slider's line, even on the far side.
         let mut attacked = Bitboard(0);
@@ -186,8 +192,8 @@ pub fn for_each_legal_code(pos: &Chess, mut f: impl FnMut(u16)) {
         }
         let block = checkers
             .single_square()
-            .map(|c| attacks::between(king, c) | Bitboard::from(c));
-        (!us & !attacked, block)
+            .map(|c| (attacks::between(king, c) | Bitboard::from(c)) & dests);
+        (!us & !attacked & dests, block)
     };
 
     if let Some(target) = target {
@@ -264,6 +270,9 @@ pub fn for_each_legal_code(pos: &Chess, mut f: impl FnMut(u16)) {
                 continue;
             }
             let king_to = side.king_to(turn);
+            if !dests.contains(king_to) {
+                continue;
+            }
             let without = occupied
                 ^ Bitboard::from(king)
                 ^ Bitboard::from(rook)
@@ -442,6 +451,45 @@ mod tests {
                 pos.play_unchecked(moves[c % moves.len()]);
             }
             proptest::prop_assert!(decided * 2 >= plain, "decided {decided} of {plain}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+        /// Generating only the moves to squares up to some square gives exactly those of all
+        /// legal moves; move indices computed that way (the writer's) decode to the moves
+        /// (with the reader's full generation), for random subsets of the legal moves.
+        #[test]
+        fn moves_to_low_squares_and_their_indices(
+            choices in proptest::collection::vec(0usize..10_000, 0..160),
+        ) {
+            let mut pos = Chess::default();
+            for c in choices {
+                let all = ours(&pos);
+                if all.is_empty() {
+                    break;
+                }
+                let k = (c % 64) as u16;
+                let mut low = Vec::new();
+                for_each_legal_code_to(&pos, Bitboard(u64::MAX >> (63 - k)), |m| low.push(m));
+                low.sort_unstable();
+                let want: Vec<u16> = all.iter().copied().filter(|m| (m >> 6) & 63 <= k).collect();
+                proptest::prop_assert_eq!(low, want);
+                let subset: Vec<u16> = all
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| (c >> (i % 13)) & 1 == 1)
+                    .map(|(_, &m)| m)
+                    .collect();
+                let state = crate::chess::PosState::from_chess(&pos);
+                let idx = crate::chess::index_moves_of(&state, &subset).expect("legal moves");
+                proptest::prop_assert_eq!(
+                    crate::chess::unindex_moves_of(&state, &idx).expect("indices"),
+                    subset
+                );
+                let moves = pos.legal_moves();
+                pos.play_unchecked(moves[c % moves.len()]);
+            }
         }
     }
 

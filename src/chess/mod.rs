@@ -113,7 +113,15 @@ fn index_moves_of(state: &PosState, moves: &[u16]) -> Option<Vec<u8>> {
     let chess = state.to_chess_unchecked().ok()?;
     let mut idx = vec![0u8; moves.len()];
     let mut found = 0usize;
-    legal::for_each_legal_code(&chess, |c| {
+    // Only codes up to the highest move matter. Without promotions (codes below 2^12) they
+    // all go to squares up to its destination.
+    let top = moves.iter().copied().max().unwrap_or(0);
+    let dests = if top < 1 << 12 {
+        shakmaty::Bitboard(u64::MAX >> (63 - (top >> 6)))
+    } else {
+        shakmaty::Bitboard::FULL
+    };
+    legal::for_each_legal_code_to(&chess, dests, |c| {
         for (i, &m) in idx.iter_mut().zip(moves) {
             match c.cmp(&m) {
                 std::cmp::Ordering::Less => *i += 1,
