@@ -10,6 +10,8 @@
 #   GAMES        games taken from the head of large-136k.pgn.zst (default 135000)
 #   MAX_PLY      plies counted per game, both tools (default 30)
 #   KEEP         1 = keep the temporary directory (PGN, books, logs) and print its path
+#   BASELINE     path of another bookdb binary (e.g. built from an older commit) to run in the
+#                same alternation, so a change is measured against the same host conditions
 #
 # Exits non-zero if a tool fails or the PGN cut does not hold exactly GAMES games.
 # See benches/README.md for how to read the output.
@@ -94,8 +96,14 @@ polyglot_cmd=("$POLYGLOT" make-book -pgn "$PGN" -bin "$BIN" -max-ply "$MAX_PLY" 
 echo "== $RUNS runs each, alternating"
 echo "   bookdb:   ${bookdb_cmd[*]}"
 echo "   polyglot: ${polyglot_cmd[*]}"
+BASELINE="${BASELINE:-}"
+if [[ -n "$BASELINE" ]]; then
+    [[ -x "$BASELINE" ]] || die "BASELINE $BASELINE is not an executable"
+    baseline_cmd=("$BASELINE" import "$PGN" --book "$BOOK" --max-ply "$MAX_PLY" --memory 256 --quiet)
+    echo "   baseline: ${baseline_cmd[*]}"
+fi
 
-bw=(); bm=(); bc=(); pw=(); pm=(); pc=()
+bw=(); bm=(); bc=(); pw=(); pm=(); pc=(); xw=(); xm=(); xc=()
 # CPU = user + sys seconds (all threads); load = 1-minute load average just before the run.
 row() { awk -v t="$1" -v i="$2" -v w="$3" -v m="$4" -v u="$5" -v s="$6" -v l="$7" \
     'BEGIN { printf "   %-9s %3d %10.2f %14.1f %10.2f %7s\n", t, i, w, m / 1024, u + s, l }'; }
@@ -108,6 +116,15 @@ for ((i = 1; i <= RUNS; i++)); do
     read -r w m u s <<< "$out"
     bw+=("$w"); bm+=("$m"); bc+=("$(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }')")
     row bookdb "$i" "$w" "$m" "$u" "$s" "$l"
+
+    if [[ -n "$BASELINE" ]]; then
+        rm -rf "$BOOK" "$BOOK".*
+        l="$(load1)"
+        out="$(run baseline "$TMP/baseline.$i.log" -- "${baseline_cmd[@]}")"
+        read -r w m u s <<< "$out"
+        xw+=("$w"); xm+=("$m"); xc+=("$(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }')")
+        row baseline "$i" "$w" "$m" "$u" "$s" "$l"
+    fi
 
     rm -f "$BIN"
     l="$(load1)"
@@ -126,6 +143,11 @@ ratio="$(awk -v p="$pw_med" -v b="$bw_med" 'BEGIN { printf "%.2f", p / b }')"
 cpu_ratio="$(awk -v p="$pc_med" -v b="$bc_med" 'BEGIN { printf "%.2f", p / b }')"
 
 # --- 4. Outputs. --------------------------------------------------------------------------
+if [[ -n "$BASELINE" ]]; then
+    # The book on disk is the baseline's: the outputs below are the current binary's.
+    rm -rf "$BOOK" "$BOOK".*
+    "${bookdb_cmd[@]}" > "$TMP/bookdb.final.log" 2>&1 || die "bookdb failed (see $TMP/bookdb.final.log)"
+fi
 book_bytes="$(stat -c %s "$BOOK")"
 bin_bytes="$(stat -c %s "$BIN")"
 stats_json="$("$BOOKDB" stats --book "$BOOK" --json)" || die "bookdb stats failed"
@@ -140,6 +162,12 @@ printf '   %-9s wall %8.2f s   peak RSS %8.1f MiB   cpu %8.2f s\n' bookdb "$bw_m
 printf '   %-9s wall %8.2f s   peak RSS %8.1f MiB   cpu %8.2f s\n' polyglot "$pw_med" "$(awk -v k="$pm_med" 'BEGIN { print k / 1024 }')" "$pc_med"
 echo "   wall ratio polyglot / bookdb (medians): $ratio   (> 1: bookdb is faster)"
 echo "   cpu  ratio polyglot / bookdb (medians): $cpu_ratio"
+if [[ -n "$BASELINE" ]]; then
+    xw_med="$(median "${xw[@]}")"; xm_med="$(median "${xm[@]}")"; xc_med="$(median "${xc[@]}")"
+    printf '   %-9s wall %8.2f s   peak RSS %8.1f MiB   cpu %8.2f s\n' baseline "$xw_med" "$(awk -v k="$xm_med" 'BEGIN { print k / 1024 }')" "$xc_med"
+    echo "   wall ratio polyglot / baseline (medians): $(awk -v p="$pw_med" -v b="$xw_med" 'BEGIN { printf "%.2f", p / b }')"
+    echo "   wall ratio baseline / bookdb (medians): $(awk -v x="$xw_med" -v b="$bw_med" 'BEGIN { printf "%.2f", x / b }')"
+fi
 echo "== outputs"
 echo "   bookdb book:   $book_bytes bytes; $positions positions, $pairs (position, move) pairs, $bpp bytes per pair"
 echo "   polyglot .bin: $bin_bytes bytes; $((bin_bytes / 16)) entries of 16 bytes"
