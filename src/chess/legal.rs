@@ -312,6 +312,27 @@ mod tests {
         v
     }
 
+    type Checked = Result<(), proptest::test_runner::TestCaseError>;
+
+    /// Plays a random game from the start, each choice picking one of the legal moves, and
+    /// calls `f` with every position reached (the last one too, mate or stalemate) and the
+    /// choice made there.
+    fn along_random_game(
+        choices: &[usize],
+        mut f: impl FnMut(&Chess, usize) -> Checked,
+    ) -> Checked {
+        let mut pos = Chess::default();
+        for &c in choices {
+            f(&pos, c)?;
+            let moves = pos.legal_moves();
+            if moves.is_empty() {
+                break;
+            }
+            pos.play_unchecked(moves[c % moves.len()]);
+        }
+        Ok(())
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
         /// Along random games (checks, pins, en passant, castling, promotions and mates
@@ -320,16 +341,10 @@ mod tests {
         fn equals_shakmaty_along_random_games(
             choices in proptest::collection::vec(0usize..10_000, 0..200),
         ) {
-            let mut pos = Chess::default();
-            for c in choices {
-                let want = reference(&pos);
-                proptest::prop_assert_eq!(ours(&pos), want.clone(), "{}", shakmaty::fen::Fen::from_position(&pos, shakmaty::EnPassantMode::Legal));
-                if want.is_empty() {
-                    break;
-                }
-                let moves = pos.legal_moves();
-                pos.play_unchecked(moves[c % moves.len()]);
-            }
+            along_random_game(&choices, |pos, _| {
+                proptest::prop_assert_eq!(ours(pos), reference(pos), "{}", shakmaty::fen::Fen::from_position(pos, shakmaty::EnPassantMode::Legal));
+                Ok(())
+            })?;
         }
     }
 
@@ -423,23 +438,18 @@ mod tests {
         fn fast_san_agrees_with_shakmaty(
             choices in proptest::collection::vec(0usize..10_000, 0..200),
         ) {
-            let mut pos = Chess::default();
             let (mut plain, mut decided) = (0usize, 0usize);
-            for c in choices {
-                let moves = pos.legal_moves();
-                if moves.is_empty() {
-                    break;
-                }
-                for (i, m) in moves.iter().enumerate() {
-                    for (j, san) in san_variants(&pos, m, c + i).into_iter().enumerate() {
-                        let fast = fast_san_move(&pos, &san);
+            along_random_game(&choices, |pos, c| {
+                for (i, m) in pos.legal_moves().iter().enumerate() {
+                    for (j, san) in san_variants(pos, m, c + i).into_iter().enumerate() {
+                        let fast = fast_san_move(pos, &san);
                         if let Some(f) = &fast {
                             proptest::prop_assert_eq!(
                                 Ok(*f),
-                                san.to_move(&pos),
+                                san.to_move(pos),
                                 "{} in {}",
                                 san,
-                                shakmaty::fen::Fen::from_position(&pos, shakmaty::EnPassantMode::Legal)
+                                shakmaty::fen::Fen::from_position(pos, shakmaty::EnPassantMode::Legal)
                             );
                         }
                         if j == 0 {
@@ -448,8 +458,8 @@ mod tests {
                         }
                     }
                 }
-                pos.play_unchecked(moves[c % moves.len()]);
-            }
+                Ok(())
+            })?;
             proptest::prop_assert!(decided * 2 >= plain, "decided {decided} of {plain}");
         }
     }
@@ -463,15 +473,11 @@ mod tests {
         fn moves_to_low_squares_and_their_indices(
             choices in proptest::collection::vec(0usize..10_000, 0..160),
         ) {
-            let mut pos = Chess::default();
-            for c in choices {
-                let all = ours(&pos);
-                if all.is_empty() {
-                    break;
-                }
+            along_random_game(&choices, |pos, c| {
+                let all = ours(pos);
                 let k = (c % 64) as u16;
                 let mut low = Vec::new();
-                for_each_legal_code_to(&pos, Bitboard(u64::MAX >> (63 - k)), |m| low.push(m));
+                for_each_legal_code_to(pos, Bitboard(u64::MAX >> (63 - k)), |m| low.push(m));
                 low.sort_unstable();
                 let want: Vec<u16> = all.iter().copied().filter(|m| (m >> 6) & 63 <= k).collect();
                 proptest::prop_assert_eq!(low, want);
@@ -481,15 +487,14 @@ mod tests {
                     .filter(|(i, _)| (c >> (i % 13)) & 1 == 1)
                     .map(|(_, &m)| m)
                     .collect();
-                let state = crate::chess::PosState::from_chess(&pos);
+                let state = crate::chess::PosState::from_chess(pos);
                 let idx = crate::chess::index_moves_of(&state, &subset).expect("legal moves");
                 proptest::prop_assert_eq!(
                     crate::chess::unindex_moves_of(&state, &idx).expect("indices"),
                     subset
                 );
-                let moves = pos.legal_moves();
-                pos.play_unchecked(moves[c % moves.len()]);
-            }
+                Ok(())
+            })?;
         }
     }
 
