@@ -549,10 +549,13 @@ impl SortedAggregate {
     }
 }
 
-impl Iterator for SortedAggregate {
-    type Item = Entry;
-    fn next(&mut self) -> Option<Entry> {
-        let &(key, i) = self.order.get(self.next)?;
+impl SortedAggregate {
+    /// The next entry written into `e` (its buffers reused: spilling a run allocates nothing
+    /// per entry); false at the end.
+    pub fn next_into(&mut self, e: &mut Entry) -> bool {
+        let Some(&(key, i)) = self.order.get(self.next) else {
+            return false;
+        };
         if let Some(&(_, far)) = self.order.get(self.next + PREFETCH_AHEAD) {
             prefetch(self.agg.positions.as_ptr().wrapping_add(far as usize));
         }
@@ -563,11 +566,16 @@ impl Iterator for SortedAggregate {
         }
         self.next += 1;
         let p = self.agg.positions[i as usize];
-        let mut moves = Vec::with_capacity(2);
+        e.coded = None;
+        e.key = key;
+        let pos = e.pos.get_or_insert_with(Vec::new);
+        pos.clear();
+        pos.extend_from_slice(self.agg.pos_bytes(&p));
+        e.moves.clear();
         let mut m = p.first_move;
         while m != NONE {
             let a = &self.agg.moves[m as usize];
-            moves.push(MoveRec {
+            e.moves.push(MoveRec {
                 mv: a.mv,
                 white: u64::from(a.counts[0]),
                 draws: u64::from(a.counts[1]),
@@ -580,14 +588,21 @@ impl Iterator for SortedAggregate {
             });
             m = a.next;
         }
+        e.normalize();
+        true
+    }
+}
+
+impl Iterator for SortedAggregate {
+    type Item = Entry;
+    fn next(&mut self) -> Option<Entry> {
         let mut e = Entry {
             coded: None,
-            key,
-            pos: Some(self.agg.pos_bytes(&p).to_vec()),
-            moves,
+            key: 0,
+            pos: None,
+            moves: Vec::with_capacity(2),
         };
-        e.normalize();
-        Some(e)
+        self.next_into(&mut e).then_some(e)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -823,7 +838,8 @@ fn worker(rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize
                 } else {
                     let mut sorted = std::mem::take(&mut agg).into_sorted();
                     let res = RunWriter::create(&path).and_then(|mut w| {
-                        for e in sorted.by_ref() {
+                        let mut e = Entry::default();
+                        while sorted.next_into(&mut e) {
                             w.push(&e)?;
                         }
                         w.finish()

@@ -147,15 +147,18 @@ impl Entry {
 
     /// Sorts moves and merges duplicates.
     pub fn normalize(&mut self) {
-        self.moves.sort_by_key(MoveRec::order_key);
-        let mut out: Vec<MoveRec> = Vec::with_capacity(self.moves.len());
-        for m in self.moves.drain(..) {
-            match out.last_mut() {
-                Some(last) if last.order_key() == m.order_key() => last.add(&m),
-                _ => out.push(m),
-            }
+        if self.moves.len() < 2 {
+            return;
         }
-        self.moves = out;
+        self.moves.sort_by_key(MoveRec::order_key);
+        // In place: a record equal to the one kept before it is added into that one.
+        self.moves.dedup_by(|later, kept| {
+            let same = kept.order_key() == later.order_key();
+            if same {
+                kept.add(later);
+            }
+            same
+        });
     }
 }
 
