@@ -22,6 +22,27 @@ fn import(pgns: &[&Path], book: &Path, extra: &[&str]) -> serde_json::Value {
     json(&args)
 }
 
+/// The arguments of a quiet import at `--max-ply 30 --memory 2` (small runs: many spills),
+/// for tests that run the process themselves (to kill or stop it).
+fn spilling_import_args(pgns: &[&Path], book: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args = vec!["import".to_string()];
+    args.extend(pgns.iter().map(|p| s(p).to_string()));
+    args.extend(
+        [
+            "--book",
+            s(book),
+            "--max-ply",
+            "30",
+            "--memory",
+            "2",
+            "--quiet",
+        ]
+        .map(String::from),
+    );
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args
+}
+
 /// Splits a PGN file into two halves at a game boundary.
 fn halves(pgn: &Path, dir: &Path) -> (PathBuf, PathBuf) {
     let text = std::fs::read(pgn).unwrap();
@@ -296,20 +317,7 @@ fn killed_imports_resume_exactly() {
             } else {
                 vec![&a, &b]
             };
-            let mut args = vec!["import".to_string()];
-            args.extend(inputs.iter().map(|p| s(p).to_string()));
-            args.extend(
-                [
-                    "--book",
-                    s(&book),
-                    "--max-ply",
-                    "30",
-                    "--memory",
-                    "2",
-                    "--quiet",
-                ]
-                .map(String::from),
-            );
+            let args = spilling_import_args(&inputs, &book, &[]);
             kill_after(
                 &args,
                 span.mul_f64(f64::from(i) / f64::from(steps)) + Duration::from_millis(5),
@@ -364,23 +372,7 @@ fn killed_dedupe_import_resumes_exactly() {
     dup_bytes.extend_from_slice(b"\n");
     dup_bytes.extend_from_slice(&text[..starts[1000]]);
     std::fs::write(&dup, dup_bytes).unwrap();
-    let args = |book: &Path| -> Vec<String> {
-        [
-            "import",
-            s(&a),
-            s(&dup),
-            "--book",
-            s(book),
-            "--max-ply",
-            "30",
-            "--memory",
-            "2",
-            "--dedupe",
-            "--quiet",
-        ]
-        .map(String::from)
-        .to_vec()
-    };
+    let args = |book: &Path| spilling_import_args(&[&a, &dup], book, &["--dedupe"]);
     let clean = dir.path().join("clean.book");
     ok(&args(&clean).iter().map(String::as_str).collect::<Vec<_>>());
     let expected = dump(&clean);
@@ -541,20 +533,7 @@ fn force_import_killed_after_its_commit_is_not_counted_twice() {
     let once = json(&["stats", "--book", s(&book), "--json"])["games"]
         .as_u64()
         .unwrap();
-    let args: Vec<String> = [
-        "import",
-        s(&pgn),
-        "--book",
-        s(&book),
-        "--max-ply",
-        "30",
-        "--memory",
-        "2",
-        "--force",
-        "--quiet",
-    ]
-    .map(String::from)
-    .to_vec();
+    let args = spilling_import_args(&[&pgn], &book, &["--force"]);
     let staging = dir.path().join("b.book.staging");
     let snapshot = dir.path().join("snapshot");
     let mut child = Command::new(bin()).args(&args).spawn().unwrap();

@@ -205,19 +205,19 @@ pub fn for_each_legal_code_to(pos: &Chess, dests: Bitboard, mut f: impl FnMut(u1
             Bitboard::from_rank(shakmaty::Rank::Seventh)
         };
         for from in board.pawns() & us {
-            let mut dests = attacks::pawn_attacks(turn, from) & pos.them();
+            let mut pawn_dests = attacks::pawn_attacks(turn, from) & pos.them();
             if let Some(one) = from.offset(forward)
                 && !occupied.contains(one)
             {
-                dests |= Bitboard::from(one);
+                pawn_dests |= Bitboard::from(one);
                 if double_from.contains(from)
                     && let Some(two) = one.offset(forward)
                     && !occupied.contains(two)
                 {
-                    dests |= Bitboard::from(two);
+                    pawn_dests |= Bitboard::from(two);
                 }
             }
-            for to in dests & target {
+            for to in pawn_dests & target {
                 if !unpinned(from, to) {
                     continue;
                 }

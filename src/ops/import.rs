@@ -547,9 +547,7 @@ impl SortedAggregate {
         agg.spare_order = self.order;
         agg
     }
-}
 
-impl SortedAggregate {
     /// The next entry written into `e` (its buffers reused: spilling a run allocates nothing
     /// per entry); false at the end.
     pub fn next_into(&mut self, e: &mut Entry) -> bool {
