@@ -7,7 +7,6 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 use bookdb::chess::{PosState, to_hex};
@@ -190,40 +189,27 @@ enum Cmd {
     },
 }
 
-/// Prints skipped games: the first few on stderr, all into the report file.
-fn report_skipped(
-    summary: &import::ImportSummary,
-    report: Option<&PathBuf>,
-    quiet: bool,
-) -> anyhow::Result<()> {
-    const SHOWN: usize = 10;
-    if !quiet {
-        for s in summary.skipped.iter().take(SHOWN) {
-            eprintln!("skipped {}:{}: {}", s.file, s.line, s.detail);
-        }
-        if summary.games_skipped as usize > SHOWN {
-            eprintln!(
-                "… {} more skipped game(s){}",
-                summary.games_skipped as usize - SHOWN,
-                if report.is_some() {
-                    " (all listed in the report)"
-                } else {
-                    "; use --report FILE to list all"
-                }
-            );
-        }
+/// Skipped games shown on stderr (all of them go to `--report FILE`).
+const SHOWN_SKIPPED: usize = 10;
+
+/// Prints the first skipped games on stderr (the library wrote the report file).
+fn report_skipped(summary: &import::ImportSummary, report: Option<&PathBuf>, quiet: bool) {
+    if quiet {
+        return;
     }
-    if let Some(path) = report {
-        let mut f = std::io::BufWriter::new(
-            std::fs::File::create(path)
-                .with_context(|| format!("creating report {}", path.display()))?,
+    for s in summary.skipped.iter().take(SHOWN_SKIPPED) {
+        eprintln!("skipped {}:{}: {}", s.file, s.line, s.detail);
+    }
+    if summary.games_skipped as usize > SHOWN_SKIPPED {
+        eprintln!(
+            "… {} more skipped game(s){}",
+            summary.games_skipped as usize - SHOWN_SKIPPED,
+            match report {
+                Some(path) => format!(" (all listed in {})", path.display()),
+                None => "; use --report FILE to list all".into(),
+            }
         );
-        for s in &summary.skipped {
-            writeln!(f, "{}:{}\t{}\t{}", s.file, s.line, s.reason, s.detail)?;
-        }
-        f.flush()?;
     }
-    Ok(())
 }
 
 /// `merge` and `compact`: a progress bar unless `--quiet` or `--json`.
@@ -267,10 +253,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     target_block_bytes: block_bytes,
                     ..Default::default()
                 },
-                ..Default::default()
+                keep_skipped: SHOWN_SKIPPED,
+                report: report.clone(),
             };
             let summary = import::import(&book, &inputs, &opts)?;
-            report_skipped(&summary, report.as_ref(), quiet || json)?;
+            report_skipped(&summary, report.as_ref(), quiet || json);
             if json {
                 println!("{}", serde_json::to_string(&summary)?);
             } else if !quiet {

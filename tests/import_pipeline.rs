@@ -519,6 +519,76 @@ fn dedupe_spans_imports_compaction_and_merge() {
     );
 }
 
+/// `--dedupe` keeps the fingerprints of the games read in bounded memory: past a sixteenth of
+/// `--memory` they go to a staging table. Spilled or not, the books, the skipped games and the
+/// fingerprints recorded are the same, for a first import (rewrite) and a second one (delta
+/// tier).
+#[test]
+fn dedupe_fingerprints_spill_without_changing_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = std::fs::read_to_string(sample_pgn()).unwrap();
+    let games = sample.matches("[Event ").count();
+    assert!(games >= 100, "the sample holds {games} games");
+    // Copies of the sample that are other games: Round is part of a game's identity.
+    let copies = |ks: &[usize]| -> String {
+        ks.iter()
+            .map(|k| sample.replace("[Event ", &format!("[Round \"copy {k}\"]\n[Event ")) + "\n")
+            .collect()
+    };
+    // 12 copies (2,400 games: more than --memory 1 keeps in memory), then two of them again.
+    let first = dir.path().join("first.pgn");
+    let all: Vec<usize> = (0..12).chain([3, 7]).collect();
+    std::fs::write(&first, copies(&all)).unwrap();
+    // 12 new copies and 2 old ones: the second import goes to the delta tier.
+    let second = dir.path().join("second.pgn");
+    let more: Vec<usize> = (12..24).chain([0, 11]).collect();
+    std::fs::write(&second, copies(&more)).unwrap();
+    let mut results = Vec::new();
+    for memory in ["1", "256"] {
+        let book = dir.path().join(format!("m{memory}.book"));
+        let mut rs = Vec::new();
+        for (i, pgn) in [&first, &second].into_iter().enumerate() {
+            let report = dir.path().join(format!("m{memory}-{i}.report"));
+            let r = import(
+                &[pgn],
+                &book,
+                &["--dedupe", "--memory", memory, "--report", s(&report)],
+            );
+            assert_eq!(
+                r["dedupe_spilled"],
+                memory == "1",
+                "--memory {memory}, input {i}: {r}"
+            );
+            assert!(
+                r["skipped_by_reason"]["duplicate"].as_u64().unwrap_or(0) >= 2 * games as u64,
+                "two copies again: {r}"
+            );
+            let applied = if i == 0 { "rewrite" } else { "delta" };
+            assert_eq!(r["applied"], applied, "{r}");
+            // What counts (not the runs, file layout or timings, which follow the budget).
+            let counted = serde_json::json!({
+                "read": r["games_read"],
+                "imported": r["games_imported"],
+                "skipped": r["skipped_by_reason"],
+                "positions": r["positions_added"],
+                "pairs": r["pairs_added"],
+                "games": r["book"]["games"],
+            });
+            rs.push((counted, std::fs::read_to_string(&report).unwrap()));
+        }
+        let st = json(&["stats", "--book", s(&book), "--json"]);
+        assert_eq!(st["dedupe_games"], st["games"], "one fingerprint per game");
+        results.push((rs, dump(&book), st["dedupe_games"].clone()));
+    }
+    let (a, b) = (&results[0], &results[1]);
+    for (i, (x, y)) in a.0.iter().zip(&b.0).enumerate() {
+        assert_eq!(x.0, y.0, "input {i}: summaries");
+        assert!(x.1 == y.1, "input {i}: the skipped-games reports differ");
+    }
+    assert!(a.1 == b.1, "the books differ");
+    assert_eq!(a.2, b.2, "fingerprints recorded");
+}
+
 /// `--force` imports bypass the already-imported check, so a run killed after its commit but
 /// before it removed its staging area must not be applied again by the next run: the staging
 /// area (with its `applying` marker) is snapshotted while the import is stopped (SIGSTOP) just

@@ -32,6 +32,7 @@ use super::progress::Progress;
 use crate::error::{Error, Result};
 use crate::store::book::{self, DeltaCommitError};
 use crate::store::entry::MergeIter;
+use crate::store::fpset::{self, FingerprintSet};
 use crate::store::run::{RunReader, RunWriter};
 use crate::store::{Book, BookMeta, BookWriter, Entry, MoveRec, WriterOptions};
 
@@ -41,6 +42,13 @@ pub const DEFAULT_MAX_PLY: usize = 50;
 const BATCH: usize = 256;
 /// Staging file of the fingerprints of the games a `--dedupe` import counted (FORMAT §8).
 const GAMES_LOG: &str = "games.fp";
+/// Staging redb file: `--dedupe` fingerprints of the games read, once they outgrow memory.
+const SEEN_TABLE: &str = "seen.redb";
+/// Staging redb file: `games.fp` sorted, copied into the book when the import applies.
+const COUNTED_TABLE: &str = "counted.redb";
+
+/// Game fingerprints in a redb file's `games` table ([`fpset::sorted_table`]).
+type GameTable = std::sync::Arc<redb::ReadOnlyDatabase>;
 /// Staging file naming the attempt about to commit (its id is also in the imports records
 /// it commits), so that a run killed between its commit and its cleanup is not applied again.
 const APPLYING: &str = "applying";
@@ -61,8 +69,11 @@ pub struct ImportOptions {
     pub memory_mib: usize,
     pub writer: WriterOptions,
     pub show_progress: bool,
-    /// How many skipped games are kept with their details (all are counted).
+    /// How many skipped games the summary keeps with their details (all are counted).
     pub keep_skipped: usize,
+    /// Writes every skipped game to this file, one `file:line<TAB>reason<TAB>detail` line each
+    /// (streamed from the staging log, never all held in memory).
+    pub report: Option<PathBuf>,
     /// The delta tier may hold this many entries (or an eighth of the book's, if more) before
     /// an import rewrites the book instead; [`DELTA_MIN_THRESHOLD`] by default.
     pub delta_min: u64,
@@ -82,6 +93,7 @@ impl Default for ImportOptions {
             writer: WriterOptions::default(),
             show_progress: false,
             keep_skipped: usize::MAX,
+            report: None,
             delta_min: DELTA_MIN_THRESHOLD,
         }
     }
@@ -109,6 +121,9 @@ pub struct ImportSummary {
     pub resumed: bool,
     /// Sorted runs spilled to staging.
     pub runs: usize,
+    /// `--dedupe`: the fingerprints of the games read outgrew their share of `--memory` and
+    /// went to a table in staging.
+    pub dedupe_spilled: bool,
     /// How the book was changed: "rewrite", "delta" or "none".
     pub applied: String,
     pub elapsed_secs: f64,
@@ -998,6 +1013,7 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     }
     let staging_root = sidecar(book_path, "staging");
     if plan.is_empty() {
+        collect_skipped(None, &mut summary, opts)?;
         let _ = std::fs::remove_dir_all(&staging_root);
         summary.book = before;
         summary.book_bytes = std::fs::metadata(book_path).map(|m| m.len()).unwrap_or(0);
@@ -1036,6 +1052,8 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     if let Ok(prev) = std::fs::read_to_string(staging.join(APPLYING))
         && committed.contains(prev.trim())
     {
+        // Its games were counted and reported by the interrupted run.
+        collect_skipped(None, &mut summary, opts)?;
         let _ = std::fs::remove_dir_all(&staging);
         let _ = std::fs::remove_dir(&staging_root);
         summary.applied = "committed before the interruption".into();
@@ -1116,6 +1134,11 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     let t_read = Instant::now();
     let mut in_memory = None;
     if !state.read_complete {
+        // Fingerprints of the games read (`--dedupe`), in bounded memory; rebuilt on a resume.
+        let mut seen = FingerprintSet::new(
+            &staging.join(SEEN_TABLE),
+            fpset::capacity_for(opts.memory_mib.max(1) << 20),
+        );
         in_memory = read_phase(
             book_path,
             &plan,
@@ -1124,7 +1147,9 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
             opts,
             &progress,
             &mut stdin_fp,
+            &mut seen,
         )?;
+        summary.dedupe_spilled = seen.spilled();
     }
     summary.read_secs = t_read.elapsed().as_secs_f64();
     trace.mark("read phase (parse, replay, aggregate, spill)");
@@ -1150,16 +1175,7 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     }
     summary.skipped_by_reason = state.skipped_by_reason.clone();
     summary.runs = state.runs.len();
-    if let Ok(f) = std::fs::File::open(staging.join("skipped.jsonl")) {
-        for line in std::io::BufReader::new(f).lines().map_while(|l| l.ok()) {
-            if summary.skipped.len() >= opts.keep_skipped {
-                break;
-            }
-            if let Ok(s) = serde_json::from_str::<SkippedGame>(&line) {
-                summary.skipped.push(s);
-            }
-        }
-    }
+    collect_skipped(Some(&staging.join("skipped.jsonl")), &mut summary, opts)?;
 
     progress.phase("merging runs into the book");
     reduce_runs(
@@ -1215,10 +1231,16 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     writer_opts.commit_bytes = writer_opts.commit_bytes.min(mem.commit_bytes);
     writer_opts.cache_bytes = writer_opts.cache_bytes.min(mem.cache_bytes);
     // `--dedupe`: the fingerprints of the games read, recorded in the book with its new counts.
+    // Sorted into a staging table in bounded memory, then copied into the book.
     let new_games = if opts.dedupe {
-        read_games_log(&staging.join(GAMES_LOG))?
+        fpset::sorted_table(
+            &staging.join(GAMES_LOG),
+            &staging.join(COUNTED_TABLE),
+            fpset::capacity_for(opts.memory_mib.max(1) << 20),
+        )?
+        .map(|(db, _)| db)
     } else {
-        Vec::new()
+        None
     };
     write_atomic(&staging.join(APPLYING), attempt.as_bytes())?;
     summary.applied = apply(
@@ -1245,6 +1267,47 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     summary.peak_rss_bytes = peak_rss();
     progress.clear();
     Ok(summary)
+}
+
+/// Reads the skipped-games log (if any): the summary keeps the first `opts.keep_skipped`, the
+/// report file (`opts.report`) gets every one.
+fn collect_skipped(
+    log: Option<&Path>,
+    summary: &mut ImportSummary,
+    opts: &ImportOptions,
+) -> Result<()> {
+    let mut report = match &opts.report {
+        Some(path) => Some((
+            path,
+            std::io::BufWriter::new(
+                std::fs::File::create(path)
+                    .map_err(|e| Error::io(format!("creating report {}", path.display()), e))?,
+            ),
+        )),
+        None => None,
+    };
+    if let Some(f) = log.and_then(|l| std::fs::File::open(l).ok()) {
+        for line in std::io::BufReader::new(f).lines().map_while(|l| l.ok()) {
+            if summary.skipped.len() >= opts.keep_skipped && report.is_none() {
+                break;
+            }
+            let Ok(s) = serde_json::from_str::<SkippedGame>(&line) else {
+                continue;
+            };
+            if let Some((path, w)) = &mut report {
+                writeln!(w, "{}:{}\t{}\t{}", s.file, s.line, s.reason, s.detail)
+                    .map_err(|e| Error::io(format!("writing report {}", path.display()), e))?;
+            }
+            if summary.skipped.len() < opts.keep_skipped {
+                summary.skipped.push(s);
+            }
+        }
+    }
+    if let Some((path, mut w)) = report {
+        w.flush()
+            .map_err(|e| Error::io(format!("writing report {}", path.display()), e))?;
+    }
+    Ok(())
 }
 
 /// Mutable bookkeeping of the coordinator between checkpoints.
@@ -1425,6 +1488,7 @@ fn read_phase(
     opts: &ImportOptions,
     progress: &Progress,
     stdin_fp: &mut [Option<String>],
+    seen: &mut FingerprintSet,
 ) -> Result<Option<Vec<SortedAggregate>>> {
     let jobs = if opts.jobs == 0 {
         std::thread::available_parallelism().map_or(2, |n| n.get())
@@ -1450,7 +1514,6 @@ fn read_phase(
         .append(true)
         .open(staging.join(GAMES_LOG))
         .map_err(|e| Error::io("opening game fingerprints", e))?;
-    let mut seen: HashSet<u128> = HashSet::new();
     // `--dedupe`: games the book already counted (recorded by earlier `--dedupe` imports).
     // Closed at the end of this phase, before the book is written.
     let known = if opts.dedupe && book_path.exists() {
@@ -1495,7 +1558,7 @@ fn read_phase(
             for p in &plan[..state.input_index] {
                 if p.fingerprint.is_some() {
                     progress.phase(&format!("rereading {} for --dedupe", p.name));
-                    remember_games(&p.name, &mut seen)?;
+                    remember_games(&p.name, seen)?;
                 }
             }
         }
@@ -1519,7 +1582,7 @@ fn read_phase(
                     idx,
                     &mut reader,
                     resuming,
-                    (&mut seen, known),
+                    (seen, known),
                     progress,
                     &raw_read,
                 )?;
@@ -1646,37 +1709,17 @@ fn read_phase(
     })
 }
 
-/// The fingerprints a `--dedupe` import logged (16 bytes each, little-endian).
-fn read_games_log(path: &Path) -> Result<Vec<u128>> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
-    };
-    if !bytes.len().is_multiple_of(16) {
-        return Err(Error::Invalid(format!(
-            "{} is damaged ({} bytes, not a multiple of 16); remove the staging directory to start the import over",
-            path.display(),
-            bytes.len()
-        )));
-    }
-    Ok(bytes
-        .chunks_exact(16)
-        .map(|c| u128::from_le_bytes(c.try_into().unwrap_or_default()))
-        .collect())
-}
-
 /// Adds the fingerprints of every game of an input read completely before a checkpoint, so
 /// that `--dedupe` drops their repeats in later inputs after a resume as it would have without
 /// the interruption.
-fn remember_games(path: &str, seen: &mut HashSet<u128>) -> Result<()> {
+fn remember_games(path: &str, seen: &mut FingerprintSet) -> Result<()> {
     let inp = input::open(path)?;
     let mut games = GameReader::new(inp.reader);
     while let Some(g) = games
         .next_game()
         .map_err(|e| Error::io(format!("reading {path}"), e))?
     {
-        seen.insert(game_fingerprint(&g));
+        seen.insert(game_fingerprint(&g))?;
     }
     Ok(())
 }
@@ -1689,7 +1732,7 @@ fn read_games(
     idx: usize,
     reader: &mut Box<dyn std::io::Read + Send>,
     resuming: bool,
-    (seen, known): (&mut HashSet<u128>, Option<&book::GameIndex>),
+    (seen, known): (&mut FingerprintSet, Option<&book::GameIndex>),
     progress: &Progress,
     raw_read: &std::sync::Arc<std::sync::atomic::AtomicU64>,
 ) -> Result<()> {
@@ -1700,7 +1743,7 @@ fn read_games(
         while consumed < state.games_in_input {
             match games.next_game() {
                 Ok(Some(g)) => {
-                    seen.insert(game_fingerprint(&g));
+                    seen.insert(game_fingerprint(&g))?;
                     consumed += 1;
                 }
                 Ok(None) => break,
@@ -1722,7 +1765,7 @@ fn read_games(
                         Some(k) => k.contains(fp)?,
                         None => false,
                     };
-                    if in_book || !seen.insert(fp) {
+                    if in_book || !seen.insert(fp)? {
                         state.per_input[idx].skipped += 1;
                         *state
                             .skipped_by_reason
@@ -1810,7 +1853,7 @@ fn apply(
     in_memory: Option<Vec<SortedAggregate>>,
     run_entries: u64,
     games: u64,
-    (records, new_games): (Vec<(String, Vec<u8>)>, Vec<u128>),
+    (records, new_games): (Vec<(String, Vec<u8>)>, Option<GameTable>),
     writer_opts: &WriterOptions,
     delta_min: u64,
 ) -> Result<String> {
@@ -1883,12 +1926,14 @@ fn rewrite(
     runs: Vec<EntryStream<'static>>,
     run_entries: u64,
     games: u64,
-    (records, new_games): (Vec<(String, Vec<u8>)>, Vec<u128>),
+    (records, new_games): (Vec<(String, Vec<u8>)>, Option<GameTable>),
     writer_opts: &WriterOptions,
 ) -> Result<String> {
     let mut w = BookWriter::create(book_path, crate::chess_codec(), writer_opts.clone())?;
     w.add_games(games);
-    w.add_game_fingerprints(new_games);
+    if let Some(db) = new_games {
+        w.add_game_fingerprints_from(db);
+    }
     let mut sources: Vec<EntryStream<'_>> = Vec::new();
     if let Some(b) = &old {
         w.add_games(b.meta().games);

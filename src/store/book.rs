@@ -1092,7 +1092,6 @@ pub struct BookWriter {
     reuse: Option<BookCompression>,
     /// Game fingerprints to record (`games` table): new ones, and books whose tables are
     /// copied, streaming, in the last transaction.
-    games: Vec<u128>,
     games_from: Vec<Arc<redb::ReadOnlyDatabase>>,
     /// The model is a reused one: entries' `coded` bytes (coded with it) are stored as they are.
     takes_coded: bool,
@@ -1495,7 +1494,6 @@ impl BookWriter {
             seals: 0,
             pool: None,
             reuse: None,
-            games: Vec::new(),
             games_from: Vec::new(),
             takes_coded: false,
         })
@@ -1518,9 +1516,10 @@ impl BookWriter {
         Ok(())
     }
 
-    /// Game fingerprints to record in the new book (`--dedupe`; those of rewritten books too).
-    pub fn add_game_fingerprints(&mut self, fps: impl IntoIterator<Item = u128>) {
-        self.games.extend(fps);
+    /// Records in the new book the game fingerprints (`--dedupe`) that `db` holds in a `games`
+    /// table ([`super::fpset::sorted_table`]), copied in the last transaction.
+    pub fn add_game_fingerprints_from(&mut self, db: Arc<redb::ReadOnlyDatabase>) {
+        self.games_from.push(db);
     }
 
     /// Records in the new book every game fingerprint `book` holds (a rewrite of it, or a
@@ -1828,13 +1827,8 @@ impl BookWriter {
                         Err(e) => return Err(e.into()),
                     }
                 }
-                if !self.games.is_empty() || !sources.is_empty() {
-                    self.games.sort_unstable();
-                    self.games.dedup();
+                if !sources.is_empty() {
                     let mut g = txn.open_table(GAMES)?;
-                    for &fp in &self.games {
-                        g.insert(fp, ())?;
-                    }
                     for t in &sources {
                         for item in t.iter()? {
                             g.insert(item?.0.value(), ())?;
@@ -1890,13 +1884,14 @@ impl Drop for BookWriter {
 }
 
 /// A planned change to the delta tier: the merged values to write and the counters after it.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct DeltaPlan {
     pub values: Vec<Entry>,
     pub meta: BookMeta,
     pub imports: Vec<(String, Vec<u8>)>,
-    /// Game fingerprints to record (`--dedupe`).
-    pub games: Vec<u128>,
+    /// Game fingerprints to record (`--dedupe`): a file holding them in a `games` table
+    /// ([`super::fpset::sorted_table`]).
+    pub games: Option<Arc<redb::ReadOnlyDatabase>>,
 }
 
 /// Computes, with read-only lookups, what adding `new` (sorted by identity) to the book's
@@ -1962,7 +1957,7 @@ pub fn plan_delta(book: &Book, new: Vec<Entry>, games: u64) -> Result<DeltaPlan>
         values,
         meta,
         imports: Vec::new(),
-        games: Vec::new(),
+        games: None,
     })
 }
 
@@ -1993,10 +1988,14 @@ pub fn commit_delta(path: &Path, plan: &DeltaPlan) -> Result<(), DeltaCommitErro
             for (k, v) in &plan.imports {
                 imp.insert(k.as_str(), v.as_slice())?;
             }
-            if !plan.games.is_empty() {
-                let mut g = txn.open_table(GAMES)?;
-                for &fp in &plan.games {
-                    g.insert(fp, ())?;
+            if let Some(src) = &plan.games {
+                let rtxn = src.begin_read()?;
+                let fps = rtxn.open_table(GAMES)?;
+                if fps.len()? > 0 {
+                    let mut g = txn.open_table(GAMES)?;
+                    for item in fps.iter()? {
+                        g.insert(item?.0.value(), ())?;
+                    }
                 }
             }
             let mut m = txn.open_table(META)?;
