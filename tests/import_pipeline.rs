@@ -589,6 +589,38 @@ fn dedupe_fingerprints_spill_without_changing_results() {
     assert_eq!(a.2, b.2, "fingerprints recorded");
 }
 
+/// When the workers never fill (here every game is skipped by `--min-rating`), no checkpoint
+/// comes, and the skipped games still go to the staging log as they arrive (held in memory,
+/// they grew with the input): the report lists every one, once.
+#[test]
+fn every_skipped_game_is_reported_when_no_checkpoint_comes() {
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = dir.path().join("sample-x25.pgn");
+    let mut text = std::fs::read(sample_pgn()).unwrap();
+    text.push(b'\n');
+    std::fs::write(&pgn, text.repeat(25)).unwrap();
+    let book = dir.path().join("none.book");
+    let report = dir.path().join("skipped.txt");
+    let r = import(
+        &[&pgn],
+        &book,
+        &["--min-rating", "9999", "--report", s(&report)],
+    );
+    let read = r["games_read"].as_u64().unwrap();
+    assert!(
+        read >= 5000,
+        "more skipped games than the coordinator holds: {r}"
+    );
+    assert_eq!(r["games_skipped"].as_u64(), Some(read), "{r}");
+    assert_eq!(r["runs"], 0, "{r}");
+    let rep = std::fs::read_to_string(&report).unwrap();
+    let mut lines: Vec<&str> = rep.lines().collect();
+    assert_eq!(lines.len() as u64, read);
+    lines.sort_unstable();
+    lines.dedup();
+    assert_eq!(lines.len() as u64, read, "each skipped game once");
+}
+
 /// `--force` imports bypass the already-imported check, so a run killed after its commit but
 /// before it removed its staging area must not be applied again by the next run: the staging
 /// area (with its `applying` marker) is snapshotted while the import is stopped (SIGSTOP) just

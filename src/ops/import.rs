@@ -38,6 +38,9 @@ use crate::store::{Book, BookMeta, BookWriter, Entry, MoveRec, WriterOptions};
 
 /// Default `--max-ply`, as the lichess opening explorer.
 pub const DEFAULT_MAX_PLY: usize = 50;
+/// Skipped games or game fingerprints the coordinator holds before appending them to their
+/// staging logs (also between checkpoints).
+const PENDING_MAX: usize = 4096;
 /// Games per batch handed to a worker.
 const BATCH: usize = 256;
 /// Staging file of the fingerprints of the games a `--dedupe` import counted (FORMAT §8).
@@ -1365,6 +1368,7 @@ impl Coordinator<'_> {
                     });
                 }
                 self.full |= full;
+                self.bound_pending()?;
                 Ok(None)
             }
             Reply::Failed(e) => Err(e),
@@ -1413,12 +1417,26 @@ impl Coordinator<'_> {
         Ok(out)
     }
 
-    /// Spills every worker's aggregate and records a checkpoint (state.json, atomically).
-    /// Appends the fingerprints of the games read since the last call to the games log.
-    fn write_pending_games(&mut self) -> Result<()> {
-        if self.pending_games.is_empty() {
-            return Ok(());
+    /// Appends the skipped games and the counted games' fingerprints gathered since the last
+    /// call to their staging logs, and with `sync` makes both durable. Lines past the last
+    /// checkpoint are cut off on a resume (§8.3), so they may be written at any time.
+    fn write_pending(&mut self, sync: bool) -> Result<()> {
+        let mut text = String::new();
+        for sk in self.pending_skips.drain(..) {
+            let line = serde_json::to_string(&sk).map_err(|e| Error::Invalid(e.to_string()))?;
+            text.push_str(&line);
+            text.push('\n');
         }
+        self.skipped_file
+            .write_all(text.as_bytes())
+            .and_then(|()| {
+                if sync {
+                    self.skipped_file.sync_data()
+                } else {
+                    Ok(())
+                }
+            })
+            .map_err(|e| Error::io("writing skipped-games log", e))?;
         let bytes: Vec<u8> = self
             .pending_games
             .drain(..)
@@ -1426,10 +1444,26 @@ impl Coordinator<'_> {
             .collect();
         self.games_file
             .write_all(&bytes)
-            .and_then(|()| self.games_file.sync_data())
+            .and_then(|()| {
+                if sync {
+                    self.games_file.sync_data()
+                } else {
+                    Ok(())
+                }
+            })
             .map_err(|e| Error::io("writing game fingerprints", e))
     }
 
+    /// Keeps the pending lists short whatever the input: with most games skipped (say by
+    /// `--min-rating`) the workers may never fill, and checkpoints never come.
+    fn bound_pending(&mut self) -> Result<()> {
+        if self.pending_skips.len() >= PENDING_MAX || self.pending_games.len() >= PENDING_MAX {
+            self.write_pending(false)?;
+        }
+        Ok(())
+    }
+
+    /// Spills every worker's aggregate and records a checkpoint (state.json, atomically).
     fn checkpoint(&mut self, state: &mut ImportState) -> Result<()> {
         let staging = self.staging;
         let replies = self.broadcast(state, |st| {
@@ -1450,20 +1484,12 @@ impl Coordinator<'_> {
                 ));
             }
         }
-        for sk in self.pending_skips.drain(..) {
-            let line = serde_json::to_string(&sk).map_err(|e| Error::Invalid(e.to_string()))?;
-            writeln!(self.skipped_file, "{line}")
-                .map_err(|e| Error::io("writing skipped-games log", e))?;
-        }
-        self.skipped_file
-            .sync_data()
-            .map_err(|e| Error::io("syncing skipped-games log", e))?;
+        self.write_pending(true)?;
         state.skipped_log_bytes = self
             .skipped_file
             .metadata()
             .map_err(|e| Error::io("skipped-games log", e))?
             .len();
-        self.write_pending_games()?;
         state.games_log_bytes = self
             .games_file
             .metadata()
@@ -1687,12 +1713,7 @@ fn read_phase(
         if co.checkpoints == 0 && state.runs.is_empty() {
             // Everything fit in memory: hand the aggregates straight to the writer.
             let replies = co.broadcast(state, |_| Msg::Take)?;
-            for sk in co.pending_skips.drain(..) {
-                let line = serde_json::to_string(&sk).map_err(|e| Error::Invalid(e.to_string()))?;
-                writeln!(co.skipped_file, "{line}")
-                    .map_err(|e| Error::io("writing skipped-games log", e))?;
-            }
-            co.write_pending_games()?;
+            co.write_pending(true)?;
             let parts = replies
                 .into_iter()
                 .filter_map(|r| match r {
@@ -1781,6 +1802,7 @@ fn read_games(
                                 SkipReason::Duplicate.to_string()
                             },
                         });
+                        co.bound_pending()?;
                         continue;
                     }
                     fps.push(fp);
