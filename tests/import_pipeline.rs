@@ -229,6 +229,23 @@ fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
     let whole3 = dir.path().join("whole3.book");
     import(&[&a, &b, &tiny], &whole3, &[]);
     assert_eq!(with_tiny, dump(&whole3));
+    // A reader holding the book open (a server, say) blocks the delta commit: the import
+    // writes a new file instead, reading its entries again from the run written for the plan.
+    let tiny2 = dir.path().join("tiny2.pgn");
+    std::fs::write(
+        &tiny2,
+        "[Event \"u\"]\n[Result \"0-1\"]\n\n1. d4 f5 2. g4 fxg4 3. h3 g3 0-1\n",
+    )
+    .unwrap();
+    let whole4 = dir.path().join("whole4.book");
+    import(&[&a, &b, &tiny, &tiny2], &whole4, &[]);
+    let busy = dir.path().join("busy.book");
+    std::fs::copy(&inc, &busy).unwrap();
+    let reader = bookdb::store::Book::open(&busy, bookdb::chess_codec()).unwrap();
+    let r = import(&[&tiny2], &busy, &[]);
+    drop(reader);
+    assert_eq!(r["applied"], "rewrite", "{r}");
+    assert_eq!(dump(&busy), dump(&whole4));
     // An import past the delta threshold that adds less than half the book rewrites it with
     // the book's own model (its coded positions pass through): games 60–80% of the file into
     // a book of the first 60%.

@@ -50,6 +50,11 @@ const SEEN_TABLE: &str = "seen.redb";
 /// Staging redb file: `games.fp` sorted, copied into the book when the import applies.
 const COUNTED_TABLE: &str = "counted.redb";
 
+/// Staging run of the entries of an import that fit in memory, written before a delta commit.
+const MEMORY_RUN: &str = "run-memory.zst";
+/// Staging run of the values a delta commit writes.
+const DELTA_RUN: &str = "delta-values.zst";
+
 /// Game fingerprints in a redb file's `games` table ([`fpset::sorted_table`]).
 type GameTable = std::sync::Arc<redb::ReadOnlyDatabase>;
 /// Staging file naming the attempt about to commit (its id is also in the imports records
@@ -1904,11 +1909,36 @@ fn apply(
         let m = book.meta();
         let threshold = delta_min.max(m.positions / 8);
         if m.positions + m.key_only > 0 && run_entries + m.delta_entries <= threshold {
-            let mut new = Vec::with_capacity(run_entries as usize);
-            for e in MergeIter::new(open_runs()?) {
-                new.push(e?);
-            }
-            let mut plan = book::plan_delta(book, new.clone(), games)?;
+            // Nothing is held in memory (the delta tier may take an eighth of a large book):
+            // the new entries stream from runs and the values to write go to a run. Entries
+            // still in memory go to a run first, to be read again if the book is busy.
+            let runs: Vec<PathBuf> = match in_memory.take() {
+                Some(parts) => {
+                    let p = staging.join(MEMORY_RUN);
+                    let mut w = RunWriter::create(&p)?;
+                    let parts: Vec<EntryStream<'static>> = parts
+                        .into_iter()
+                        .map(|v| Box::new(v.map(Ok)) as EntryStream<'static>)
+                        .collect();
+                    for e in MergeIter::new(parts) {
+                        w.push(&e?)?;
+                    }
+                    w.finish()?;
+                    vec![p]
+                }
+                None => state.runs.iter().map(|(r, _)| staging.join(r)).collect(),
+            };
+            let open = |runs: &[PathBuf]| -> Result<Vec<EntryStream<'static>>> {
+                runs.iter()
+                    .map(|p| RunReader::open(p).map(|r| Box::new(r) as EntryStream<'static>))
+                    .collect()
+            };
+            let mut plan = book::plan_delta(
+                book,
+                MergeIter::new(open(&runs)?),
+                games,
+                &staging.join(DELTA_RUN),
+            )?;
             plan.imports = records.clone();
             plan.games = new_games.clone();
             let path = book.path().to_path_buf();
@@ -1919,11 +1949,10 @@ fn apply(
                 Err(DeltaCommitError::Other(e)) => return Err(e),
             }
             // Another process holds the book open: write a new file instead.
-            let fresh: Vec<EntryStream<'static>> = vec![Box::new(new.into_iter().map(Ok))];
             return rewrite(
                 book_path,
                 Some(Book::open(book_path, crate::chess_codec())?),
-                fresh,
+                open(&runs)?,
                 run_entries,
                 games,
                 (records, new_games),

@@ -1883,10 +1883,11 @@ impl Drop for BookWriter {
     }
 }
 
-/// A planned change to the delta tier: the merged values to write and the counters after it.
-#[derive(Default)]
+/// A planned change to the delta tier: the merged values to write (in a run file, so that
+/// memory stays bounded whatever the import's size) and the counters after it.
 pub struct DeltaPlan {
-    pub values: Vec<Entry>,
+    /// Run file (FORMAT §8.4) of the delta values to write, in key order.
+    pub values: PathBuf,
     pub meta: BookMeta,
     pub imports: Vec<(String, Vec<u8>)>,
     /// Game fingerprints to record (`--dedupe`): a file holding them in a `games` table
@@ -1894,14 +1895,20 @@ pub struct DeltaPlan {
     pub games: Option<Arc<redb::ReadOnlyDatabase>>,
 }
 
-/// Computes, with read-only lookups, what adding `new` (sorted by identity) to the book's
-/// delta tier changes.
-pub fn plan_delta(book: &Book, new: Vec<Entry>, games: u64) -> Result<DeltaPlan> {
+/// Computes, with read-only lookups, what adding `new` (sorted by identity, each identity
+/// once) to the book's delta tier changes. The delta values go to a run file at `values`.
+pub fn plan_delta(
+    book: &Book,
+    new: impl IntoIterator<Item = Result<Entry>>,
+    games: u64,
+    values: &Path,
+) -> Result<DeltaPlan> {
     let mut meta = book.meta().clone();
     meta.games += games;
-    let mut values = Vec::with_capacity(new.len());
+    let mut out = super::run::RunWriter::create(values)?;
     let mut prev_key: Option<u64> = None;
     for e in new {
+        let e = e?;
         let in_blocks = match &e.pos {
             Some(p) => book.lookup_blocks(p)?,
             None => book
@@ -1951,10 +1958,11 @@ pub fn plan_delta(book: &Book, new: Vec<Entry>, games: u64) -> Result<DeltaPlan>
             meta.delta_entries += 1;
         }
         value.merge(e);
-        values.push(value);
+        out.push(&value)?;
     }
+    out.finish()?;
     Ok(DeltaPlan {
-        values,
+        values: values.to_path_buf(),
         meta,
         imports: Vec::new(),
         games: None,
@@ -1980,8 +1988,9 @@ pub fn commit_delta(path: &Path, plan: &DeltaPlan) -> Result<(), DeltaCommitErro
         let txn = db.begin_write()?;
         {
             let mut d = txn.open_table(DELTA)?;
-            for e in &plan.values {
-                let v = encode_delta(e);
+            for e in super::run::RunReader::open(&plan.values)? {
+                let e = e?;
+                let v = encode_delta(&e);
                 d.insert((e.key, e.pos.as_deref().unwrap_or_default()), v.as_slice())?;
             }
             let mut imp = txn.open_table(IMPORTS)?;
