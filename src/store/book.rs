@@ -1090,8 +1090,8 @@ pub struct BookWriter {
     pool: Option<SealPool>,
     /// A model and dictionary to use instead of training new ones.
     reuse: Option<BookCompression>,
-    /// Game fingerprints to record (`games` table): new ones, and books whose tables are
-    /// copied, streaming, in the last transaction.
+    /// redb files whose `games` tables (game fingerprints) are copied, streaming, in the last
+    /// transaction: this import's (a staging table) and those of rewritten or merged books.
     games_from: Vec<Arc<redb::ReadOnlyDatabase>>,
     /// The model is a reused one: entries' `coded` bytes (coded with it) are stored as they are.
     takes_coded: bool,
