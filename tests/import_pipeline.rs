@@ -239,13 +239,18 @@ fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
     .unwrap();
     let whole4 = dir.path().join("whole4.book");
     import(&[&a, &b, &tiny, &tiny2], &whole4, &[]);
-    let busy = dir.path().join("busy.book");
-    std::fs::copy(&inc, &busy).unwrap();
-    let reader = bookdb::store::Book::open(&busy, bookdb::chess_codec()).unwrap();
-    let r = import(&[&tiny2], &busy, &[]);
-    drop(reader);
-    assert_eq!(r["applied"], "rewrite", "{r}");
-    assert_eq!(dump(&busy), dump(&whole4));
+    for extra in [&[][..], &["--dedupe"][..]] {
+        let busy = dir.path().join("busy.book");
+        std::fs::copy(&inc, &busy).unwrap();
+        let reader = bookdb::store::Book::open(&busy, bookdb::chess_codec()).unwrap();
+        let r = import(&[&tiny2], &busy, extra);
+        drop(reader);
+        assert_eq!(r["applied"], "rewrite", "{extra:?}: {r}");
+        assert_eq!(dump(&busy), dump(&whole4), "{extra:?}");
+        // With --dedupe the rewrite records the game's fingerprint too.
+        let st = json(&["stats", "--book", s(&busy), "--json"]);
+        assert_eq!(st["dedupe_games"], extra.len(), "{extra:?}: {st}");
+    }
     // An import past the delta threshold that adds less than half the book rewrites it with
     // the book's own model (its coded positions pass through): games 60–80% of the file into
     // a book of the first 60%.

@@ -45,8 +45,6 @@ const PENDING_MAX: usize = 4096;
 const BATCH: usize = 256;
 /// Staging file of the fingerprints of the games a `--dedupe` import counted (FORMAT §8).
 const GAMES_LOG: &str = "games.fp";
-/// Staging redb file: `--dedupe` fingerprints of the games read, once they outgrow memory.
-const SEEN_TABLE: &str = "seen.redb";
 /// Staging redb file: `games.fp` sorted, copied into the book when the import applies.
 const COUNTED_TABLE: &str = "counted.redb";
 
@@ -100,7 +98,7 @@ impl Default for ImportOptions {
             memory_mib: 256,
             writer: WriterOptions::default(),
             show_progress: false,
-            keep_skipped: usize::MAX,
+            keep_skipped: 100,
             report: None,
             delta_min: DELTA_MIN_THRESHOLD,
         }
@@ -1021,7 +1019,7 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     }
     let staging_root = sidecar(book_path, "staging");
     if plan.is_empty() {
-        collect_skipped(None, &mut summary, opts)?;
+        collect_skipped(None, &mut summary, opts)?.publish()?;
         let _ = std::fs::remove_dir_all(&staging_root);
         summary.book = before;
         summary.book_bytes = std::fs::metadata(book_path).map(|m| m.len()).unwrap_or(0);
@@ -1060,8 +1058,8 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     if let Ok(prev) = std::fs::read_to_string(staging.join(APPLYING))
         && committed.contains(prev.trim())
     {
-        // Its games were counted and reported by the interrupted run.
-        collect_skipped(None, &mut summary, opts)?;
+        // The interrupted run counted the games; its log of skipped ones is complete.
+        collect_skipped(Some(&staging.join("skipped.jsonl")), &mut summary, opts)?.publish()?;
         let _ = std::fs::remove_dir_all(&staging);
         let _ = std::fs::remove_dir(&staging_root);
         summary.applied = "committed before the interruption".into();
@@ -1143,10 +1141,8 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     let mut in_memory = None;
     if !state.read_complete {
         // Fingerprints of the games read (`--dedupe`), in bounded memory; rebuilt on a resume.
-        let mut seen = FingerprintSet::new(
-            &staging.join(SEEN_TABLE),
-            fpset::capacity_for(opts.memory_mib.max(1) << 20),
-        );
+        let mut seen =
+            FingerprintSet::new(&staging, fpset::capacity_for(opts.memory_mib.max(1) << 20));
         in_memory = read_phase(
             book_path,
             &plan,
@@ -1183,7 +1179,7 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     }
     summary.skipped_by_reason = state.skipped_by_reason.clone();
     summary.runs = state.runs.len();
-    collect_skipped(Some(&staging.join("skipped.jsonl")), &mut summary, opts)?;
+    let report = collect_skipped(Some(&staging.join("skipped.jsonl")), &mut summary, opts)?;
 
     progress.phase("merging runs into the book");
     reduce_runs(
@@ -1262,6 +1258,7 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
         &writer_opts,
         opts.delta_min,
     )?;
+    report.publish()?;
     summary.apply_secs = t_apply.elapsed().as_secs_f64();
     let _ = std::fs::remove_dir_all(&staging);
     let _ = std::fs::remove_dir(&staging_root);
@@ -1277,45 +1274,75 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     Ok(summary)
 }
 
+/// The `--report` file, written beside its final name and moved there once the import has
+/// succeeded (a failed import leaves the previous report, if any, in place).
+#[must_use]
+struct PendingReport(Option<(PathBuf, PathBuf)>);
+
+impl PendingReport {
+    fn publish(self) -> Result<()> {
+        match self.0 {
+            None => Ok(()),
+            Some((tmp, path)) => std::fs::rename(&tmp, &path)
+                .map_err(|e| Error::io(format!("moving report to {}", path.display()), e)),
+        }
+    }
+}
+
 /// Reads the skipped-games log (if any): the summary keeps the first `opts.keep_skipped`, the
-/// report file (`opts.report`) gets every one.
+/// report file (`opts.report`) gets every one, one line each, streamed.
 fn collect_skipped(
     log: Option<&Path>,
     summary: &mut ImportSummary,
     opts: &ImportOptions,
-) -> Result<()> {
+) -> Result<PendingReport> {
     let mut report = match &opts.report {
-        Some(path) => Some((
-            path,
-            std::io::BufWriter::new(
-                std::fs::File::create(path)
-                    .map_err(|e| Error::io(format!("creating report {}", path.display()), e))?,
-            ),
-        )),
+        Some(path) => {
+            let mut name = path.file_name().unwrap_or_default().to_os_string();
+            name.push(".tmp");
+            let tmp = path.with_file_name(name);
+            let f = std::fs::File::create(&tmp)
+                .map_err(|e| Error::io(format!("creating report {}", tmp.display()), e))?;
+            Some((tmp, path.clone(), std::io::BufWriter::new(f)))
+        }
         None => None,
     };
-    if let Some(f) = log.and_then(|l| std::fs::File::open(l).ok()) {
-        for line in std::io::BufReader::new(f).lines().map_while(|l| l.ok()) {
+    let file = match log.map(std::fs::File::open) {
+        None => None,
+        Some(Ok(f)) => Some(f),
+        Some(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Some(Err(e)) => return Err(Error::io("reading the skipped-games log", e)),
+    };
+    if let (Some(f), Some(log)) = (file, log) {
+        for (n, line) in std::io::BufReader::new(f).lines().enumerate() {
             if summary.skipped.len() >= opts.keep_skipped && report.is_none() {
                 break;
             }
-            let Ok(s) = serde_json::from_str::<SkippedGame>(&line) else {
-                continue;
-            };
-            if let Some((path, w)) = &mut report {
+            let line = line.map_err(|e| Error::io("reading the skipped-games log", e))?;
+            let s = serde_json::from_str::<SkippedGame>(&line).map_err(|e| {
+                Error::Invalid(format!(
+                    "{}:{}: damaged skipped-games log ({e}); remove the staging directory to start the import over",
+                    log.display(),
+                    n + 1
+                ))
+            })?;
+            if let Some((tmp, _, w)) = &mut report {
                 writeln!(w, "{}:{}\t{}\t{}", s.file, s.line, s.reason, s.detail)
-                    .map_err(|e| Error::io(format!("writing report {}", path.display()), e))?;
+                    .map_err(|e| Error::io(format!("writing report {}", tmp.display()), e))?;
             }
             if summary.skipped.len() < opts.keep_skipped {
                 summary.skipped.push(s);
             }
         }
     }
-    if let Some((path, mut w)) = report {
-        w.flush()
-            .map_err(|e| Error::io(format!("writing report {}", path.display()), e))?;
-    }
-    Ok(())
+    Ok(PendingReport(match report {
+        None => None,
+        Some((tmp, path, mut w)) => {
+            w.flush()
+                .map_err(|e| Error::io(format!("writing report {}", tmp.display()), e))?;
+            Some((tmp, path))
+        }
+    }))
 }
 
 /// Mutable bookkeeping of the coordinator between checkpoints.
@@ -1943,7 +1970,7 @@ fn apply(
             plan.games = new_games.clone();
             let path = book.path().to_path_buf();
             drop(old);
-            match book::commit_delta(&path, &plan) {
+            match book::commit_delta(&path, &plan, writer_opts.cache_bytes) {
                 Ok(()) => return Ok("delta".into()),
                 Err(DeltaCommitError::Busy) => {}
                 Err(DeltaCommitError::Other(e)) => return Err(e),

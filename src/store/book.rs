@@ -1977,9 +1977,14 @@ pub enum DeltaCommitError {
     Other(Error),
 }
 
-/// Writes a delta plan in one durable transaction.
-pub fn commit_delta(path: &Path, plan: &DeltaPlan) -> Result<(), DeltaCommitError> {
-    let db = match redb::Database::open(path) {
+/// Writes a delta plan in one durable transaction, with a redb cache of `cache_bytes` (redb's
+/// default, 1 GiB, would let the transaction's dirty pages grow past an import's budget).
+pub fn commit_delta(
+    path: &Path,
+    plan: &DeltaPlan,
+    cache_bytes: usize,
+) -> Result<(), DeltaCommitError> {
+    let db = match redb::Builder::new().set_cache_size(cache_bytes).open(path) {
         Ok(db) => db,
         Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(DeltaCommitError::Busy),
         Err(e) => return Err(DeltaCommitError::Other(e.into())),

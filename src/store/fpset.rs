@@ -1,20 +1,23 @@
 //! Sets of 128-bit fingerprints in bounded memory, for `import --dedupe` (FORMAT §8.1).
 //!
 //! [`FingerprintSet`] answers "seen before?" for every game of an import. It holds up to a
-//! fixed number of fingerprints in a hash set; when that is full, they are sorted and inserted
-//! (in key order) into a staging redb table, and the hash set starts empty again. A Bloom
-//! filter of fixed size (as many bytes as the hash set's capacity × 16) covers the table, so
-//! most fingerprints never seen are answered without reading it. Lookups check the hash set,
-//! then the filter, then the table. Memory stays at the hash set's capacity, the filter and
-//! redb's cache, whatever the number of games; past a few bytes per spilled fingerprint the
-//! filter answers "maybe" more often and more lookups go to the table.
+//! fixed number of fingerprints in a hash set; when that is full, they are sorted and written
+//! to a run file (sorted u128s), and the hash set starts empty again. Runs of similar size are
+//! merged (a binary counter: each fingerprint is rewritten about log2(spills) times, all
+//! sequential I/O). Each run keeps in memory the first fingerprint of each page of 1,024 (16
+//! bytes per 16 KiB of run), so a lookup reads one page of a run. A Bloom filter of fixed size
+//! (16 bytes per hash-set entry) covers the runs, so most fingerprints never seen are answered
+//! without reading any. Memory stays at the hash set, the filter and the page index (1/1,024 of
+//! the fingerprints), whatever the number of games; past a few spilled fingerprints per filter
+//! byte the filter answers "maybe" more often and more lookups read pages.
 //!
 //! [`sorted_table`] turns a log of fingerprints (u128 little-endian, in any order, repeats
-//! allowed) into such a table in the same bounded memory, so that a writer can copy them into
-//! a book in key order.
+//! allowed) into a redb table in key order in the same bounded memory (sorted runs, merged
+//! into the table), so that a writer can copy them into a book.
 
-use std::collections::HashSet;
-use std::io::Read;
+use std::collections::{BinaryHeap, HashSet};
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -25,6 +28,8 @@ use crate::error::{Error, Result};
 
 /// redb's cache for a staging fingerprint table.
 const TABLE_CACHE_BYTES: usize = 4 << 20;
+/// Fingerprints per page of a run file (the unit a lookup reads).
+const PAGE_KEYS: usize = 1024;
 
 /// Fingerprints a set holds in memory before it spills, for a memory budget: a sixteenth of
 /// the budget at about 48 bytes per entry (hash set slots and growth, 32; the Bloom filter,
@@ -33,26 +38,27 @@ pub fn capacity_for(memory_bytes: usize) -> usize {
     (memory_bytes / 16 / 48).max(1024)
 }
 
-/// A Bloom filter over fingerprints (uniform hashes already: its three probes are bit fields
-/// of the fingerprint).
+/// A Bloom filter over fingerprints. They are uniform hashes already: the three probes are
+/// 64-bit words of the fingerprint, mapped onto the bit array by multiply-shift (any size).
 struct Bloom {
     bits: Vec<u64>,
-    mask: u64,
+    nbits: u64,
 }
 
 impl Bloom {
-    /// A filter of `bytes` (rounded down to a power of two, at least 64).
+    /// A filter of `bytes` (at least 64).
     fn new(bytes: usize) -> Bloom {
         let words = (bytes / 8).max(8);
-        let words = 1usize << (usize::BITS - 1 - words.leading_zeros());
         Bloom {
             bits: vec![0; words],
-            mask: (words as u64) * 64 - 1,
+            nbits: words as u64 * 64,
         }
     }
 
     fn probes(&self, fp: u128) -> [u64; 3] {
-        [fp as u64, (fp >> 43) as u64, (fp >> 86) as u64].map(|h| h & self.mask)
+        let (lo, hi) = (fp as u64, (fp >> 64) as u64);
+        [lo, hi, lo.rotate_left(32) ^ hi.rotate_left(16)]
+            .map(|h| ((u128::from(h) * u128::from(self.nbits)) >> 64) as u64)
     }
 
     fn insert(&mut self, fp: u128) {
@@ -68,29 +74,228 @@ impl Bloom {
     }
 }
 
-/// A set of fingerprints in bounded memory, spilling to a redb file (see the module docs).
+/// A run file: sorted, distinct fingerprints (u128 little-endian, no header), with the first
+/// fingerprint of each page in memory.
+struct Run {
+    path: PathBuf,
+    file: std::fs::File,
+    len: u64,
+    index: Vec<u128>,
+}
+
+impl Run {
+    /// Writes strictly increasing fingerprints to `path`.
+    fn write(path: &Path, keys: impl Iterator<Item = Result<u128>>) -> Result<Run> {
+        let ctx = |e| Error::io(format!("writing {}", path.display()), e);
+        let f = std::fs::File::create(path).map_err(ctx)?;
+        let mut w = BufWriter::with_capacity(1 << 16, f);
+        let (mut len, mut index, mut last) = (0u64, Vec::new(), None);
+        for k in keys {
+            let k = k?;
+            if last.is_some_and(|l| l >= k) {
+                return Err(Error::Invalid(format!(
+                    "{}: fingerprints out of order",
+                    path.display()
+                )));
+            }
+            last = Some(k);
+            if len.is_multiple_of(PAGE_KEYS as u64) {
+                index.push(k);
+            }
+            w.write_all(&k.to_le_bytes()).map_err(ctx)?;
+            len += 1;
+        }
+        w.flush().map_err(ctx)?;
+        let file = std::fs::File::open(path).map_err(ctx)?;
+        Ok(Run {
+            path: path.to_path_buf(),
+            file,
+            len,
+            index,
+        })
+    }
+
+    fn contains(&self, fp: u128, page: &mut Vec<u8>) -> Result<bool> {
+        let p = self.index.partition_point(|&k| k <= fp);
+        if p == 0 {
+            return Ok(false);
+        }
+        let start = ((p - 1) * PAGE_KEYS) as u64;
+        let n = (self.len - start).min(PAGE_KEYS as u64) as usize;
+        page.resize(n * 16, 0);
+        self.file
+            .read_exact_at(page, start * 16)
+            .map_err(|e| Error::io(format!("reading {}", self.path.display()), e))?;
+        let key = |i: usize| {
+            let mut b = [0u8; 16];
+            b.copy_from_slice(&page[i * 16..i * 16 + 16]);
+            u128::from_le_bytes(b)
+        };
+        let (mut lo, mut hi) = (0usize, n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match key(mid).cmp(&fp) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(true),
+            }
+        }
+        Ok(false)
+    }
+
+    /// Its fingerprints in order, read sequentially.
+    fn keys(&self) -> Result<impl Iterator<Item = Result<u128>> + use<>> {
+        let path = self.path.clone();
+        let f = std::fs::File::open(&path)
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        let mut r = BufReader::with_capacity(1 << 16, f);
+        let mut left = self.len;
+        Ok(std::iter::from_fn(move || {
+            if left == 0 {
+                return None;
+            }
+            left -= 1;
+            let mut b = [0u8; 16];
+            Some(
+                r.read_exact(&mut b)
+                    .map(|()| u128::from_le_bytes(b))
+                    .map_err(|e| Error::io(format!("reading {}", path.display()), e)),
+            )
+        }))
+    }
+}
+
+/// The distinct fingerprints of several sorted streams, in order.
+fn merge_sorted(
+    mut inputs: Vec<Box<dyn Iterator<Item = Result<u128>>>>,
+) -> impl Iterator<Item = Result<u128>> {
+    let mut heap = BinaryHeap::new();
+    let mut failed = None;
+    for (i, it) in inputs.iter_mut().enumerate() {
+        match it.next() {
+            Some(Ok(k)) => heap.push(std::cmp::Reverse((k, i))),
+            Some(Err(e)) => failed = Some(e),
+            None => {}
+        }
+    }
+    let mut last = None;
+    std::iter::from_fn(move || {
+        if let Some(e) = failed.take() {
+            return Some(Err(e));
+        }
+        loop {
+            let std::cmp::Reverse((k, i)) = heap.pop()?;
+            match inputs[i].next() {
+                Some(Ok(n)) => heap.push(std::cmp::Reverse((n, i))),
+                Some(Err(e)) => return Some(Err(e)),
+                None => {}
+            }
+            if last != Some(k) {
+                last = Some(k);
+                return Some(Ok(k));
+            }
+        }
+    })
+}
+
+/// Sorted runs in a staging directory, merged as a binary counter.
+struct Runs {
+    dir: PathBuf,
+    prefix: &'static str,
+    next: u64,
+    /// Largest (oldest) first.
+    runs: Vec<Run>,
+    page: Vec<u8>,
+}
+
+impl Runs {
+    fn new(dir: &Path, prefix: &'static str) -> Runs {
+        Runs {
+            dir: dir.to_path_buf(),
+            prefix,
+            next: 0,
+            runs: Vec::new(),
+            page: Vec::new(),
+        }
+    }
+
+    fn next_path(&mut self) -> PathBuf {
+        self.next += 1;
+        self.dir
+            .join(format!("{}-{:06}.fp", self.prefix, self.next))
+    }
+
+    /// Adds sorted, distinct fingerprints as a run, then merges runs of similar size.
+    fn add(&mut self, sorted: &[u128]) -> Result<()> {
+        let path = self.next_path();
+        self.runs
+            .push(Run::write(&path, sorted.iter().map(|&k| Ok(k)))?);
+        while let [.., a, b] = self.runs.as_slice()
+            && a.len <= 2 * b.len
+        {
+            let (b, a) = (self.runs.pop(), self.runs.pop());
+            let (Some(a), Some(b)) = (a, b) else { break };
+            let path = self.next_path();
+            let merged = Run::write(
+                &path,
+                merge_sorted(vec![Box::new(a.keys()?), Box::new(b.keys()?)]),
+            )?;
+            for r in [a, b] {
+                let _ = std::fs::remove_file(&r.path);
+            }
+            self.runs.push(merged);
+        }
+        Ok(())
+    }
+
+    fn contains(&mut self, fp: u128) -> Result<bool> {
+        for r in self.runs.iter().rev() {
+            if r.contains(fp, &mut self.page)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Every fingerprint of the runs, once, in order.
+    fn merged(&self) -> Result<impl Iterator<Item = Result<u128>> + use<>> {
+        let inputs = self
+            .runs
+            .iter()
+            .map(|r| {
+                r.keys()
+                    .map(|k| Box::new(k) as Box<dyn Iterator<Item = Result<u128>>>)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(merge_sorted(inputs))
+    }
+}
+
+impl Drop for Runs {
+    fn drop(&mut self) {
+        for r in &self.runs {
+            let _ = std::fs::remove_file(&r.path);
+        }
+    }
+}
+
+/// A set of fingerprints in bounded memory, spilling to sorted runs (see the module docs).
 pub struct FingerprintSet {
     mem: HashSet<u128>,
     cap: usize,
-    path: PathBuf,
-    disk: Option<Spilled>,
-}
-
-struct Spilled {
-    db: redb::Database,
-    table: redb::ReadOnlyTable<u128, ()>,
-    bloom: Bloom,
+    runs: Runs,
+    bloom: Option<Bloom>,
 }
 
 impl FingerprintSet {
-    /// An empty set keeping up to `cap` fingerprints in memory and spilling to `path` (which
-    /// is replaced if it exists).
-    pub fn new(path: &Path, cap: usize) -> FingerprintSet {
+    /// An empty set keeping up to `cap` fingerprints in memory and spilling to run files
+    /// `seen-NNNNNN.fp` in `dir`.
+    pub fn new(dir: &Path, cap: usize) -> FingerprintSet {
         FingerprintSet {
             mem: HashSet::new(),
             cap: cap.max(1),
-            path: path.to_path_buf(),
-            disk: None,
+            runs: Runs::new(dir, "seen"),
+            bloom: None,
         }
     }
 
@@ -106,77 +311,41 @@ impl FingerprintSet {
         Ok(true)
     }
 
-    pub fn contains(&self, fp: u128) -> Result<bool> {
+    pub fn contains(&mut self, fp: u128) -> Result<bool> {
         if self.mem.contains(&fp) {
             return Ok(true);
         }
-        match &self.disk {
-            None => Ok(false),
-            Some(d) if !d.bloom.may_contain(fp) => Ok(false),
-            Some(d) => shield("looking up a staged fingerprint", || {
-                Ok(d.table.get(fp)?.is_some())
-            }),
+        match &self.bloom {
+            Some(b) if b.may_contain(fp) => self.runs.contains(fp),
+            _ => Ok(false),
         }
     }
 
-    /// Whether the set has spilled to its file.
+    /// Whether the set has spilled to run files.
     pub fn spilled(&self) -> bool {
-        self.disk.is_some()
+        self.bloom.is_some()
     }
 
     fn spill(&mut self) -> Result<()> {
-        let mut sorted: Vec<u128> = self.mem.drain().collect();
+        let mut sorted: Vec<u128> = self.mem.iter().copied().collect();
         sorted.sort_unstable();
-        let (db, mut bloom) = match self.disk.take() {
-            // The read-only table holds a read transaction: drop it before writing.
-            Some(d) => (d.db, d.bloom),
-            None => (
-                create_table_file(&self.path)?,
-                Bloom::new(self.cap.saturating_mul(16)),
-            ),
-        };
-        insert_sorted(&db, &self.path, &sorted)?;
+        self.runs.add(&sorted)?;
+        let bloom = self
+            .bloom
+            .get_or_insert_with(|| Bloom::new(self.cap.saturating_mul(16)));
         for &fp in &sorted {
             bloom.insert(fp);
         }
-        let table = shield("opening a staged fingerprint table", || {
-            Ok(db.begin_read()?.open_table(GAMES)?)
-        })?;
-        self.disk = Some(Spilled { db, table, bloom });
+        self.mem.clear();
         Ok(())
     }
 }
 
-fn create_table_file(path: &Path) -> Result<redb::Database> {
-    let _ = std::fs::remove_file(path);
-    redb::Builder::new()
-        .set_cache_size(TABLE_CACHE_BYTES)
-        .create(path)
-        .map_err(|e| Error::Invalid(format!("creating {}: {e}", path.display())))
-}
-
-/// Inserts sorted fingerprints in one transaction. Staging files are rebuilt after a crash, so
-/// the commit need not be durable.
-fn insert_sorted(db: &redb::Database, path: &Path, sorted: &[u128]) -> Result<()> {
-    shield(&format!("writing {}", path.display()), || {
-        let mut txn = db.begin_write()?;
-        txn.set_durability(redb::Durability::None)
-            .map_err(|e| Error::Invalid(e.to_string()))?;
-        {
-            let mut t = txn.open_table(GAMES)?;
-            for &fp in sorted {
-                t.insert(fp, ())?;
-            }
-        }
-        txn.commit()?;
-        Ok(())
-    })
-}
-
 /// Reads a fingerprint log (u128 little-endian each, any order, repeats allowed) into a new
-/// redb file at `out` holding them in the book's `games` table, sorting `cap` at a time.
-/// Returns the file opened read-only and the number of distinct fingerprints, or `None` if
-/// the log is absent or empty.
+/// redb file at `out` holding them in the book's `games` table: sorted `cap` at a time into
+/// runs (`counted-NNNNNN.fp` beside `out`), merged, and inserted in key order in one
+/// transaction (not durable: staging files are rebuilt after a crash). Returns the file opened
+/// read-only and the number of distinct fingerprints, or `None` if the log is absent or empty.
 pub fn sorted_table(
     log: &Path,
     out: &Path,
@@ -200,8 +369,9 @@ pub fn sorted_table(
     if len == 0 {
         return Ok(None);
     }
-    let db = create_table_file(out)?;
-    let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+    let dir = out.parent().unwrap_or(Path::new("."));
+    let mut runs = Runs::new(dir, "counted");
+    let mut reader = BufReader::with_capacity(1 << 16, file);
     let cap = cap.max(1);
     let mut chunk: Vec<u128> = Vec::with_capacity(cap.min((len / 16) as usize));
     let mut buf = [0u8; 16];
@@ -217,16 +387,39 @@ pub fn sorted_table(
         }
         chunk.sort_unstable();
         chunk.dedup();
-        insert_sorted(&db, out, &chunk)?;
+        runs.add(&chunk)?;
     }
+    drop(chunk);
+    let _ = std::fs::remove_file(out);
+    let db = redb::Builder::new()
+        .set_cache_size(TABLE_CACHE_BYTES)
+        .create(out)
+        .map_err(|e| Error::Invalid(format!("creating {}: {e}", out.display())))?;
+    let mut n = 0u64;
+    shield(&format!("writing {}", out.display()), || {
+        let mut txn = db.begin_write()?;
+        txn.set_durability(redb::Durability::None)
+            .map_err(|e| Error::Invalid(e.to_string()))?;
+        {
+            let mut t = txn.open_table(GAMES)?;
+            for fp in runs.merged()? {
+                t.insert(fp?, ())?;
+                n += 1;
+            }
+        }
+        txn.commit()?;
+        Ok(())
+    })?;
+    drop(runs);
     drop(db);
     let ro = redb::Builder::new()
         .set_cache_size(TABLE_CACHE_BYTES)
         .open_read_only(out)
         .map_err(|e| Error::Invalid(format!("reopening {}: {e}", out.display())))?;
-    let n = shield("counting staged fingerprints", || {
+    let counted = shield("counting staged fingerprints", || {
         Ok(ro.begin_read()?.open_table(GAMES)?.len()?)
     })?;
+    debug_assert_eq!(counted, n);
     Ok(Some((Arc::new(ro), n)))
 }
 
@@ -246,7 +439,7 @@ mod tests {
             cap in 1usize..40,
         ) {
             let dir = tempfile::tempdir().unwrap();
-            let mut set = FingerprintSet::new(&dir.path().join("seen.redb"), cap);
+            let mut set = FingerprintSet::new(dir.path(), cap);
             let mut model = HashSet::new();
             for fp in fps {
                 // Spread the small values over the whole key range.
@@ -287,6 +480,61 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// No false negatives, and about the false-positive rate of 16 bits per key and three
+    /// probes (~1.7%), on a filter far past the minimum size.
+    #[test]
+    fn bloom_has_no_false_negatives_and_few_false_positives() {
+        let n = 200_000u64;
+        let fp = |i: u64| {
+            u128::from(xxhash_rust::xxh3::xxh3_64(&i.to_le_bytes())) << 64
+                | u128::from(xxhash_rust::xxh3::xxh3_64(&(i ^ 0xabcd).to_le_bytes()))
+        };
+        let mut b = Bloom::new(n as usize * 2);
+        for i in 0..n {
+            b.insert(fp(i));
+        }
+        assert!((0..n).all(|i| b.may_contain(fp(i))));
+        let false_pos = (n..2 * n).filter(|&i| b.may_contain(fp(i))).count() as f64 / n as f64;
+        assert!(false_pos < 0.03, "false positives {false_pos}");
+    }
+
+    /// Runs of several pages, merged many times (the proptests' runs fit one page): every
+    /// fingerprint inserted is found, at page boundaries too, and no other; the staging files
+    /// left are the runs (about log2 of the spills) and go with the set.
+    #[test]
+    fn many_spills_and_merges_agree_with_a_hash_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let fp = |i: u64| {
+            u128::from(xxhash_rust::xxh3::xxh3_64(&i.to_le_bytes())) << 64
+                | u128::from(xxhash_rust::xxh3::xxh3_64(&(i ^ 0x5555).to_le_bytes()))
+        };
+        let mut set = FingerprintSet::new(dir.path(), 3_000);
+        for i in 0..60_000 {
+            // Every tenth is a repeat of an older one (a multiple of ten: never a repeat).
+            let (k, new) = if i % 10 == 9 {
+                ((i / 30) * 10, false)
+            } else {
+                (i, true)
+            };
+            assert_eq!(set.insert(fp(k)).unwrap(), new, "insert {i}");
+        }
+        assert!(set.spilled());
+        let runs = set.runs.runs.len();
+        assert!((2..=8).contains(&runs), "{runs} runs");
+        let files = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(files, runs, "only the live runs stay on disk");
+        let mut all: Vec<u128> = set.runs.runs.iter().flat_map(|r| r.index.clone()).collect();
+        all.extend((0..60_000u64).filter(|i| i % 10 != 9).map(fp));
+        for k in all {
+            assert!(set.contains(k).unwrap());
+        }
+        for i in 60_000..80_000 {
+            assert!(!set.contains(fp(i)).unwrap(), "{i}");
+        }
+        drop(set);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]
