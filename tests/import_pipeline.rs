@@ -374,6 +374,106 @@ fn killed_imports_resume_exactly() {
     }
 }
 
+/// Skipped games reach the staging log between checkpoints (every 256); a resume cuts the log
+/// back to the checkpoint. Killed while the log holds lines past the last checkpoint (watched
+/// in the staging area), then run again, the import reports every skipped game exactly once
+/// and builds the same book. `--min-rating 1` skips the unrated nine tenths of the file. (If
+/// the import finishes before the kill, the rerun is a no-op with an empty report.)
+#[test]
+fn killed_filtering_import_reports_every_skipped_game_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(pgn) = medium_in(dir.path()) else {
+        return;
+    };
+    let report = dir.path().join("clean.txt");
+    let args = |book: &Path, report: &Path| {
+        spilling_import_args(&[&pgn], book, &["--min-rating", "1", "--report", s(report)])
+    };
+    let clean = dir.path().join("clean.book");
+    ok(&args(&clean, &report)
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>());
+    let expected = dump(&clean);
+    let sorted_lines = |p: &Path| {
+        let mut v: Vec<String> = std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let expected_report = sorted_lines(&report);
+    assert!(
+        expected_report.len() > 5000,
+        "{} skipped",
+        expected_report.len()
+    );
+    let mut caught = 0;
+    for i in 0..4 {
+        let book = dir.path().join(format!("f{i}.book"));
+        let report = dir.path().join(format!("f{i}.txt"));
+        let staging = dir.path().join(format!("f{i}.book.staging"));
+        let mut child = Command::new(bin())
+            .args(args(&book, &report))
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        // Lines past the checkpoint, after the i-th time they were seen.
+        let mut seen = 0;
+        let mut landed = false;
+        while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+            let past_checkpoint = std::fs::read_dir(&staging)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|e| {
+                    let st = std::fs::read(e.path().join("state.json"))
+                        .ok()
+                        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+                    let log = std::fs::metadata(e.path().join("skipped.jsonl")).map(|m| m.len());
+                    matches!((st, log), (Some(st), Ok(len))
+                        if st["skipped_log_bytes"].as_u64().is_some_and(|c| len > c))
+                });
+            if past_checkpoint {
+                seen += 1;
+                if seen > i {
+                    caught += 1;
+                    landed = true;
+                    break;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        let out = Command::new(bin())
+            .args(args(&book, &report))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "rerun failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            dump(&book) == expected,
+            "kill {i}: the resumed book differs"
+        );
+        assert!(
+            !landed || sorted_lines(&report) == expected_report,
+            "kill {i}: the report differs ({} lines against {})",
+            sorted_lines(&report).len(),
+            expected_report.len()
+        );
+    }
+    assert!(
+        caught > 0,
+        "no kill landed with log lines past a checkpoint"
+    );
+}
+
 /// `--dedupe` over two inputs, the second repeating 1,000 games of the first, killed while
 /// the checkpoint says the second input is being read (watched in `state.json`; kills at
 /// chosen times mostly miss that window), then run again: games of the first input must

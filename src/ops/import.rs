@@ -40,7 +40,7 @@ use crate::store::{Book, BookMeta, BookWriter, Entry, MoveRec, WriterOptions};
 pub const DEFAULT_MAX_PLY: usize = 50;
 /// Skipped games or game fingerprints the coordinator holds before appending them to their
 /// staging logs (also between checkpoints).
-const PENDING_MAX: usize = 4096;
+const PENDING_MAX: usize = 256;
 /// Games per batch handed to a worker.
 const BATCH: usize = 256;
 /// Staging file of the fingerprints of the games a `--dedupe` import counted (FORMAT §8).
