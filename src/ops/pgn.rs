@@ -398,10 +398,13 @@ pub fn game_fingerprint(g: &RawGame) -> u128 {
     h.update(&[0]);
     h.update(g.fen.as_deref().unwrap_or_default().as_bytes());
     h.update(&[0]);
+    // The moves written into one buffer (one allocation per game, not one per move).
+    let mut text = Vec::with_capacity(g.sans.len() * 6);
     for s in &g.sans {
-        h.update(s.to_string().as_bytes());
-        h.update(b" ");
+        s.append_ascii_to(&mut text);
+        text.push(b' ');
     }
+    h.update(&text);
     h.digest128()
 }
 
