@@ -743,6 +743,49 @@ fn every_skipped_game_is_reported_when_no_checkpoint_comes() {
     assert_eq!(lines.len() as u64, read, "each skipped game once");
 }
 
+/// The skipped-games log grows while the import reads, even when no checkpoint comes (every
+/// game skipped, so the workers never fill): watched in the staging area, it must take at
+/// least ten different sizes before the process ends (kept in memory until the end, as
+/// before, it would go from empty to full in one write).
+#[test]
+fn skipped_games_reach_the_staging_log_while_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = dir.path().join("sample-x100.pgn");
+    let mut text = std::fs::read(sample_pgn()).unwrap();
+    text.push(b'\n');
+    std::fs::write(&pgn, text.repeat(100)).unwrap();
+    let book = dir.path().join("none.book");
+    let staging = dir.path().join("none.book.staging");
+    let mut child = Command::new(bin())
+        .args(spilling_import_args(
+            &[&pgn],
+            &book,
+            &["--min-rating", "9999"],
+        ))
+        .spawn()
+        .unwrap();
+    let mut sizes = std::collections::BTreeSet::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+        for e in std::fs::read_dir(&staging).into_iter().flatten().flatten() {
+            assert!(
+                !e.path().join("state.json").exists(),
+                "a checkpoint came: the test no longer covers the case"
+            );
+            if let Ok(m) = std::fs::metadata(e.path().join("skipped.jsonl")) {
+                sizes.insert(m.len());
+            }
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    assert!(child.wait().unwrap().success());
+    sizes.remove(&0);
+    assert!(
+        sizes.len() >= 10,
+        "the log did not grow while reading: sizes seen {sizes:?}"
+    );
+}
+
 /// `--force` imports bypass the already-imported check, so a run killed after its commit but
 /// before it removed its staging area must not be applied again by the next run: the staging
 /// area (with its `applying` marker) is snapshotted while the import is stopped (SIGSTOP) just
