@@ -128,7 +128,7 @@ pub struct ImportSummary {
     /// Sorted runs spilled to staging.
     pub runs: usize,
     /// `--dedupe`: the fingerprints of the games read outgrew their share of `--memory` and
-    /// went to a table in staging.
+    /// went to sorted runs in staging.
     pub dedupe_spilled: bool,
     /// How the book was changed: "rewrite", "delta" or "none".
     pub applied: String,
