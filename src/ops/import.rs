@@ -1575,7 +1575,9 @@ fn read_phase(
     // `--dedupe`: games the book already counted (recorded by earlier `--dedupe` imports).
     // Closed at the end of this phase, before the book is written.
     let known = if opts.dedupe && book_path.exists() {
-        let b = Book::open(book_path, crate::chess_codec())?;
+        // Random lookups: redb's cache within the budget's share, not its 64 MiB default.
+        let cache = WriterOptions::for_memory(opts.memory_mib.max(1) << 20).cache_bytes;
+        let b = Book::open_with_cache(book_path, crate::chess_codec(), cache)?;
         let index = b.game_index()?;
         Some((index, b))
     } else {
@@ -1927,8 +1929,13 @@ fn apply(
             })
             .collect()
     };
+    // A delta plan looks every new entry up in the book: caches within the budget's share.
     let old = if book_path.exists() {
-        Some(Book::open(book_path, crate::chess_codec())?)
+        Some(Book::open_with_cache(
+            book_path,
+            crate::chess_codec(),
+            writer_opts.cache_bytes,
+        )?)
     } else {
         None
     };

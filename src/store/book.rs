@@ -267,17 +267,40 @@ impl std::fmt::Debug for Book {
 impl Book {
     /// Opens an existing book read-only, checking magic, version and codec.
     pub fn open(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
-        shield("opening the book", || Self::open_inner(path, codec, false))
+        shield("opening the book", || {
+            Self::open_inner(path, codec, false, READER_CACHE_BYTES)
+        })
+    }
+
+    /// [`Book::open`] with both caches (redb's pages, opened blocks) at `cache_bytes` each
+    /// instead of 64 MiB: for an import's lookups, which must stay within its memory budget.
+    pub fn open_with_cache(
+        path: &Path,
+        codec: Arc<dyn PositionCodec>,
+        cache_bytes: usize,
+    ) -> Result<Book> {
+        let mut b = shield("opening the book", || {
+            Self::open_inner(path, codec, false, cache_bytes)
+        })?;
+        b.set_cache_bytes(cache_bytes);
+        Ok(b)
     }
 
     /// Opens a book of format version [`OLDEST_MIGRATABLE`] up to the current one, for
     /// `bookdb migrate` only: versions 1 and 2 differ only in the optional `games` table
     /// (migrations/v1-to-v2.md), so the same reader serves both.
     pub fn open_for_migration(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
-        shield("opening the book", || Self::open_inner(path, codec, true))
+        shield("opening the book", || {
+            Self::open_inner(path, codec, true, READER_CACHE_BYTES)
+        })
     }
 
-    fn open_inner(path: &Path, codec: Arc<dyn PositionCodec>, older: bool) -> Result<Book> {
+    fn open_inner(
+        path: &Path,
+        codec: Arc<dyn PositionCodec>,
+        older: bool,
+        redb_cache: usize,
+    ) -> Result<Book> {
         if !path.exists() {
             return Err(Error::BookNotFound {
                 path: path.to_path_buf(),
@@ -285,7 +308,7 @@ impl Book {
         }
         let open = || {
             redb::Builder::new()
-                .set_cache_size(READER_CACHE_BYTES)
+                .set_cache_size(redb_cache)
                 .open_read_only(path)
         };
         let db = match open() {
