@@ -83,6 +83,15 @@ fn medium_in(dir: &Path) -> Option<PathBuf> {
     data_file("pgn/medium-10k.pgn").map(|p| copy_in(&p, dir))
 }
 
+/// The sample PGN `n` times over, in `dir`.
+fn sample_repeated(dir: &Path, n: usize) -> PathBuf {
+    let p = dir.join(format!("sample-x{n}.pgn"));
+    let mut text = std::fs::read(sample_pgn()).unwrap();
+    text.push(b'\n');
+    std::fs::write(&p, text.repeat(n)).unwrap();
+    p
+}
+
 fn medium_or_sample(dir: &Path) -> PathBuf {
     match data_file("pgn/medium-10k.pgn") {
         Some(p) => copy_in(&p, dir),
@@ -95,12 +104,7 @@ fn spills_and_jobs_do_not_change_the_book() {
     let dir = tempfile::tempdir().unwrap();
     // Without the shared 10k-game file, the sample five times over (its 200 games alone fit
     // one worker's smallest budget, so nothing would spill).
-    let pgn = medium_in(dir.path()).unwrap_or_else(|| {
-        let p = dir.path().join("sample-x5.pgn");
-        let text = std::fs::read(sample_pgn()).unwrap();
-        std::fs::write(&p, text.repeat(5)).unwrap();
-        p
-    });
+    let pgn = medium_in(dir.path()).unwrap_or_else(|| sample_repeated(dir.path(), 5));
     let clean = dir.path().join("clean.book");
     let r = import(&[&pgn], &clean, &["--jobs", "1"]);
     assert_eq!(r["runs"], 0, "fits in memory: no runs");
@@ -717,10 +721,7 @@ fn dedupe_fingerprints_spill_without_changing_results() {
 #[test]
 fn every_skipped_game_is_reported_when_no_checkpoint_comes() {
     let dir = tempfile::tempdir().unwrap();
-    let pgn = dir.path().join("sample-x25.pgn");
-    let mut text = std::fs::read(sample_pgn()).unwrap();
-    text.push(b'\n');
-    std::fs::write(&pgn, text.repeat(25)).unwrap();
+    let pgn = sample_repeated(dir.path(), 25);
     let book = dir.path().join("none.book");
     let report = dir.path().join("skipped.txt");
     let r = import(
@@ -750,10 +751,7 @@ fn every_skipped_game_is_reported_when_no_checkpoint_comes() {
 #[test]
 fn skipped_games_reach_the_staging_log_while_reading() {
     let dir = tempfile::tempdir().unwrap();
-    let pgn = dir.path().join("sample-x100.pgn");
-    let mut text = std::fs::read(sample_pgn()).unwrap();
-    text.push(b'\n');
-    std::fs::write(&pgn, text.repeat(100)).unwrap();
+    let pgn = sample_repeated(dir.path(), 100);
     let book = dir.path().join("none.book");
     let staging = dir.path().join("none.book.staging");
     let mut child = Command::new(bin())
