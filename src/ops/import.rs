@@ -1900,35 +1900,36 @@ fn reduce_runs(
 
 type EntryStream<'a> = Box<dyn Iterator<Item = Result<Entry>> + 'a>;
 
+/// The workers' sorted aggregates of an import that fit in memory, as entry streams.
+fn memory_streams(parts: Vec<SortedAggregate>) -> Vec<EntryStream<'static>> {
+    parts
+        .into_iter()
+        .map(|v| Box::new(v.map(Ok)) as EntryStream<'static>)
+        .collect()
+}
+
+/// Readers of spilled runs.
+fn open_run_files(paths: &[PathBuf]) -> Result<Vec<EntryStream<'static>>> {
+    paths
+        .iter()
+        .map(|p| RunReader::open(p).map(|r| Box::new(r) as EntryStream<'static>))
+        .collect()
+}
+
 /// Applies the runs to the book; returns how ("rewrite" or "delta").
 #[allow(clippy::too_many_arguments)]
 fn apply(
     book_path: &Path,
     staging: &Path,
     state: &ImportState,
-    in_memory: Option<Vec<SortedAggregate>>,
+    mut in_memory: Option<Vec<SortedAggregate>>,
     run_entries: u64,
     games: u64,
     (records, new_games): (Vec<(String, Vec<u8>)>, Option<GameTable>),
     writer_opts: &WriterOptions,
     delta_min: u64,
 ) -> Result<String> {
-    let mut in_memory = in_memory;
-    let mut open_runs = || -> Result<Vec<EntryStream<'static>>> {
-        if let Some(parts) = in_memory.take() {
-            return Ok(parts
-                .into_iter()
-                .map(|v| Box::new(v.map(Ok)) as EntryStream<'static>)
-                .collect());
-        }
-        state
-            .runs
-            .iter()
-            .map(|(r, _)| {
-                RunReader::open(&staging.join(r)).map(|r| Box::new(r) as EntryStream<'static>)
-            })
-            .collect()
-    };
+    let run_files: Vec<PathBuf> = state.runs.iter().map(|(r, _)| staging.join(r)).collect();
     // A delta plan looks every new entry up in the book: caches within the budget's share.
     let old = if book_path.exists() {
         Some(Book::open_with_cache(
@@ -1950,26 +1951,17 @@ fn apply(
                 Some(parts) => {
                     let p = staging.join(MEMORY_RUN);
                     let mut w = RunWriter::create(&p)?;
-                    let parts: Vec<EntryStream<'static>> = parts
-                        .into_iter()
-                        .map(|v| Box::new(v.map(Ok)) as EntryStream<'static>)
-                        .collect();
-                    for e in MergeIter::new(parts) {
+                    for e in MergeIter::new(memory_streams(parts)) {
                         w.push(&e?)?;
                     }
                     w.finish()?;
                     vec![p]
                 }
-                None => state.runs.iter().map(|(r, _)| staging.join(r)).collect(),
-            };
-            let open = |runs: &[PathBuf]| -> Result<Vec<EntryStream<'static>>> {
-                runs.iter()
-                    .map(|p| RunReader::open(p).map(|r| Box::new(r) as EntryStream<'static>))
-                    .collect()
+                None => run_files,
             };
             let mut plan = book::plan_delta(
                 book,
-                MergeIter::new(open(&runs)?),
+                MergeIter::new(open_run_files(&runs)?),
                 games,
                 &staging.join(DELTA_RUN),
             )?;
@@ -1986,7 +1978,7 @@ fn apply(
             return rewrite(
                 book_path,
                 Some(Book::open(book_path, crate::chess_codec())?),
-                open(&runs)?,
+                open_run_files(&runs)?,
                 run_entries,
                 games,
                 (records, new_games),
@@ -1994,10 +1986,14 @@ fn apply(
             );
         }
     }
+    let sources = match in_memory {
+        Some(parts) => memory_streams(parts),
+        None => open_run_files(&run_files)?,
+    };
     rewrite(
         book_path,
         old,
-        open_runs()?,
+        sources,
         run_entries,
         games,
         (records, new_games),

@@ -1840,24 +1840,7 @@ impl BookWriter {
                 for (k, v) in &self.imports {
                     imp.insert(k.as_str(), v.as_slice())?;
                 }
-                // The table exists only once there is a fingerprint to keep (FORMAT §4.6).
-                let mut sources = Vec::new();
-                for src in &self.games_from {
-                    let rtxn = src.begin_read()?;
-                    match rtxn.open_table(GAMES) {
-                        Ok(t) if t.len()? > 0 => sources.push(t),
-                        Ok(_) | Err(redb::TableError::TableDoesNotExist(_)) => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-                if !sources.is_empty() {
-                    let mut g = txn.open_table(GAMES)?;
-                    for t in &sources {
-                        for item in t.iter()? {
-                            g.insert(item?.0.value(), ())?;
-                        }
-                    }
-                }
+                copy_game_fingerprints(&txn, &self.games_from)?;
                 // The delta table always exists, so readers can tell an empty tier.
                 txn.open_table(DELTA)?;
             }
@@ -1904,6 +1887,33 @@ impl Drop for BookWriter {
             let _ = std::fs::remove_file(&self.tmp_path);
         }
     }
+}
+
+/// Inserts into `txn`'s `games` table every fingerprint of the `games` tables of `sources`
+/// (books, or staging files from [`super::fpset::sorted_table`]), streaming. The table is
+/// created only once there is a fingerprint to keep (FORMAT §4.6).
+fn copy_game_fingerprints(
+    txn: &redb::WriteTransaction,
+    sources: &[Arc<redb::ReadOnlyDatabase>],
+) -> Result<()> {
+    let mut tables = Vec::new();
+    for src in sources {
+        let rtxn = src.begin_read()?;
+        match rtxn.open_table(GAMES) {
+            Ok(t) if t.len()? > 0 => tables.push(t),
+            Ok(_) | Err(redb::TableError::TableDoesNotExist(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if !tables.is_empty() {
+        let mut g = txn.open_table(GAMES)?;
+        for t in &tables {
+            for item in t.iter()? {
+                g.insert(item?.0.value(), ())?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A planned change to the delta tier: the merged values to write (in a run file, so that
@@ -2025,16 +2035,7 @@ pub fn commit_delta(
             for (k, v) in &plan.imports {
                 imp.insert(k.as_str(), v.as_slice())?;
             }
-            if let Some(src) = &plan.games {
-                let rtxn = src.begin_read()?;
-                let fps = rtxn.open_table(GAMES)?;
-                if fps.len()? > 0 {
-                    let mut g = txn.open_table(GAMES)?;
-                    for item in fps.iter()? {
-                        g.insert(item?.0.value(), ())?;
-                    }
-                }
-            }
+            copy_game_fingerprints(&txn, plan.games.as_slice())?;
             let mut m = txn.open_table(META)?;
             let counters =
                 serde_json::to_vec(&plan.meta).map_err(|e| Error::Invalid(e.to_string()))?;

@@ -21,8 +21,6 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use redb::{ReadableDatabase, ReadableTableMetadata};
-
 use super::book::{GAMES, shield};
 use crate::error::{Error, Result};
 
@@ -74,6 +72,29 @@ impl Bloom {
     }
 }
 
+/// `count` fingerprints (u128 little-endian) read in order from `file` (named `path` in errors).
+fn read_fingerprints(
+    file: std::fs::File,
+    count: u64,
+    path: &Path,
+) -> impl Iterator<Item = Result<u128>> + use<> {
+    let path = path.to_path_buf();
+    let mut r = BufReader::with_capacity(1 << 16, file);
+    (0..count).map(move |_| {
+        let mut b = [0u8; 16];
+        r.read_exact(&mut b)
+            .map(|()| u128::from_le_bytes(b))
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))
+    })
+}
+
+/// A page of a run as read (bytes) and decoded, reused from one lookup to the next.
+#[derive(Default)]
+struct Page {
+    bytes: Vec<u8>,
+    keys: Vec<u128>,
+}
+
 /// A run file: sorted, distinct fingerprints (u128 little-endian, no header), with the first
 /// fingerprint of each page in memory.
 struct Run {
@@ -115,53 +136,32 @@ impl Run {
         })
     }
 
-    fn contains(&self, fp: u128, page: &mut Vec<u8>) -> Result<bool> {
+    /// Reads the one page that may hold `fp` (into `page`, reused) and searches it.
+    fn contains(&self, fp: u128, page: &mut Page) -> Result<bool> {
         let p = self.index.partition_point(|&k| k <= fp);
         if p == 0 {
             return Ok(false);
         }
         let start = ((p - 1) * PAGE_KEYS) as u64;
         let n = (self.len - start).min(PAGE_KEYS as u64) as usize;
-        page.resize(n * 16, 0);
+        page.bytes.resize(n * 16, 0);
         self.file
-            .read_exact_at(page, start * 16)
+            .read_exact_at(&mut page.bytes, start * 16)
             .map_err(|e| Error::io(format!("reading {}", self.path.display()), e))?;
-        let key = |i: usize| {
-            let mut b = [0u8; 16];
-            b.copy_from_slice(&page[i * 16..i * 16 + 16]);
-            u128::from_le_bytes(b)
-        };
-        let (mut lo, mut hi) = (0usize, n);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            match key(mid).cmp(&fp) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Ok(true),
-            }
-        }
-        Ok(false)
+        page.keys.clear();
+        page.keys.extend(
+            page.bytes
+                .chunks_exact(16)
+                .map(|c| u128::from_le_bytes(c.try_into().unwrap_or_default())),
+        );
+        Ok(page.keys.binary_search(&fp).is_ok())
     }
 
     /// Its fingerprints in order, read sequentially.
     fn keys(&self) -> Result<impl Iterator<Item = Result<u128>> + use<>> {
-        let path = self.path.clone();
-        let f = std::fs::File::open(&path)
-            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-        let mut r = BufReader::with_capacity(1 << 16, f);
-        let mut left = self.len;
-        Ok(std::iter::from_fn(move || {
-            if left == 0 {
-                return None;
-            }
-            left -= 1;
-            let mut b = [0u8; 16];
-            Some(
-                r.read_exact(&mut b)
-                    .map(|()| u128::from_le_bytes(b))
-                    .map_err(|e| Error::io(format!("reading {}", path.display()), e)),
-            )
-        }))
+        let f = std::fs::File::open(&self.path)
+            .map_err(|e| Error::io(format!("reading {}", self.path.display()), e))?;
+        Ok(read_fingerprints(f, self.len, &self.path))
     }
 }
 
@@ -205,7 +205,7 @@ struct Runs {
     next: u64,
     /// Largest (oldest) first.
     runs: Vec<Run>,
-    page: Vec<u8>,
+    page: Page,
 }
 
 impl Runs {
@@ -215,7 +215,7 @@ impl Runs {
             prefix,
             next: 0,
             runs: Vec::new(),
-            page: Vec::new(),
+            page: Page::default(),
         }
     }
 
@@ -371,19 +371,13 @@ pub fn sorted_table(
     }
     let dir = out.parent().unwrap_or(Path::new("."));
     let mut runs = Runs::new(dir, "counted");
-    let mut reader = BufReader::with_capacity(1 << 16, file);
     let cap = cap.max(1);
     let mut chunk: Vec<u128> = Vec::with_capacity(cap.min((len / 16) as usize));
-    let mut buf = [0u8; 16];
-    let mut left = len / 16;
-    while left > 0 {
+    let mut fps = read_fingerprints(file, len / 16, log).peekable();
+    while fps.peek().is_some() {
         chunk.clear();
-        while left > 0 && chunk.len() < cap {
-            reader
-                .read_exact(&mut buf)
-                .map_err(|e| Error::io(format!("reading {}", log.display()), e))?;
-            chunk.push(u128::from_le_bytes(buf));
-            left -= 1;
+        for fp in fps.by_ref().take(cap) {
+            chunk.push(fp?);
         }
         chunk.sort_unstable();
         chunk.dedup();
@@ -416,10 +410,6 @@ pub fn sorted_table(
         .set_cache_size(TABLE_CACHE_BYTES)
         .open_read_only(out)
         .map_err(|e| Error::Invalid(format!("reopening {}: {e}", out.display())))?;
-    let counted = shield("counting staged fingerprints", || {
-        Ok(ro.begin_read()?.open_table(GAMES)?.len()?)
-    })?;
-    debug_assert_eq!(counted, n);
     Ok(Some((Arc::new(ro), n)))
 }
 
@@ -427,7 +417,7 @@ pub fn sorted_table(
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use redb::ReadableTable;
+    use redb::{ReadableDatabase, ReadableTable};
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(32))]
