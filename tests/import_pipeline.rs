@@ -529,7 +529,7 @@ fn killed_dedupe_import_resumes_exactly() {
                 .filter_map(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
                 .any(|st| {
                     st["input_index"] == 1
-                        && st["games_in_input"].as_u64() > Some(10 * i)
+                        && st["bytes_in_input"].as_u64() > Some(500_000 * i)
                         && st["read_complete"] == false
                 });
             if in_second {
@@ -713,6 +713,90 @@ fn dedupe_fingerprints_spill_without_changing_results() {
     }
     assert!(a.1 == b.1, "the books differ");
     assert_eq!(a.2, b.2, "fingerprints recorded");
+}
+
+/// `--dedupe` parses on every worker, but a game is a repeat only of an earlier one in input
+/// order: whatever the jobs and the chunk size (tiny `--memory`: chunks of 64 KiB, many of
+/// them parsed at once and answered out of order), the games reported as repeats are exactly
+/// the later copies of a game text seen before, and the books are equal.
+#[test]
+fn dedupe_keeps_the_first_copy_whatever_the_jobs_and_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = std::fs::read_to_string(sample_pgn()).unwrap();
+    // Copies that are other games (Round is part of a game's identity), repeated out of
+    // order, so that first copies and repeats meet in chunks parsed by different workers.
+    let order = [0, 1, 2, 3, 4, 5, 5, 2, 6, 0, 4, 1, 7, 3];
+    let text: String = order
+        .iter()
+        .map(|k| sample.replace("[Event ", &format!("[Round \"copy {k}\"]\n[Event ")) + "\n")
+        .collect();
+    let pgn = dir.path().join("copies.pgn");
+    std::fs::write(&pgn, &text).unwrap();
+    // The oracle: a game whose text (from its first tag to the next game's) appeared before.
+    let lines: Vec<&str> = text.lines().collect();
+    let starts: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("[Round \"copy "))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut expected = Vec::new();
+    for (j, &at) in starts.iter().enumerate() {
+        let end = starts.get(j + 1).copied().unwrap_or(lines.len());
+        let game = lines[at..end].join("\n");
+        if !seen.insert(game.trim_end().to_string()) {
+            expected.push(format!("{}:{}", s(&pgn), at + 1));
+        }
+    }
+    assert!(expected.len() >= 6 * 200, "{} repeats", expected.len());
+    let mut first: Option<(serde_json::Value, String)> = None;
+    for (jobs, memory) in [("1", "256"), ("2", "2"), ("3", "2")] {
+        let book = dir.path().join(format!("j{jobs}-m{memory}.book"));
+        let report = dir.path().join(format!("j{jobs}-m{memory}.report"));
+        let r = import(
+            &[&pgn],
+            &book,
+            &[
+                "--dedupe",
+                "--jobs",
+                jobs,
+                "--memory",
+                memory,
+                "--report",
+                s(&report),
+            ],
+        );
+        let report = std::fs::read_to_string(&report).unwrap();
+        let mut repeats: Vec<String> = report
+            .lines()
+            .filter(|l| l.split('\t').nth(1) == Some("duplicate"))
+            .map(|l| l.split('\t').next().unwrap().to_string())
+            .collect();
+        repeats.sort_by_key(|l| l.rsplit(':').next().unwrap().parse::<usize>().unwrap());
+        assert!(
+            repeats == expected,
+            "--jobs {jobs} --memory {memory}: {} repeats reported, {} expected; first difference at {:?}",
+            repeats.len(),
+            expected.len(),
+            repeats.iter().zip(&expected).position(|(a, b)| a != b)
+        );
+        let counted = serde_json::json!({
+            "read": r["games_read"],
+            "imported": r["games_imported"],
+            "skipped": r["skipped_by_reason"],
+            "pairs": r["pairs_added"],
+        });
+        let st = json(&["stats", "--book", s(&book), "--json"]);
+        assert_eq!(st["dedupe_games"], st["games"], "one fingerprint per game");
+        match &first {
+            None => first = Some((counted, dump(&book))),
+            Some((c, d)) => {
+                assert_eq!(&counted, c, "--jobs {jobs} --memory {memory}");
+                assert!(
+                    &dump(&book) == d,
+                    "--jobs {jobs} --memory {memory}: the books differ"
+                );
+            }
+        }
+    }
 }
 
 /// When the workers never fill (here every game is skipped by `--min-rating`), no checkpoint

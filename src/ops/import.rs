@@ -14,7 +14,7 @@
 //!    threshold: automatic compaction). The import records go into the same transaction/file.
 //! 5. The staging directory is removed.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -41,8 +41,6 @@ pub const DEFAULT_MAX_PLY: usize = 50;
 /// Skipped games or game fingerprints the coordinator holds before appending them to their
 /// staging logs (also between checkpoints).
 const PENDING_MAX: usize = 256;
-/// Games per batch handed to a worker.
-const BATCH: usize = 256;
 /// Staging file of the fingerprints of the games a `--dedupe` import counted (FORMAT §8).
 const GAMES_LOG: &str = "games.fp";
 /// Staging redb file: `games.fp` sorted, copied into the book when the import applies.
@@ -158,10 +156,9 @@ struct ImportState {
     id: String,
     /// Completed runs (file names in the staging directory) and their entry counts.
     runs: Vec<(String, u64)>,
-    /// Next input to read and the games of it already consumed.
+    /// Next input to read.
     input_index: usize,
-    games_in_input: u64,
-    /// With chunked reading: decompressed bytes of the input consumed, and the line there.
+    /// Decompressed bytes of that input consumed, and the line there.
     bytes_in_input: u64,
     line_in_input: u64,
     read_complete: bool,
@@ -177,7 +174,9 @@ struct ImportState {
 }
 
 /// 2: `games_log_bytes` and `games.fp` (a version-1 state never recorded fingerprints).
-const STATE_VERSION: u32 = 2;
+/// 3: `--dedupe` reads in chunks like any import; `games_in_input` is gone (a version-2
+/// `--dedupe` state counted games, not bytes, so it cannot be resumed by this version).
+const STATE_VERSION: u32 = 3;
 
 /// Open-addressing table from Zobrist key to the index of the first position with that key.
 /// Keys are uniformly random already, so their low bits pick the home slot. Slots can be
@@ -726,15 +725,23 @@ fn peak_rss() -> Option<u64> {
 }
 
 enum Msg {
-    /// Parsed games (used with `--dedupe`, which needs one reader to see every game in order)
-    /// and their fingerprints.
-    Games(usize, Vec<RawGame>, Vec<u128>),
     /// Raw PGN text cut at game boundaries, with the line number it starts on.
     Chunk {
         input: usize,
         first_line: u64,
         data: Vec<u8>,
     },
+    /// `--dedupe`: parse a chunk, fingerprint its games and keep them until [`Msg::Count`]
+    /// says which ones are not repeats. Only the coordinator sees every fingerprint in input
+    /// order, so it decides; the parsing and the fingerprints stay on the workers.
+    Parse {
+        seq: u64,
+        input: usize,
+        first_line: u64,
+        data: Vec<u8>,
+    },
+    /// `--dedupe`: count the games of parsed chunk `seq` whose `keep` flag is set.
+    Count { seq: u64, keep: Vec<bool> },
     /// Spill the aggregate into a run at this path.
     Flush(PathBuf),
     /// Hand the aggregate over, sorted (no spill happened: the import fits in memory).
@@ -752,6 +759,15 @@ enum Reply {
         full: bool,
         /// The chunk's text buffer, emptied, for the reader to fill again.
         spare: Option<Vec<u8>>,
+    },
+    /// `--dedupe`: the games of parsed chunk `seq` in order, each as (fingerprint, line);
+    /// `None` for unparsable text (reported as skipped when the chunk is counted).
+    Parsed {
+        seq: u64,
+        worker: usize,
+        input: usize,
+        games: ParsedGames,
+        spare: Vec<u8>,
     },
     Flushed(PathBuf, u64),
     Taken(SortedAggregate),
@@ -779,66 +795,77 @@ fn count_game(
     }
 }
 
-fn worker(rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize) {
+/// Parses the games of a chunk of PGN text in order and calls `f` with each (its line made
+/// absolute with `first_line`), or with the reason the rest of the chunk is unreadable. `f`
+/// may hand a game back for its buffers to be reused. Returns the games read.
+fn each_game(
+    data: &[u8],
+    first_line: u64,
+    mut f: impl FnMut(std::result::Result<RawGame, (u64, SkipReason)>) -> Option<RawGame>,
+) -> u64 {
+    let mut read = 0;
+    let mut games = GameReader::new(data);
+    loop {
+        match games.next_game() {
+            Ok(Some(mut g)) => {
+                read += 1;
+                g.line += first_line - 1;
+                if let Some(g) = f(Ok(g)) {
+                    games.recycle(g);
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                // Reading from memory fails only on unparsable text; count it as one
+                // unreadable game and drop the rest of the chunk's text.
+                read += 1;
+                f(Err((first_line, SkipReason::Unreadable(e.to_string()))));
+                break;
+            }
+        }
+    }
+    read
+}
+
+/// The games of a parsed `--dedupe` chunk as the coordinator sees them: (fingerprint, line) in
+/// order, `None` for unparsable text.
+type ParsedGames = Vec<Option<(u128, u64)>>;
+
+/// A `--dedupe` chunk parsed by a worker and waiting for the coordinator's decision.
+type ParsedChunk = Vec<std::result::Result<(RawGame, u128), (u64, SkipReason)>>;
+
+fn worker(id: usize, rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize) {
     // Sized for the budget up front: rehashing a table of millions of positions as it grows
     // costs more than the aggregation itself. Untouched buckets cost no resident memory.
     let mut agg = Aggregator::for_budget(budget);
     let mut plies = Vec::with_capacity(64);
+    let mut parsed: HashMap<u64, (usize, ParsedChunk)> = HashMap::new();
     while let Ok(msg) = rx.recv() {
         let reply = match msg {
-            Msg::Games(input, games, fps) => {
-                let mut imported = 0;
-                let mut skipped = Vec::new();
-                let mut counted = Vec::with_capacity(games.len());
-                for (g, fp) in games.iter().zip(fps) {
-                    if count_game(g, &rules, &mut agg, &mut plies, &mut imported, &mut skipped) {
-                        counted.push(fp);
-                    }
-                }
-                Reply::Batch {
-                    input,
-                    read: 0,
-                    imported,
-                    skipped,
-                    counted,
-                    full: agg.full(budget),
-                    spare: None,
-                }
-            }
             Msg::Chunk {
                 input,
                 first_line,
                 data,
             } => {
-                let (mut read, mut imported) = (0, 0);
+                let mut imported = 0;
                 let mut skipped = Vec::new();
-                let mut games = GameReader::new(&data[..]);
-                loop {
-                    match games.next_game() {
-                        Ok(Some(mut g)) => {
-                            read += 1;
-                            g.line += first_line - 1;
-                            count_game(
-                                &g,
-                                &rules,
-                                &mut agg,
-                                &mut plies,
-                                &mut imported,
-                                &mut skipped,
-                            );
-                            games.recycle(g);
-                        }
-                        Ok(None) => break,
-                        Err(e) => {
-                            // Reading from memory fails only on unparsable text; count it as
-                            // one unreadable game and drop the rest of the chunk's text.
-                            read += 1;
-                            skipped.push((first_line, SkipReason::Unreadable(e.to_string())));
-                            break;
-                        }
+                let read = each_game(&data, first_line, |g| match g {
+                    Ok(g) => {
+                        count_game(
+                            &g,
+                            &rules,
+                            &mut agg,
+                            &mut plies,
+                            &mut imported,
+                            &mut skipped,
+                        );
+                        Some(g)
                     }
-                }
-                drop(games);
+                    Err(s) => {
+                        skipped.push(s);
+                        None
+                    }
+                });
                 let mut spare = data;
                 spare.clear();
                 Reply::Batch {
@@ -849,6 +876,74 @@ fn worker(rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize
                     counted: Vec::new(),
                     full: agg.full(budget),
                     spare: Some(spare),
+                }
+            }
+            Msg::Parse {
+                seq,
+                input,
+                first_line,
+                data,
+            } => {
+                let mut games = Vec::new();
+                each_game(&data, first_line, |g| {
+                    games.push(g.map(|g| {
+                        let fp = game_fingerprint(&g);
+                        (g, fp)
+                    }));
+                    None
+                });
+                let summary = games
+                    .iter()
+                    .map(|g| g.as_ref().ok().map(|(g, fp)| (*fp, g.line)))
+                    .collect();
+                parsed.insert(seq, (input, games));
+                let mut spare = data;
+                spare.clear();
+                Reply::Parsed {
+                    seq,
+                    worker: id,
+                    input,
+                    games: summary,
+                    spare,
+                }
+            }
+            Msg::Count { seq, keep } => {
+                let Some((input, games)) = parsed.remove(&seq) else {
+                    let _ = tx.send(Reply::Failed(Error::Invalid(format!(
+                        "import worker {id} has no parsed chunk {seq}"
+                    ))));
+                    return;
+                };
+                let mut imported = 0;
+                let mut skipped = Vec::new();
+                let mut counted = Vec::new();
+                for (g, keep) in games.into_iter().zip(keep) {
+                    match g {
+                        Ok((g, fp)) => {
+                            if keep
+                                && count_game(
+                                    &g,
+                                    &rules,
+                                    &mut agg,
+                                    &mut plies,
+                                    &mut imported,
+                                    &mut skipped,
+                                )
+                            {
+                                counted.push(fp);
+                            }
+                        }
+                        Err(s) => skipped.push(s),
+                    }
+                }
+                Reply::Batch {
+                    input,
+                    read: 0,
+                    imported,
+                    skipped,
+                    counted,
+                    full: agg.full(budget),
+                    spare: None,
                 }
             }
             Msg::Flush(path) => {
@@ -1084,7 +1179,6 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
         });
     summary.resumed = !state.runs.is_empty()
         || state.input_index > 0
-        || state.games_in_input > 0
         || state.bytes_in_input > 0
         || state.read_complete;
     if !summary.resumed {
@@ -1363,7 +1457,26 @@ struct Coordinator<'a> {
     spare_chunks: Vec<Vec<u8>>,
     /// Largest buffer capacity kept in `spare_chunks`.
     max_spare_chunk: usize,
+    /// `--dedupe`: the repeat decisions, made here in input order.
+    dedupe: Option<Dedupe<'a>>,
 }
+
+/// What the coordinator of a `--dedupe` import needs to decide, in input order, which parsed
+/// games are repeats.
+struct Dedupe<'a> {
+    /// Fingerprints of the games read so far.
+    seen: &'a mut FingerprintSet,
+    /// The games the book already counted (recorded by earlier `--dedupe` imports).
+    known: Option<&'a book::GameIndex>,
+    /// Parsed chunks that arrived before an earlier one: (worker, input, games).
+    waiting: BTreeMap<u64, (usize, usize, ParsedGames)>,
+    /// Sequence number of the next chunk sent, and of the next one to decide.
+    next_seq: u64,
+    next_decide: u64,
+}
+
+/// Chunks a `--dedupe` import lets the workers hold parsed but undecided, per worker.
+const PARSED_IN_FLIGHT: usize = 3;
 
 impl Coordinator<'_> {
     fn handle(&mut self, reply: Reply, state: &mut ImportState) -> Result<Option<Reply>> {
@@ -1403,9 +1516,143 @@ impl Coordinator<'_> {
                 self.bound_pending()?;
                 Ok(None)
             }
+            Reply::Parsed {
+                seq,
+                worker,
+                input,
+                games,
+                spare,
+            } => {
+                let cap = self.max_spare_chunk;
+                if spare.capacity() <= cap {
+                    self.spare_chunks.push(spare);
+                }
+                let d = self.dedupe.as_mut().ok_or_else(|| {
+                    Error::Invalid("import worker parsed a chunk without --dedupe".into())
+                })?;
+                d.waiting.insert(seq, (worker, input, games));
+                self.decide_ready(state)?;
+                Ok(None)
+            }
             Reply::Failed(e) => Err(e),
             other => Ok(Some(other)),
         }
+    }
+
+    /// `--dedupe`: decides, in input order, every parsed chunk whose predecessors are decided:
+    /// a game is a repeat if the book or an earlier game of this import has its fingerprint.
+    /// Repeats are reported here; the worker holding the chunk counts the others.
+    fn decide_ready(&mut self, state: &mut ImportState) -> Result<()> {
+        loop {
+            let Some(d) = self.dedupe.as_mut() else {
+                return Ok(());
+            };
+            let Some((worker, input, games)) = d.waiting.remove(&d.next_decide) else {
+                return Ok(());
+            };
+            let seq = d.next_decide;
+            d.next_decide += 1;
+            let mut keep = Vec::with_capacity(games.len());
+            let mut repeats = Vec::new();
+            for g in &games {
+                let Some((fp, line)) = *g else {
+                    // Unparsable text: the worker reports it.
+                    keep.push(true);
+                    continue;
+                };
+                let in_book = match d.known {
+                    Some(k) => k.contains(fp)?,
+                    None => false,
+                };
+                let repeat = in_book || !d.seen.insert(fp)?;
+                keep.push(!repeat);
+                if repeat {
+                    repeats.push((line, in_book));
+                }
+            }
+            let c = &mut state.per_input[input];
+            c.read += games.len() as u64;
+            c.skipped += repeats.len() as u64;
+            if !repeats.is_empty() {
+                *state
+                    .skipped_by_reason
+                    .entry("duplicate".into())
+                    .or_default() += repeats.len() as u64;
+            }
+            for (line, in_book) in repeats {
+                self.pending_skips.push(SkippedGame {
+                    file: self.plan[input].name.clone(),
+                    line,
+                    reason: "duplicate".into(),
+                    detail: if in_book {
+                        "already counted in the book by an earlier --dedupe import".into()
+                    } else {
+                        SkipReason::Duplicate.to_string()
+                    },
+                });
+                self.bound_pending()?;
+            }
+            self.txs[worker]
+                .send(Msg::Count { seq, keep })
+                .map_err(|_| Error::Invalid("import worker stopped".into()))?;
+        }
+    }
+
+    /// `--dedupe`: chunks sent to be parsed and not decided yet.
+    fn undecided(&self) -> u64 {
+        self.dedupe
+            .as_ref()
+            .map_or(0, |d| d.next_seq - d.next_decide)
+    }
+
+    /// `--dedupe`: waits until every chunk sent is decided (its counting queued on its worker,
+    /// ahead of anything sent later).
+    fn settle(&mut self, state: &mut ImportState, limit: u64) -> Result<()> {
+        while self.undecided() > limit {
+            let reply = self
+                .rx
+                .recv()
+                .map_err(|_| Error::Invalid("import worker stopped".into()))?;
+            if self.handle(reply, state)?.is_some() {
+                return Err(Error::Invalid(
+                    "import worker answered a message it was not sent".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands a chunk of text to the next worker: to count, or with `--dedupe` to parse first.
+    fn send_chunk(
+        &mut self,
+        input: usize,
+        first_line: u64,
+        data: Vec<u8>,
+        state: &mut ImportState,
+    ) -> Result<()> {
+        let Some(d) = self.dedupe.as_mut() else {
+            return self.send(
+                Msg::Chunk {
+                    input,
+                    first_line,
+                    data,
+                },
+                state,
+            );
+        };
+        let seq = d.next_seq;
+        d.next_seq += 1;
+        self.send(
+            Msg::Parse {
+                seq,
+                input,
+                first_line,
+                data,
+            },
+            state,
+        )?;
+        // Parsed games wait on the workers for their decision: keep them few.
+        self.settle(state, (PARSED_IN_FLIGHT * self.txs.len()) as u64)
     }
 
     fn send(&mut self, msg: Msg, state: &mut ImportState) -> Result<()> {
@@ -1430,6 +1677,8 @@ impl Coordinator<'_> {
         state: &mut ImportState,
         mut msg: impl FnMut(&mut ImportState) -> Msg,
     ) -> Result<Vec<Reply>> {
+        // Every chunk sent is decided first, so its counting precedes the broadcast message.
+        self.settle(state, 0)?;
         for i in 0..self.txs.len() {
             let m = msg(state);
             self.txs[i]
@@ -1592,7 +1841,8 @@ fn read_phase(
             let (tx, rx) = bounded::<Msg>(2);
             let res_tx = res_tx.clone();
             let rules = opts.rules;
-            s.spawn(move || worker(rx, res_tx, rules, budget));
+            let id = txs.len();
+            s.spawn(move || worker(id, rx, res_tx, rules, budget));
             txs.push(tx);
         }
         drop(res_tx);
@@ -1610,15 +1860,22 @@ fn read_phase(
             checkpoints: 0,
             spare_chunks: Vec::new(),
             max_spare_chunk: 4 * chunk_bytes,
+            dedupe: opts.dedupe.then(|| Dedupe {
+                seen,
+                known,
+                waiting: BTreeMap::new(),
+                next_seq: 0,
+                next_decide: 0,
+            }),
         };
 
-        if opts.dedupe {
+        if let Some(d) = co.dedupe.as_mut() {
             // Resumed past earlier inputs: their games count as seen again. (An import with
             // stdin among its inputs never resumes, so each of them is a file.)
             for p in &plan[..state.input_index] {
                 if p.fingerprint.is_some() {
                     progress.phase(&format!("rereading {} for --dedupe", p.name));
-                    remember_games(&p.name, seen)?;
+                    remember_games(&p.name, d.seen)?;
                 }
             }
         }
@@ -1635,101 +1892,91 @@ fn read_phase(
             let raw_hash = inp.raw_hash.clone();
             let mut reader = inp.reader;
             let resuming = idx == state.input_index;
-            if opts.dedupe {
-                read_games(
-                    &mut co,
-                    state,
-                    idx,
-                    &mut reader,
-                    resuming,
-                    (seen, known),
-                    progress,
-                    &raw_read,
-                )?;
+            // Chunks of text cut at game boundaries; workers parse them in parallel.
+            let (mut offset, mut line) = if resuming && state.bytes_in_input > 0 {
+                let skip = state.bytes_in_input;
+                let mut prefix = std::io::Read::take(&mut reader, skip);
+                let ctx = |e| Error::io(format!("reading {}", p.name), e);
+                match co.dedupe.as_mut() {
+                    Some(d) => {
+                        // The games before the checkpoint count as seen again.
+                        progress.phase(&format!("rereading the start of {} for --dedupe", p.name));
+                        let mut games = GameReader::new(&mut prefix);
+                        while let Some(g) = games.next_game().map_err(ctx)? {
+                            d.seen.insert(game_fingerprint(&g))?;
+                        }
+                    }
+                    None => {
+                        std::io::copy(&mut prefix, &mut std::io::sink()).map_err(ctx)?;
+                    }
+                }
+                if prefix.limit() != 0 {
+                    return Err(Error::Invalid(format!(
+                        "{}: input is shorter than when the interrupted import read it; remove {} to start over",
+                        p.name,
+                        staging.display()
+                    )));
+                }
+                (skip, state.line_in_input.max(1))
             } else {
-                // Chunks of text cut at game boundaries; workers parse them in parallel.
-                let (mut offset, mut line) = if resuming && state.bytes_in_input > 0 {
-                    let skip = state.bytes_in_input;
-                    let n = std::io::copy(
-                        &mut std::io::Read::take(&mut reader, skip),
-                        &mut std::io::sink(),
-                    )
-                    .map_err(|e| Error::io(format!("reading {}", p.name), e))?;
-                    if n != skip {
-                        return Err(Error::Invalid(format!(
-                            "{}: input is shorter than when the interrupted import read it; remove {} to start over",
-                            p.name,
-                            staging.display()
-                        )));
-                    }
-                    (skip, state.line_in_input.max(1))
-                } else {
-                    (0, 1)
-                };
-                let mut buf: Vec<u8> = Vec::with_capacity(2 * chunk_bytes);
-                let mut eof = false;
-                while !eof || !buf.is_empty() {
-                    while !eof && buf.len() < chunk_bytes {
-                        let start = buf.len();
-                        buf.resize(start + chunk_bytes / 4, 0);
-                        let n = loop {
-                            match reader.read(&mut buf[start..]) {
-                                Ok(n) => break n,
-                                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                                Err(e) => return Err(Error::io(format!("reading {}", p.name), e)),
-                            }
-                        };
-                        buf.truncate(start + n);
-                        eof = n == 0;
-                    }
-                    let cut = if eof {
-                        buf.len()
-                    } else {
-                        match last_game_boundary(&buf) {
-                            Some(i) => i,
-                            None if buf.len() < MAX_CHUNK_BYTES => {
-                                // No boundary yet: read more before cutting.
-                                let start = buf.len();
-                                buf.resize(start + (1 << 20), 0);
-                                let n = reader
-                                    .read(&mut buf[start..])
-                                    .map_err(|e| Error::io(format!("reading {}", p.name), e))?;
-                                buf.truncate(start + n);
-                                eof = n == 0;
-                                continue;
-                            }
-                            None => memchr::memrchr(b'\n', &buf).map_or(buf.len(), |i| i + 1),
+                (0, 1)
+            };
+            let mut buf: Vec<u8> = Vec::with_capacity(2 * chunk_bytes);
+            let mut eof = false;
+            while !eof || !buf.is_empty() {
+                while !eof && buf.len() < chunk_bytes {
+                    let start = buf.len();
+                    buf.resize(start + chunk_bytes / 4, 0);
+                    let n = loop {
+                        match reader.read(&mut buf[start..]) {
+                            Ok(n) => break n,
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                            Err(e) => return Err(Error::io(format!("reading {}", p.name), e)),
                         }
                     };
-                    let mut rest = co
-                        .spare_chunks
-                        .pop()
-                        .unwrap_or_else(|| Vec::with_capacity(2 * chunk_bytes));
-                    rest.extend_from_slice(&buf[cut..]);
-                    buf.truncate(cut);
-                    let data = std::mem::replace(&mut buf, rest);
-                    let lines = memchr::memchr_iter(b'\n', &data).count() as u64;
-                    let len = data.len() as u64;
-                    co.send(
-                        Msg::Chunk {
-                            input: idx,
-                            first_line: line,
-                            data,
-                        },
-                        state,
-                    )?;
-                    offset += len;
-                    line += lines;
-                    progress.update(
-                        state.per_input.iter().map(|c| c.read).sum(),
-                        raw_read.load(Ordering::Relaxed),
-                    );
-                    if co.full && !(eof && buf.is_empty()) {
-                        state.input_index = idx;
-                        state.bytes_in_input = offset;
-                        state.line_in_input = line;
-                        co.checkpoint(state)?;
+                    buf.truncate(start + n);
+                    eof = n == 0;
+                }
+                let cut = if eof {
+                    buf.len()
+                } else {
+                    match last_game_boundary(&buf) {
+                        Some(i) => i,
+                        None if buf.len() < MAX_CHUNK_BYTES => {
+                            // No boundary yet: read more before cutting.
+                            let start = buf.len();
+                            buf.resize(start + (1 << 20), 0);
+                            let n = reader
+                                .read(&mut buf[start..])
+                                .map_err(|e| Error::io(format!("reading {}", p.name), e))?;
+                            buf.truncate(start + n);
+                            eof = n == 0;
+                            continue;
+                        }
+                        None => memchr::memrchr(b'\n', &buf).map_or(buf.len(), |i| i + 1),
                     }
+                };
+                let mut rest = co
+                    .spare_chunks
+                    .pop()
+                    .unwrap_or_else(|| Vec::with_capacity(2 * chunk_bytes));
+                rest.extend_from_slice(&buf[cut..]);
+                buf.truncate(cut);
+                let data = std::mem::replace(&mut buf, rest);
+                let lines = memchr::memchr_iter(b'\n', &data).count() as u64;
+                let len = data.len() as u64;
+                co.send_chunk(idx, line, data, state)?;
+                offset += len;
+                line += lines;
+                progress.update(
+                    state.per_input.iter().map(|c| c.read).sum(),
+                    raw_read.load(Ordering::Relaxed),
+                );
+                if co.full && !(eof && buf.is_empty()) {
+                    state.input_index = idx;
+                    state.bytes_in_input = offset;
+                    state.line_in_input = line;
+                    co.checkpoint(state)?;
                 }
             }
             if let Some(h) = raw_hash {
@@ -1739,7 +1986,6 @@ fn read_phase(
                 stdin_fp[idx] = Some(format!("{h:032x}"));
             }
             state.input_index = idx + 1;
-            state.games_in_input = 0;
             state.bytes_in_input = 0;
             state.line_in_input = 0;
         }
@@ -1777,94 +2023,6 @@ fn remember_games(path: &str, seen: &mut FingerprintSet) -> Result<()> {
         seen.insert(game_fingerprint(&g))?;
     }
     Ok(())
-}
-
-/// `--dedupe` reading: one reader parses every game in order and drops repeats.
-#[allow(clippy::too_many_arguments)]
-fn read_games(
-    co: &mut Coordinator<'_>,
-    state: &mut ImportState,
-    idx: usize,
-    reader: &mut Box<dyn std::io::Read + Send>,
-    resuming: bool,
-    (seen, known): (&mut FingerprintSet, Option<&book::GameIndex>),
-    progress: &Progress,
-    raw_read: &std::sync::Arc<std::sync::atomic::AtomicU64>,
-) -> Result<()> {
-    let name = co.plan[idx].name.clone();
-    let mut games = GameReader::new(reader);
-    let mut consumed = 0u64;
-    if resuming {
-        while consumed < state.games_in_input {
-            match games.next_game() {
-                Ok(Some(g)) => {
-                    seen.insert(game_fingerprint(&g))?;
-                    consumed += 1;
-                }
-                Ok(None) => break,
-                Err(e) => return Err(Error::io(format!("reading {name}"), e)),
-            }
-        }
-    }
-    loop {
-        let mut batch = Vec::with_capacity(BATCH);
-        let mut fps = Vec::with_capacity(BATCH);
-        let mut eof = false;
-        while batch.len() < BATCH {
-            match games.next_game() {
-                Ok(Some(g)) => {
-                    consumed += 1;
-                    state.per_input[idx].read += 1;
-                    let fp = game_fingerprint(&g);
-                    let in_book = match known {
-                        Some(k) => k.contains(fp)?,
-                        None => false,
-                    };
-                    if in_book || !seen.insert(fp)? {
-                        state.per_input[idx].skipped += 1;
-                        *state
-                            .skipped_by_reason
-                            .entry("duplicate".into())
-                            .or_default() += 1;
-                        co.pending_skips.push(SkippedGame {
-                            file: name.clone(),
-                            line: g.line,
-                            reason: "duplicate".into(),
-                            detail: if in_book {
-                                "already counted in the book by an earlier --dedupe import".into()
-                            } else {
-                                SkipReason::Duplicate.to_string()
-                            },
-                        });
-                        co.bound_pending()?;
-                        continue;
-                    }
-                    fps.push(fp);
-                    batch.push(g);
-                }
-                Ok(None) => {
-                    eof = true;
-                    break;
-                }
-                Err(e) => return Err(Error::io(format!("reading {name}"), e)),
-            }
-        }
-        if !batch.is_empty() {
-            co.send(Msg::Games(idx, batch, fps), state)?;
-        }
-        progress.update(
-            state.per_input.iter().map(|c| c.read).sum(),
-            raw_read.load(Ordering::Relaxed),
-        );
-        if co.full && !eof {
-            state.input_index = idx;
-            state.games_in_input = consumed;
-            co.checkpoint(state)?;
-        }
-        if eof {
-            return Ok(());
-        }
-    }
 }
 
 /// Merges runs in passes until at most `MAX_FAN_IN` remain (crash-safe: the merged run is
