@@ -1476,7 +1476,7 @@ struct Dedupe<'a> {
 }
 
 /// Chunks a `--dedupe` import lets the workers hold parsed but undecided, per worker.
-const PARSED_IN_FLIGHT: usize = 3;
+const PARSED_IN_FLIGHT: usize = 1;
 
 impl Coordinator<'_> {
     fn handle(&mut self, reply: Reply, state: &mut ImportState) -> Result<Option<Reply>> {
