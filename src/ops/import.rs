@@ -193,7 +193,7 @@ impl KeyTable {
         // Load factor at most 3/4.
         let size = (n.max(8) * 4 / 3 + 1).next_power_of_two();
         KeyTable {
-            slots: vec![(0, 0); size],
+            slots: crate::store::write_touched(vec![(0, 0); size]),
             len: 0,
         }
     }
@@ -228,7 +228,7 @@ impl KeyTable {
     fn insert(&mut self, key: u64, v: u32) {
         if (self.len + 1) * 4 > self.slots.len() * 3 {
             let old = std::mem::take(&mut self.slots);
-            self.slots = vec![(0, 0); old.len() * 2];
+            self.slots = crate::store::write_touched(vec![(0, 0); old.len() * 2]);
             self.len = 0;
             for (k, v) in old.into_iter().filter(|&(_, v)| v != 0) {
                 self.insert(k, v - 1);

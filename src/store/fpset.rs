@@ -48,7 +48,8 @@ impl Bloom {
     fn new(bytes: usize) -> Bloom {
         let words = (bytes / 8).max(8);
         Bloom {
-            bits: vec![0; words],
+            // Probes read words before inserts set bits in them.
+            bits: super::write_touched(vec![0; words]),
             nbits: words as u64 * 64,
         }
     }
