@@ -478,10 +478,11 @@ fn killed_filtering_import_reports_every_skipped_game_once() {
     );
 }
 
-/// `--dedupe` over two inputs, the second repeating 1,000 games of the first, killed while
-/// the checkpoint says the second input is being read (watched in `state.json`; kills at
-/// chosen times mostly miss that window), then run again: games of the first input must
-/// still count as seen, so the book equals an uninterrupted build.
+/// `--dedupe` over two inputs, the second repeating 1,000 games of the first and then 500 of
+/// its own first games, killed while the checkpoint says the second input is being read
+/// (watched in `state.json`; kills at chosen times mostly miss that window), then run again:
+/// games of the first input and of the second one's part before the checkpoint must still
+/// count as seen, so the book and the report equal those of an uninterrupted build.
 #[test]
 fn killed_dedupe_import_resumes_exactly() {
     let dir = tempfile::tempdir().unwrap();
@@ -497,11 +498,35 @@ fn killed_dedupe_import_resumes_exactly() {
     let mut dup_bytes = text[mid..].to_vec();
     dup_bytes.extend_from_slice(b"\n");
     dup_bytes.extend_from_slice(&text[..starts[1000]]);
+    dup_bytes.extend_from_slice(b"\n");
+    dup_bytes.extend_from_slice(&text[mid..starts[starts.len() / 2 + 500]]);
     std::fs::write(&dup, dup_bytes).unwrap();
-    let args = |book: &Path| spilling_import_args(&[&a, &dup], book, &["--dedupe"]);
+    let report_of = |book: &Path| book.with_extension("report");
+    let args = |book: &Path| {
+        spilling_import_args(
+            &[&a, &dup],
+            book,
+            &["--dedupe", "--report", s(&report_of(book))],
+        )
+    };
+    let sorted_report = |book: &Path| {
+        let text = std::fs::read_to_string(report_of(book)).unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines.sort();
+        lines
+    };
     let clean = dir.path().join("clean.book");
     ok(&args(&clean).iter().map(String::as_str).collect::<Vec<_>>());
     let expected = dump(&clean);
+    let expected_report = sorted_report(&clean);
+    assert_eq!(
+        expected_report
+            .iter()
+            .filter(|l| l.contains("\tduplicate\t"))
+            .count(),
+        1500,
+        "the 1,000 repeats of the first input and the 500 of the second's own games"
+    );
     let recorded = json(&["stats", "--book", s(&clean), "--json"])["dedupe_games"].clone();
     assert_eq!(
         recorded,
@@ -558,6 +583,10 @@ fn killed_dedupe_import_resumes_exactly() {
             json(&["stats", "--book", s(&book), "--json"])["dedupe_games"],
             recorded,
             "kill {i}: the resumed book remembers other games"
+        );
+        assert!(
+            sorted_report(&book) == expected_report,
+            "kill {i}: the report differs from the uninterrupted one"
         );
     }
     assert!(caught > 0, "no kill landed while the second input was read");
@@ -739,14 +768,24 @@ fn dedupe_keeps_the_first_copy_whatever_the_jobs_and_chunks() {
         .collect();
     let mut seen = std::collections::HashSet::new();
     let mut expected = Vec::new();
+    let mut firsts = String::new();
     for (j, &at) in starts.iter().enumerate() {
         let end = starts.get(j + 1).copied().unwrap_or(lines.len());
         let game = lines[at..end].join("\n");
-        if !seen.insert(game.trim_end().to_string()) {
+        if seen.insert(game.trim_end().to_string()) {
+            firsts.push_str(&game);
+            firsts.push('\n');
+        } else {
             expected.push(format!("{}:{}", s(&pgn), at + 1));
         }
     }
     assert!(expected.len() >= 6 * 200, "{} repeats", expected.len());
+    // The book must be that of the first copies alone, imported without --dedupe.
+    let firsts_pgn = dir.path().join("firsts.pgn");
+    std::fs::write(&firsts_pgn, &firsts).unwrap();
+    let plain = dir.path().join("firsts.book");
+    let p = import(&[&firsts_pgn], &plain, &[]);
+    let plain_dump = dump(&plain);
     let mut first: Option<(serde_json::Value, String)> = None;
     for (jobs, memory) in [("1", "256"), ("2", "2"), ("3", "2")] {
         let book = dir.path().join(format!("j{jobs}-m{memory}.book"));
@@ -786,6 +825,14 @@ fn dedupe_keeps_the_first_copy_whatever_the_jobs_and_chunks() {
         });
         let st = json(&["stats", "--book", s(&book), "--json"]);
         assert_eq!(st["dedupe_games"], st["games"], "one fingerprint per game");
+        assert_eq!(
+            r["games_imported"], p["games_imported"],
+            "--jobs {jobs} --memory {memory}"
+        );
+        assert!(
+            dump(&book) == plain_dump,
+            "--jobs {jobs} --memory {memory}: not the book of the first copies"
+        );
         match &first {
             None => first = Some((counted, dump(&book))),
             Some((c, d)) => {
@@ -796,6 +843,34 @@ fn dedupe_keeps_the_first_copy_whatever_the_jobs_and_chunks() {
                 );
             }
         }
+    }
+}
+
+/// Games the PGN reader cannot parse carry no tags or moves; `--dedupe` must report each as
+/// unreadable, not the second one as a repeat of the first.
+#[test]
+fn dedupe_reports_unreadable_games_as_unreadable() {
+    let dir = tempfile::tempdir().unwrap();
+    let (u1, u2) = (dir.path().join("u1.pgn"), dir.path().join("u2.pgn"));
+    std::fs::write(
+        &u1,
+        "[Event \"x\"]\n[White \"a\"]\n[Black \"b\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Nf3 { never closed\n1-0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &u2,
+        "[Event \"y\"]\n[White \"c\"]\n[Black \"d\"]\n[Result \"0-1\"]\n\n1. d4 d5 { open\n0-1\n",
+    )
+    .unwrap();
+    for jobs in ["1", "2"] {
+        let book = dir.path().join(format!("u{jobs}.book"));
+        let r = import(&[&u1, &u2], &book, &["--dedupe", "--jobs", jobs]);
+        assert_eq!(r["games_read"], 2, "{r}");
+        assert_eq!(
+            r["skipped_by_reason"],
+            serde_json::json!({"unreadable": 2}),
+            "--jobs {jobs}: {r}"
+        );
     }
 }
 

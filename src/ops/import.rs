@@ -832,7 +832,14 @@ fn each_game(
 type ParsedGames = Vec<Option<(u128, u64)>>;
 
 /// A `--dedupe` chunk parsed by a worker and waiting for the coordinator's decision.
-type ParsedChunk = Vec<std::result::Result<(RawGame, u128), (u64, SkipReason)>>;
+type ParsedChunk = Vec<std::result::Result<(RawGame, Option<u128>), (u64, SkipReason)>>;
+
+/// The fingerprint `--dedupe` knows a game by; `None` for a game the PGN reader could not
+/// parse: it has no tags or moves to compare (all such games would look alike), and it is
+/// reported as unreadable, never as a repeat.
+fn dedupe_fingerprint(g: &RawGame) -> Option<u128> {
+    g.error.is_none().then(|| game_fingerprint(g))
+}
 
 fn worker(id: usize, rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize) {
     // Sized for the budget up front: rehashing a table of millions of positions as it grows
@@ -887,14 +894,17 @@ fn worker(id: usize, rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, bu
                 let mut games = Vec::new();
                 each_game(&data, first_line, |g| {
                     games.push(g.map(|g| {
-                        let fp = game_fingerprint(&g);
+                        let fp = dedupe_fingerprint(&g);
                         (g, fp)
                     }));
                     None
                 });
                 let summary = games
                     .iter()
-                    .map(|g| g.as_ref().ok().map(|(g, fp)| (*fp, g.line)))
+                    .map(|g| {
+                        let (g, fp) = g.as_ref().ok()?;
+                        Some(((*fp)?, g.line))
+                    })
                     .collect();
                 parsed.insert(seq, (input, games));
                 let mut spare = data;
@@ -929,6 +939,7 @@ fn worker(id: usize, rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, bu
                                     &mut imported,
                                     &mut skipped,
                                 )
+                                && let Some(fp) = fp
                             {
                                 counted.push(fp);
                             }
@@ -1169,8 +1180,17 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     let mut state: ImportState = std::fs::read(&state_path)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
-        .filter(|s: &ImportState| s.version == STATE_VERSION && s.id == id && !has_stdin)
+        // Version 2 differs only for --dedupe (it counted games read, not bytes).
+        .filter(|s: &ImportState| {
+            (s.version == STATE_VERSION || (s.version == 2 && !opts.dedupe))
+                && s.id == id
+                && !has_stdin
+        })
         .filter(|s| s.runs.iter().all(|(r, _)| staging.join(r).exists()))
+        .map(|s| ImportState {
+            version: STATE_VERSION,
+            ..s
+        })
         .unwrap_or_else(|| ImportState {
             version: STATE_VERSION,
             id: id.clone(),
@@ -1475,7 +1495,8 @@ struct Dedupe<'a> {
     next_decide: u64,
 }
 
-/// Chunks a `--dedupe` import lets the workers hold parsed but undecided, per worker.
+/// Parsed but undecided chunks a `--dedupe` import allows per worker (in all: this times the
+/// workers; a worker may also hold a decided chunk whose counting waits in its queue).
 const PARSED_IN_FLIGHT: usize = 1;
 
 impl Coordinator<'_> {
@@ -1556,7 +1577,7 @@ impl Coordinator<'_> {
             let mut repeats = Vec::new();
             for g in &games {
                 let Some((fp, line)) = *g else {
-                    // Unparsable text: the worker reports it.
+                    // Unparsable text: the worker reports it as unreadable.
                     keep.push(true);
                     continue;
                 };
@@ -1592,10 +1613,21 @@ impl Coordinator<'_> {
                 });
                 self.bound_pending()?;
             }
-            self.txs[worker]
-                .send(Msg::Count { seq, keep })
-                .map_err(|_| Error::Invalid("import worker stopped".into()))?;
+            if self.txs[worker].send(Msg::Count { seq, keep }).is_err() {
+                return Err(self.worker_stopped());
+            }
         }
+    }
+
+    /// The error to give when a worker cannot be reached: the one it reported before it
+    /// stopped, if it is still waiting to be read.
+    fn worker_stopped(&self) -> Error {
+        while let Ok(reply) = self.rx.try_recv() {
+            if let Reply::Failed(e) = reply {
+                return e;
+            }
+        }
+        Error::Invalid("import worker stopped".into())
     }
 
     /// `--dedupe`: chunks sent to be parsed and not decided yet.
@@ -1609,10 +1641,9 @@ impl Coordinator<'_> {
     /// ahead of anything sent later).
     fn settle(&mut self, state: &mut ImportState, limit: u64) -> Result<()> {
         while self.undecided() > limit {
-            let reply = self
-                .rx
-                .recv()
-                .map_err(|_| Error::Invalid("import worker stopped".into()))?;
+            let Ok(reply) = self.rx.recv() else {
+                return Err(self.worker_stopped());
+            };
             if self.handle(reply, state)?.is_some() {
                 return Err(Error::Invalid(
                     "import worker answered a message it was not sent".into(),
@@ -1658,9 +1689,9 @@ impl Coordinator<'_> {
     fn send(&mut self, msg: Msg, state: &mut ImportState) -> Result<()> {
         let i = self.next_worker % self.txs.len();
         self.next_worker += 1;
-        self.txs[i]
-            .send(msg)
-            .map_err(|_| Error::Invalid("import worker stopped".into()))?;
+        if self.txs[i].send(msg).is_err() {
+            return Err(self.worker_stopped());
+        }
         self.drain(state)
     }
 
@@ -1681,16 +1712,15 @@ impl Coordinator<'_> {
         self.settle(state, 0)?;
         for i in 0..self.txs.len() {
             let m = msg(state);
-            self.txs[i]
-                .send(m)
-                .map_err(|_| Error::Invalid("import worker stopped".into()))?;
+            if self.txs[i].send(m).is_err() {
+                return Err(self.worker_stopped());
+            }
         }
         let mut out = Vec::with_capacity(self.txs.len());
         while out.len() < self.txs.len() {
-            let reply = self
-                .rx
-                .recv()
-                .map_err(|_| Error::Invalid("import worker stopped".into()))?;
+            let Ok(reply) = self.rx.recv() else {
+                return Err(self.worker_stopped());
+            };
             if let Some(r) = self.handle(reply, state)? {
                 out.push(r);
             }
@@ -1842,7 +1872,17 @@ fn read_phase(
             let res_tx = res_tx.clone();
             let rules = opts.rules;
             let id = txs.len();
-            s.spawn(move || worker(id, rx, res_tx, rules, budget));
+            // A panic (a bug) is reported like any failure: the coordinator may be waiting
+            // for this worker's answer, which would otherwise never come.
+            let panic_tx = res_tx.clone();
+            s.spawn(move || {
+                let run = std::panic::AssertUnwindSafe(|| worker(id, rx, res_tx, rules, budget));
+                if std::panic::catch_unwind(run).is_err() {
+                    let _ = panic_tx.send(Reply::Failed(Error::Invalid(format!(
+                        "import worker {id} panicked (a bug; please report it)"
+                    ))));
+                }
+            });
             txs.push(tx);
         }
         drop(res_tx);
@@ -1903,7 +1943,9 @@ fn read_phase(
                         progress.phase(&format!("rereading the start of {} for --dedupe", p.name));
                         let mut games = GameReader::new(&mut prefix);
                         while let Some(g) = games.next_game().map_err(ctx)? {
-                            d.seen.insert(game_fingerprint(&g))?;
+                            if let Some(fp) = dedupe_fingerprint(&g) {
+                                d.seen.insert(fp)?;
+                            }
                         }
                     }
                     None => {
@@ -2020,7 +2062,9 @@ fn remember_games(path: &str, seen: &mut FingerprintSet) -> Result<()> {
         .next_game()
         .map_err(|e| Error::io(format!("reading {path}"), e))?
     {
-        seen.insert(game_fingerprint(&g))?;
+        if let Some(fp) = dedupe_fingerprint(&g) {
+            seen.insert(fp)?;
+        }
     }
     Ok(())
 }
@@ -2204,6 +2248,89 @@ fn rewrite(
 mod tests {
     use super::*;
     use crate::chess::PosState;
+
+    /// `--dedupe` decisions follow input order whatever order the workers answer in: parsed
+    /// chunks delivered last-first are decided first-first, each game against the games of
+    /// the chunks before it, and each decision goes to the worker holding the chunk.
+    #[test]
+    fn dedupe_decides_chunks_in_input_order_whatever_order_they_arrive_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = [PlannedInput {
+            name: "in.pgn".into(),
+            fingerprint: Some("f".into()),
+            bytes: None,
+        }];
+        let (to_workers, from_coordinator): (Vec<_>, Vec<_>) =
+            (0..2).map(|_| bounded::<Msg>(8)).unzip();
+        let (replies, rx) = unbounded::<Reply>();
+        let mut seen = FingerprintSet::new(dir.path(), 1024);
+        let file = |name: &str| std::fs::File::create(dir.path().join(name)).unwrap();
+        let mut co = Coordinator {
+            plan: &plan,
+            staging: dir.path(),
+            txs: to_workers,
+            rx,
+            pending_skips: Vec::new(),
+            pending_games: Vec::new(),
+            full: false,
+            next_worker: 0,
+            skipped_file: file("skipped.jsonl"),
+            games_file: file("games.fp"),
+            checkpoints: 0,
+            spare_chunks: Vec::new(),
+            max_spare_chunk: 1 << 20,
+            dedupe: Some(Dedupe {
+                seen: &mut seen,
+                known: None,
+                waiting: BTreeMap::new(),
+                next_seq: 3,
+                next_decide: 0,
+            }),
+        };
+        let mut state = ImportState {
+            per_input: vec![InputCounts::default()],
+            ..Default::default()
+        };
+        // Chunk 0 (worker 0): games A B; chunk 1 (worker 1): A C and unparsable text;
+        // chunk 2 (worker 0): C B D. Lines are 10 × chunk + game.
+        let (a, b, c, d) = (1u128, 2, 3, 4);
+        let chunks = [
+            (0, vec![Some((a, 1)), Some((b, 2))]),
+            (1, vec![Some((a, 11)), Some((c, 12)), None]),
+            (0, vec![Some((c, 21)), Some((b, 22)), Some((d, 23))]),
+        ];
+        for (seq, (worker, games)) in chunks.into_iter().enumerate().rev() {
+            replies
+                .send(Reply::Parsed {
+                    seq: seq as u64,
+                    worker,
+                    input: 0,
+                    games,
+                    spare: Vec::new(),
+                })
+                .unwrap();
+        }
+        co.settle(&mut state, 0).unwrap();
+        let counts = |w: usize| -> Vec<(u64, Vec<bool>)> {
+            from_coordinator[w]
+                .try_iter()
+                .map(|m| match m {
+                    Msg::Count { seq, keep } => (seq, keep),
+                    _ => panic!("worker {w} got something else than a decision"),
+                })
+                .collect()
+        };
+        assert_eq!(
+            counts(0),
+            [(0, vec![true, true]), (2, vec![false, false, true])]
+        );
+        assert_eq!(counts(1), [(1, vec![false, true, true])]);
+        let repeats: Vec<u64> = co.pending_skips.iter().map(|g| g.line).collect();
+        assert_eq!(repeats, [11, 21, 22]);
+        assert_eq!(state.per_input[0].read, 8);
+        assert_eq!(state.per_input[0].skipped, 3);
+        assert_eq!(state.skipped_by_reason.get("duplicate"), Some(&3));
+    }
 
     fn cut(text: &str) -> Option<&str> {
         last_game_boundary(text.as_bytes()).map(|i| &text[i..])
