@@ -51,6 +51,55 @@ const fn build_decode_table() -> [(u8, u8); 64] {
     table
 }
 
+/// Bits the multi-square decoding table is indexed by.
+const MULTI_BITS: u32 = 12;
+/// Most squares one table entry decodes (all empty: one bit each).
+const MULTI_MAX: usize = MULTI_BITS as usize;
+
+/// The squares coded entirely within a window of [`MULTI_BITS`] bits: their piece codes (the
+/// rest zero), how many, and how many bits they take.
+#[derive(Clone, Copy)]
+struct MultiEntry {
+    codes: [PieceCode; MULTI_MAX],
+    count: u8,
+    bits: u8,
+}
+
+fn multi_table() -> &'static [MultiEntry] {
+    static TABLE: std::sync::OnceLock<Vec<MultiEntry>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        (0..1u32 << MULTI_BITS)
+            .map(|w| {
+                let mut e = MultiEntry {
+                    codes: [EMPTY; MULTI_MAX],
+                    count: 0,
+                    bits: 0,
+                };
+                let mut at = 0u32;
+                while at < MULTI_BITS {
+                    // The code starting at `at`, if it ends inside the window: the window's
+                    // remaining bits, padded with zeros to six, pick it in DECODE.
+                    let rest = MULTI_BITS - at;
+                    let six = if rest >= 6 {
+                        (w >> (rest - 6)) & 63
+                    } else {
+                        (w << (6 - rest)) & 63
+                    };
+                    let (piece, len) = DECODE[six as usize];
+                    if u32::from(len) > rest {
+                        break;
+                    }
+                    e.codes[usize::from(e.count)] = piece;
+                    e.count += 1;
+                    at += u32::from(len);
+                }
+                e.bits = at as u8;
+                e
+            })
+            .collect()
+    })
+}
+
 /// Castling right bits as stored in [`PosState::castling`] (written in this order: K, Q, k, q).
 pub const CASTLE_WK: u8 = 0b1000;
 pub const CASTLE_WQ: u8 = 0b0100;
@@ -266,53 +315,54 @@ impl PosState {
     }
 
     /// Decodes one packed position from the start of `data`; returns it and the bytes used.
+    ///
+    /// The board is decoded several squares at a time: a table indexed by the next
+    /// [`MULTI_BITS`] bits gives the codes of every square that starts and ends inside them
+    /// (an empty square is one bit) and the bits they take. Bits past the end of `data` read
+    /// as zeros (empty squares), so a truncated position is reported with the bits it needs.
     pub fn unpack_prefix(data: &[u8]) -> Result<(PosState, usize), PackError> {
         if data.is_empty() {
             return Err(PackError::Empty);
         }
-        // Left-aligned bit buffer, refilled a byte at a time (zeros past the end).
-        let mut acc: u64 = 0;
-        let mut have: u32 = 0;
-        let mut next = 0usize;
-        let mut used: usize = 0;
-        let mut refill = |acc: &mut u64, have: &mut u32| {
-            while *have <= 56 {
-                let b = u64::from(data.get(next).copied().unwrap_or(0));
-                next += 1;
-                *acc |= b << (56 - *have);
-                *have += 8;
-            }
-        };
-        let mut squares = [EMPTY; 64];
-        let mut i = 0usize;
-        while i < 64 {
-            if have < 57 {
-                refill(&mut acc, &mut have);
-            }
-            // A run of empty squares is a run of zero bits: skip it at once. At most 51 of
-            // them, so the code after them is inside the buffer (57 bits or more).
-            let zeros = (acc.leading_zeros().min(51) as usize).min(64 - i);
-            i += zeros;
-            acc <<= zeros;
-            have -= zeros as u32;
-            used += zeros;
-            if i == 64 {
-                break;
-            }
-            let (piece, len) = DECODE[(acc >> 58) as usize];
-            acc <<= len;
-            have -= u32::from(len);
-            used += usize::from(len);
-            squares[packing_order(i)] = piece;
-            i += 1;
+        // Zero-padded copy: any 8 bytes from a byte offset below MAX_PACKED can be loaded.
+        let mut buf = [0u8; MAX_PACKED + 8];
+        let n = data.len().min(MAX_PACKED);
+        buf[..n].copy_from_slice(&data[..n]);
+        // The next 64 bits from bit `at`, left-aligned. A position needs at most 393 bits, so
+        // `at` stays below 8 * MAX_PACKED while squares are read.
+        #[inline(always)]
+        fn peek(buf: &[u8; MAX_PACKED + 8], at: usize) -> u64 {
+            let b = at / 8;
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&buf[b..b + 8]);
+            u64::from_be_bytes(w) << (at % 8)
         }
-        refill(&mut acc, &mut have);
-        let black_to_move = acc >> 63 == 1;
-        let castling = ((acc >> 59) & 0xf) as u8;
-        let ep_flag = (acc >> 58) & 1 == 1;
-        let ep_file = ep_flag.then_some(((acc >> 55) & 7) as u8);
-        let tail = if ep_flag { 9 } else { 6 };
-        used += tail;
+        // Square codes in packing order, with room for a whole table entry past the end.
+        let mut planes = [EMPTY; 64 + MULTI_MAX];
+        let mut i = 0usize;
+        let mut used = 0usize;
+        let table = multi_table();
+        while i < 64 {
+            let w = peek(&buf, used);
+            let e = &table[(w >> (64 - MULTI_BITS)) as usize];
+            if i + usize::from(e.count) <= 64 {
+                planes[i..i + MULTI_MAX].copy_from_slice(&e.codes);
+                i += usize::from(e.count);
+                used += usize::from(e.bits);
+            } else {
+                // Near the end the window reaches past square 63: one code at a time.
+                let (piece, len) = DECODE[(w >> 58) as usize];
+                planes[i] = piece;
+                i += 1;
+                used += usize::from(len);
+            }
+        }
+        let w = peek(&buf, used);
+        let black_to_move = w >> 63 == 1;
+        let castling = ((w >> 59) & 0xf) as u8;
+        let ep_flag = (w >> 58) & 1 == 1;
+        let ep_file = ep_flag.then_some(((w >> 55) & 7) as u8);
+        used += if ep_flag { 9 } else { 6 };
         let available = data.len() * 8;
         if used > available {
             return Err(PackError::Truncated {
@@ -324,6 +374,10 @@ impl PosState {
         let pad = bytes * 8 - used;
         if pad > 0 && data[bytes - 1] & ((1u8 << pad) - 1) != 0 {
             return Err(PackError::NonZeroPadding);
+        }
+        let mut squares = [EMPTY; 64];
+        for (k, &c) in planes.iter().take(64).enumerate() {
+            squares[packing_order(k)] = c;
         }
         Ok((
             PosState {
@@ -396,6 +450,94 @@ pub fn to_hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The one-code-at-a-time decoder [`PosState::unpack_prefix`] replaced: the reference
+    /// the table-driven one must agree with on every input, valid or not.
+    fn unpack_prefix_reference(data: &[u8]) -> Result<(PosState, usize), PackError> {
+        if data.is_empty() {
+            return Err(PackError::Empty);
+        }
+        let mut acc: u64 = 0;
+        let mut have: u32 = 0;
+        let mut next = 0usize;
+        let mut used: usize = 0;
+        let mut refill = |acc: &mut u64, have: &mut u32| {
+            while *have <= 56 {
+                let b = u64::from(data.get(next).copied().unwrap_or(0));
+                next += 1;
+                *acc |= b << (56 - *have);
+                *have += 8;
+            }
+        };
+        let mut squares = [EMPTY; 64];
+        let mut i = 0usize;
+        while i < 64 {
+            if have < 57 {
+                refill(&mut acc, &mut have);
+            }
+            let zeros = (acc.leading_zeros().min(51) as usize).min(64 - i);
+            i += zeros;
+            acc <<= zeros;
+            have -= zeros as u32;
+            used += zeros;
+            if i == 64 {
+                break;
+            }
+            let (piece, len) = DECODE[(acc >> 58) as usize];
+            acc <<= len;
+            have -= u32::from(len);
+            used += usize::from(len);
+            squares[packing_order(i)] = piece;
+            i += 1;
+        }
+        refill(&mut acc, &mut have);
+        let black_to_move = acc >> 63 == 1;
+        let castling = ((acc >> 59) & 0xf) as u8;
+        let ep_flag = (acc >> 58) & 1 == 1;
+        let ep_file = ep_flag.then_some(((acc >> 55) & 7) as u8);
+        used += if ep_flag { 9 } else { 6 };
+        let available = data.len() * 8;
+        if used > available {
+            return Err(PackError::Truncated {
+                needed: used,
+                available,
+            });
+        }
+        let bytes = used.div_ceil(8);
+        let pad = bytes * 8 - used;
+        if pad > 0 && data[bytes - 1] & ((1u8 << pad) - 1) != 0 {
+            return Err(PackError::NonZeroPadding);
+        }
+        Ok((
+            PosState {
+                squares,
+                black_to_move,
+                castling,
+                ep_file,
+            },
+            bytes,
+        ))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn table_decoder_agrees_with_the_reference_on_positions(p in arb_state(), tail in proptest::collection::vec(any::<u8>(), 0..4)) {
+            let mut bytes = p.pack().0;
+            prop_assert_eq!(PosState::unpack_prefix(&bytes), unpack_prefix_reference(&bytes));
+            prop_assert_eq!(PosState::unpack_prefix(&bytes).map(|(s, _)| s), Ok(p));
+            bytes.extend_from_slice(&tail);
+            prop_assert_eq!(PosState::unpack_prefix(&bytes), unpack_prefix_reference(&bytes));
+            for cut in 0..bytes.len() {
+                prop_assert_eq!(PosState::unpack_prefix(&bytes[..cut]), unpack_prefix_reference(&bytes[..cut]));
+            }
+        }
+
+        #[test]
+        fn table_decoder_agrees_with_the_reference_on_any_bytes(data in proptest::collection::vec(any::<u8>(), 0..70)) {
+            prop_assert_eq!(PosState::unpack_prefix(&data), unpack_prefix_reference(&data));
+        }
+    }
 
     use crate::chess::tests_support::arb_state;
 
