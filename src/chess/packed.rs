@@ -288,6 +288,42 @@ pub fn pack_occupied(
     w.finish().0
 }
 
+/// Ends decoding a packed position once its squares are read (`used` bits): the state bits,
+/// left-aligned in `w`, then the checks on length and padding.
+fn finish_unpack(
+    data: &[u8],
+    squares: [PieceCode; 64],
+    mut used: usize,
+    w: u64,
+) -> Result<(PosState, usize), PackError> {
+    let black_to_move = w >> 63 == 1;
+    let castling = ((w >> 59) & 0xf) as u8;
+    let ep_flag = (w >> 58) & 1 == 1;
+    let ep_file = ep_flag.then_some(((w >> 55) & 7) as u8);
+    used += if ep_flag { 9 } else { 6 };
+    let available = data.len() * 8;
+    if used > available {
+        return Err(PackError::Truncated {
+            needed: used,
+            available,
+        });
+    }
+    let bytes = used.div_ceil(8);
+    let pad = bytes * 8 - used;
+    if pad > 0 && data[bytes - 1] & ((1u8 << pad) - 1) != 0 {
+        return Err(PackError::NonZeroPadding);
+    }
+    Ok((
+        PosState {
+            squares,
+            black_to_move,
+            castling,
+            ep_file,
+        },
+        bytes,
+    ))
+}
+
 impl PosState {
     /// Encodes to the packed format: (bytes, number of significant bits).
     pub fn pack(&self) -> (Vec<u8>, usize) {
@@ -357,37 +393,11 @@ impl PosState {
                 used += usize::from(len);
             }
         }
-        let w = peek(&buf, used);
-        let black_to_move = w >> 63 == 1;
-        let castling = ((w >> 59) & 0xf) as u8;
-        let ep_flag = (w >> 58) & 1 == 1;
-        let ep_file = ep_flag.then_some(((w >> 55) & 7) as u8);
-        used += if ep_flag { 9 } else { 6 };
-        let available = data.len() * 8;
-        if used > available {
-            return Err(PackError::Truncated {
-                needed: used,
-                available,
-            });
-        }
-        let bytes = used.div_ceil(8);
-        let pad = bytes * 8 - used;
-        if pad > 0 && data[bytes - 1] & ((1u8 << pad) - 1) != 0 {
-            return Err(PackError::NonZeroPadding);
-        }
         let mut squares = [EMPTY; 64];
         for (k, &c) in planes.iter().take(64).enumerate() {
             squares[packing_order(k)] = c;
         }
-        Ok((
-            PosState {
-                squares,
-                black_to_move,
-                castling,
-                ep_file,
-            },
-            bytes,
-        ))
+        finish_unpack(data, squares, used, peek(&buf, used))
     }
 
     /// Number of significant bits of the packed form.
@@ -491,32 +501,7 @@ mod tests {
             i += 1;
         }
         refill(&mut acc, &mut have);
-        let black_to_move = acc >> 63 == 1;
-        let castling = ((acc >> 59) & 0xf) as u8;
-        let ep_flag = (acc >> 58) & 1 == 1;
-        let ep_file = ep_flag.then_some(((acc >> 55) & 7) as u8);
-        used += if ep_flag { 9 } else { 6 };
-        let available = data.len() * 8;
-        if used > available {
-            return Err(PackError::Truncated {
-                needed: used,
-                available,
-            });
-        }
-        let bytes = used.div_ceil(8);
-        let pad = bytes * 8 - used;
-        if pad > 0 && data[bytes - 1] & ((1u8 << pad) - 1) != 0 {
-            return Err(PackError::NonZeroPadding);
-        }
-        Ok((
-            PosState {
-                squares,
-                black_to_move,
-                castling,
-                ep_file,
-            },
-            bytes,
-        ))
+        finish_unpack(data, squares, used, acc)
     }
 
     proptest! {

@@ -774,22 +774,29 @@ enum Reply {
     Failed(Error),
 }
 
+/// The games a worker counted and skipped while handling one message.
+#[derive(Default)]
+struct Tally {
+    imported: u64,
+    skipped: Vec<(u64, SkipReason)>,
+}
+
+/// Replays a game and adds it to the aggregate, or records why it is skipped; true if counted.
 fn count_game(
     g: &RawGame,
     rules: &CountRules,
     agg: &mut Aggregator,
     plies: &mut Vec<Ply>,
-    imported: &mut u64,
-    skipped: &mut Vec<(u64, SkipReason)>,
+    tally: &mut Tally,
 ) -> bool {
     match replay_into(g, rules, plies) {
         Ok(()) => {
-            *imported += 1;
+            tally.imported += 1;
             agg.add_game(game_result(g), [g.white_elo, g.black_elo], plies);
             true
         }
         Err(r) => {
-            skipped.push((g.line, r));
+            tally.skipped.push((g.line, r));
             false
         }
     }
@@ -854,22 +861,14 @@ fn worker(id: usize, rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, bu
                 first_line,
                 data,
             } => {
-                let mut imported = 0;
-                let mut skipped = Vec::new();
+                let mut t = Tally::default();
                 let read = each_game(&data, first_line, |g| match g {
                     Ok(g) => {
-                        count_game(
-                            &g,
-                            &rules,
-                            &mut agg,
-                            &mut plies,
-                            &mut imported,
-                            &mut skipped,
-                        );
+                        count_game(&g, &rules, &mut agg, &mut plies, &mut t);
                         Some(g)
                     }
                     Err(s) => {
-                        skipped.push(s);
+                        t.skipped.push(s);
                         None
                     }
                 });
@@ -878,8 +877,8 @@ fn worker(id: usize, rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, bu
                 Reply::Batch {
                     input,
                     read,
-                    imported,
-                    skipped,
+                    imported: t.imported,
+                    skipped: t.skipped,
                     counted: Vec::new(),
                     full: agg.full(budget),
                     spare: Some(spare),
@@ -924,34 +923,26 @@ fn worker(id: usize, rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, bu
                     ))));
                     return;
                 };
-                let mut imported = 0;
-                let mut skipped = Vec::new();
+                let mut t = Tally::default();
                 let mut counted = Vec::new();
                 for (g, keep) in games.into_iter().zip(keep) {
                     match g {
                         Ok((g, fp)) => {
                             if keep
-                                && count_game(
-                                    &g,
-                                    &rules,
-                                    &mut agg,
-                                    &mut plies,
-                                    &mut imported,
-                                    &mut skipped,
-                                )
+                                && count_game(&g, &rules, &mut agg, &mut plies, &mut t)
                                 && let Some(fp) = fp
                             {
                                 counted.push(fp);
                             }
                         }
-                        Err(s) => skipped.push(s),
+                        Err(s) => t.skipped.push(s),
                     }
                 }
                 Reply::Batch {
                     input,
                     read: 0,
-                    imported,
-                    skipped,
+                    imported: t.imported,
+                    skipped: t.skipped,
                     counted,
                     full: agg.full(budget),
                     spare: None,
