@@ -1,0 +1,275 @@
+//! Iteration over a book in key order: blocks (decoded in parallel batches), the delta tier,
+//! and both merged.
+
+use std::collections::VecDeque;
+
+use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
+
+use super::seal::*;
+use super::*;
+use crate::error::{Corruption, Result};
+use crate::store::block::{self, BlockView, Keep};
+use crate::store::entry::{Entry, MergeIter};
+
+impl Book {
+    /// Iterates all entries in (key, position) order: blocks and delta tier merged.
+    pub fn iter(&self) -> Result<EntryIter<'_>> {
+        self.iter_as(Keep::default())
+    }
+
+    /// Like [`Book::iter`], but indexed moves of block entries stay indices
+    /// (`MoveRec::indexed`): for rewrites into a [`BookWriter`], which takes them as they
+    /// are and so skips decoding and re-indexing every move.
+    pub fn iter_for_rewrite(&self) -> Result<EntryIter<'_>> {
+        self.iter_for_rewrite_coded(None)
+    }
+
+    /// Like [`Book::iter_for_rewrite`], for a writer told to reuse `writer` (see
+    /// [`BookWriter::reuse_compression`]): if that is this book's model, block entries also
+    /// carry their positions as stored (`Entry::coded`), so the writer skips coding them again.
+    pub fn iter_for_rewrite_coded(
+        &self,
+        writer: Option<&BookCompression>,
+    ) -> Result<EntryIter<'_>> {
+        let coded = match (writer, self.writer_model()) {
+            (Some(w), Some(mine)) => w.model == mine,
+            _ => false,
+        };
+        self.iter_as(Keep {
+            indices: true,
+            coded,
+        })
+    }
+
+    fn iter_as(&self, keep: Keep) -> Result<EntryIter<'_>> {
+        let mut blocks = self.iter_blocks()?;
+        blocks.keep = keep;
+        let blocks: Box<dyn Iterator<Item = Result<Entry>> + '_> = Box::new(blocks);
+        if self.meta.delta_entries == 0 {
+            return Ok(MergeIter::new(vec![blocks]));
+        }
+        let delta: Box<dyn Iterator<Item = Result<Entry>> + '_> = Box::new(self.delta_iter()?);
+        Ok(MergeIter::new(vec![blocks, delta]))
+    }
+
+    /// Iterates the blocks' entries in (key, position) order, block by block.
+    pub fn iter_blocks(&self) -> Result<BookIter<'_>> {
+        shield("reading blocks", || self.iter_blocks_inner())
+    }
+
+    fn iter_blocks_inner(&self) -> Result<BookIter<'_>> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(BLOCKS) {
+            Ok(t) => Some(t),
+            Err(redb::TableError::TableDoesNotExist(_)) => None,
+            Err(e) => return Err(e.into()),
+        };
+        Ok(BookIter {
+            book: self,
+            table,
+            next_key: Some(0),
+            buf: VecDeque::new(),
+            keep: Keep::default(),
+        })
+    }
+
+    /// Iterates raw blocks: (first key, stored bytes). Used by `verify` and `stats`.
+    pub fn for_each_block(&self, f: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<()> {
+        shield("reading blocks", || self.for_each_block_inner(f))
+    }
+
+    fn for_each_block_inner(&self, mut f: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<()> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(BLOCKS) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        for item in table.iter()? {
+            let (k, v) = item?;
+            f(k.value(), v.value())?;
+        }
+        Ok(())
+    }
+
+    pub fn block_count(&self) -> Result<u64> {
+        let txn = self.db.begin_read()?;
+        match txn.open_table(BLOCKS) {
+            Ok(t) => Ok(t.len()?),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(0),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Decodes one stored block completely (for iteration and `verify`).
+    pub fn decode_block(&self, block_key: u64, bytes: &[u8]) -> Result<Vec<Entry>, Corruption> {
+        self.decode_block_as(block_key, bytes, Keep::default())
+    }
+
+    pub(super) fn decode_block_as(
+        &self,
+        block_key: u64,
+        bytes: &[u8],
+        keep: Keep,
+    ) -> Result<Vec<Entry>, Corruption> {
+        let blk = block::open_block(block_key, bytes, &self.pool)?;
+        let view = BlockView::parse(block_key, &blk)?;
+        let model = self.model(block_key, blk.header.model_id)?;
+        // Stored bytes pass through only from blocks coded with the trained model (id 1).
+        let keep = Keep {
+            coded: keep.coded && blk.header.model_id == 1,
+            ..keep
+        };
+        view.entries_as(&*self.codec, model, keep)
+    }
+}
+
+/// Iterator over all entries of a book in key order.
+pub struct BookIter<'a> {
+    book: &'a Book,
+    table: Option<redb::ReadOnlyTable<u64, &'static [u8]>>,
+    next_key: Option<u64>,
+    buf: VecDeque<Entry>,
+    /// Leave indexed moves as indices (see [`Book::iter_for_rewrite`]).
+    keep: Keep,
+}
+
+/// Blocks read ahead and decoded together on all cores by [`BookIter`].
+const ITER_BATCH_BLOCKS: usize = 32;
+
+impl BookIter<'_> {
+    /// Reads the next batch of blocks and decodes them in parallel into `buf`.
+    fn fill(&mut self) -> Result<()> {
+        let Some(from) = self.next_key else {
+            return Ok(());
+        };
+        let Some(table) = self.table.as_ref() else {
+            self.next_key = None;
+            return Ok(());
+        };
+        let raw: Vec<(u64, Vec<u8>)> = shield("reading blocks", || {
+            let mut out = Vec::with_capacity(ITER_BATCH_BLOCKS);
+            for item in table.range(from..)?.take(ITER_BATCH_BLOCKS) {
+                let (k, v) = item?;
+                out.push((k.value(), v.value().to_vec()));
+            }
+            Ok(out)
+        })?;
+        self.next_key = match raw.last() {
+            Some((k, _)) => k.checked_add(1),
+            None => None,
+        };
+        let (book, keep) = (self.book, self.keep);
+        let threads = seal_threads();
+        let per = raw.len().div_ceil(threads).max(1);
+        let decoded: Vec<Result<Vec<Vec<Entry>>, Corruption>> = if raw.len() <= 1 || threads == 1 {
+            vec![
+                raw.iter()
+                    .map(|(k, v)| book.decode_block_as(*k, v, keep))
+                    .collect(),
+            ]
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = raw
+                    .chunks(per)
+                    .map(|c| {
+                        s.spawn(move || {
+                            c.iter()
+                                .map(|(k, v)| book.decode_block_as(*k, v, keep))
+                                .collect()
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(Corruption::Storage("block decoder thread panicked".into()))
+                        })
+                    })
+                    .collect()
+            })
+        };
+        for part in decoded {
+            for entries in part? {
+                self.buf.extend(entries);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for BookIter<'_> {
+    type Item = Result<Entry>;
+
+    fn next(&mut self) -> Option<Result<Entry>> {
+        loop {
+            if let Some(e) = self.buf.pop_front() {
+                return Some(Ok(e));
+            }
+            self.next_key?;
+            if let Err(e) = self.fill() {
+                self.next_key = None;
+                self.buf.clear();
+                return Some(Err(e));
+            }
+        }
+    }
+}
+
+/// Iterator over the delta tier, reading it in chunks.
+pub struct DeltaIter<'a> {
+    pub(super) book: &'a Book,
+    pub(super) after: Option<(u64, Vec<u8>)>,
+    pub(super) buf: VecDeque<Entry>,
+    pub(super) done: bool,
+}
+
+impl DeltaIter<'_> {
+    fn fill(&mut self) -> Result<()> {
+        shield("reading the delta tier", || self.fill_inner())
+    }
+
+    fn fill_inner(&mut self) -> Result<()> {
+        let txn = self.book.db.begin_read()?;
+        let table = match txn.open_table(DELTA) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => {
+                self.done = true;
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let range = match &self.after {
+            None => table.range::<(u64, &[u8])>(..)?,
+            Some((k, p)) => table.range::<(u64, &[u8])>((
+                std::ops::Bound::Excluded((*k, p.as_slice())),
+                std::ops::Bound::Unbounded,
+            ))?,
+        };
+        for item in range.take(4096) {
+            let (k, v) = item?;
+            let (key, pos) = k.value();
+            self.buf.push_back(decode_delta(key, pos, v.value())?);
+        }
+        match self.buf.back() {
+            Some(e) => self.after = Some((e.key, e.pos.clone().unwrap_or_default())),
+            None => self.done = true,
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for DeltaIter<'_> {
+    type Item = Result<Entry>;
+    fn next(&mut self) -> Option<Result<Entry>> {
+        if self.buf.is_empty()
+            && !self.done
+            && let Err(e) = self.fill()
+        {
+            self.done = true;
+            return Some(Err(e));
+        }
+        self.buf.pop_front().map(Ok)
+    }
+}

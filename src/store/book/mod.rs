@@ -1,0 +1,48 @@
+//! The book file: a redb database with a `meta` table and a `blocks` table (first key of a
+//! block → block). See docs/FORMAT.md.
+//!
+//! One concept per file: [`schema`] (tables and meta keys), [`reader`] ([`Book`]), [`cache`]
+//! (opened blocks, decompressors), [`iter`] (key-order iteration), [`delta`] (the delta tier),
+//! [`writer`] ([`BookWriter`]), [`seal`] (sealing threads), [`train`] (model and dictionary).
+
+mod cache;
+mod delta;
+mod iter;
+mod reader;
+mod schema;
+mod seal;
+mod train;
+mod writer;
+
+pub use cache::*;
+pub use delta::*;
+pub use iter::*;
+pub use reader::*;
+pub use schema::*;
+pub use writer::*;
+
+use crate::error::{Corruption, Error, Result};
+use crate::store::entry::{Entry, MergeIter};
+
+/// Runs redb calls so that a panic inside redb on a damaged file (it has `unreachable!()`s on
+/// unknown page types) becomes a corruption error instead of a crash.
+pub fn shield<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown failure".into());
+            Err(Error::Corrupt(Corruption::Storage(format!(
+                "redb failed while {what} ({msg}); the file is damaged"
+            ))))
+        }
+    }
+}
+
+/// A boxed stream of entries in (key, position) order.
+pub type EntryStream<'a> = Box<dyn Iterator<Item = Result<Entry>> + 'a>;
+/// The merged view of a book's blocks and delta tier.
+pub type EntryIter<'a> = MergeIter<EntryStream<'a>, Error>;

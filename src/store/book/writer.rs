@@ -1,0 +1,779 @@
+//! [`BookWriter`]: writes a new book file from entries in key order (temporary file, fsync,
+//! rename), with its options and the compression it may reuse from another book.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
+
+use super::*;
+use super::{seal::*, train::*};
+use crate::error::{Error, Result};
+use crate::store::block;
+use crate::store::entry::Entry;
+use crate::store::{PositionCodec, PositionModel};
+
+/// Options for writing blocks.
+#[derive(Clone, Debug)]
+pub struct WriterOptions {
+    /// A block is closed once its estimated stored size reaches about this many bytes.
+    pub target_block_bytes: usize,
+    /// zstd level.
+    pub level: i32,
+    /// Train a zstd dictionary on the first blocks and use it for all.
+    pub dictionary: bool,
+    /// Dictionary size in bytes.
+    pub dictionary_bytes: usize,
+    /// Positions held in memory to train the position model (memory: ~200 bytes each).
+    pub model_sample: usize,
+    /// Sealed blocks are committed in transactions of about this many bytes.
+    pub commit_bytes: usize,
+    /// redb's page cache while writing.
+    pub cache_bytes: usize,
+}
+
+impl WriterOptions {
+    /// Options that keep the writer within about a quarter of `memory` bytes.
+    pub fn for_memory(memory: usize) -> WriterOptions {
+        WriterOptions {
+            model_sample: (memory / 8 / 200).clamp(20_000, MODEL_SAMPLE),
+            commit_bytes: (memory / 16).clamp(1 << 20, COMMIT_BYTES),
+            cache_bytes: (memory / 8).clamp(4 << 20, 256 << 20),
+            ..WriterOptions::default()
+        }
+    }
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            target_block_bytes: PAGE_FIT,
+            level: 9,
+            dictionary: true,
+            dictionary_bytes: 16 * 1024,
+            model_sample: MODEL_SAMPLE,
+            commit_bytes: COMMIT_BYTES,
+            cache_bytes: 256 << 20,
+        }
+    }
+}
+
+/// The temporary file a new version of `path` is written to before it is renamed into place:
+/// `.<name>.tmp-<pid>` in the same directory (so the rename is atomic).
+pub fn temp_sibling(path: &Path) -> Result<PathBuf> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::Invalid(format!("{}: not a file path", path.display())))?;
+    Ok(dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    )))
+}
+
+/// Writes a new book file from entries given in (key, position) order. The file appears at its
+/// final path only when [`BookWriter::finish`] succeeds (temporary file, fsync, rename).
+///
+/// Once the model is trained, entries go in segments (cut between keys) to a pool of sealing
+/// threads; each fills and seals its segment's blocks (position coding, move indexing, zstd)
+/// on its own, and the blocks are committed in segment order. The output depends only on the
+/// entries and the options, not on thread timing.
+pub struct BookWriter {
+    final_path: PathBuf,
+    tmp_path: PathBuf,
+    db: Option<redb::Database>,
+    codec: Arc<dyn PositionCodec>,
+    opts: WriterOptions,
+    meta: BookMeta,
+    /// Entries not yet handed to the sealing pool (until the model is trained: the sample).
+    held_entries: Vec<Entry>,
+    held_positions: usize,
+    model: Option<(u16, Arc<dyn PositionModel>, Vec<u8>)>,
+    dictionary: Option<Vec<u8>>,
+    /// Identity of the last entry handed to the sealing pool (later ones are held).
+    last: Option<(u64, Option<Vec<u8>>)>,
+    /// Sealed blocks not yet committed.
+    batch: Vec<(u64, Vec<u8>)>,
+    batch_bytes: usize,
+    imports: Vec<(String, Vec<u8>)>,
+    /// Seal attempts (a block that overflows its page is sealed again with fewer entries).
+    seals: u64,
+    pool: Option<SealPool>,
+    /// A model and dictionary to use instead of training new ones.
+    reuse: Option<BookCompression>,
+    /// redb files whose `games` tables (game fingerprints) are copied, streaming, in the last
+    /// transaction: this import's (a staging table) and those of rewritten or merged books.
+    games_from: Vec<Arc<redb::ReadOnlyDatabase>>,
+    /// The model is a reused one: entries' `coded` bytes (coded with it) are stored as they are.
+    takes_coded: bool,
+    /// Where the writer reports its internal timings ([`BookWriter::on_trace`]).
+    trace: Option<Box<dyn FnMut(&str) + Send>>,
+}
+
+/// ([`Book::compression`]).
+#[derive(Clone, Debug)]
+pub struct BookCompression {
+    pub model: Vec<u8>,
+    pub dictionary: Option<Vec<u8>>,
+}
+
+/// Blocks are committed in transactions of about this many bytes.
+const COMMIT_BYTES: usize = 64 << 20;
+/// Positions sampled before the position model and the dictionary are trained. Books are in
+/// key order, which is a uniformly random order of positions, so the first ones are a fair
+/// sample. The sealing threads wait while the sample is gathered and trained on, so it is
+/// small: on the 135,000-game benchmark 20,000 to 200,000 give the same file size (to 0.03%),
+/// 10,000 a 2.7% larger one (too few dictionary samples); see docs/PERFORMANCE.md.
+const MODEL_SAMPLE: usize = 32_768;
+/// Entries held before the sealing threads start when the model and dictionary are reused:
+/// enough sample blocks to estimate how well section A compresses.
+const REUSE_SAMPLE: usize = 16 * DICT_SAMPLE_ENTRIES;
+/// Entries per segment handed to a sealing thread. The last block of a segment is usually
+/// part-full (about half a page per segment in the file), so segments are large.
+const SEGMENT_ENTRIES: usize = 65_536;
+/// A redb leaf page holding one block value has this much room for it (4 KiB page minus the
+/// page header, one fixed-width key and its offset, with a margin).
+pub const PAGE_FIT: usize = 4096 - 48;
+
+impl BookWriter {
+    pub fn create(
+        path: &Path,
+        codec: Arc<dyn PositionCodec>,
+        opts: WriterOptions,
+    ) -> Result<BookWriter> {
+        let tmp_path = temp_sibling(path)?;
+        let _ = std::fs::remove_file(&tmp_path);
+        let db = redb::Builder::new()
+            .set_cache_size(opts.cache_bytes)
+            .create(&tmp_path)
+            .map_err(|e| Error::Db(format!("creating {}: {e}", tmp_path.display())))?;
+        Ok(BookWriter {
+            final_path: path.to_path_buf(),
+            tmp_path,
+            db: Some(db),
+            codec,
+            opts,
+            meta: BookMeta::default(),
+            held_entries: Vec::new(),
+            held_positions: 0,
+            model: None,
+            dictionary: None,
+            last: None,
+            batch: Vec::new(),
+            batch_bytes: 0,
+            imports: Vec::new(),
+            seals: 0,
+            pool: None,
+            reuse: None,
+            games_from: Vec::new(),
+            takes_coded: false,
+            trace: None,
+        })
+    }
+
+    /// Codes positions with `c` (a model and dictionary of an input book) instead of training
+    /// new ones on the first entries: the sealing threads start after a few thousand entries
+    /// instead of `model_sample` positions and no training time is spent. Any model codes any
+    /// position; the file is as dense as the reused model fits the new content (merge uses the
+    /// largest input's; compaction retrains). Call before the first [`BookWriter::push`].
+    pub fn reuse_compression(&mut self, c: BookCompression) -> Result<()> {
+        if self.model.is_some() || !self.held_entries.is_empty() {
+            return Err(Error::Invalid(
+                "reuse_compression must come before the first entry".into(),
+            ));
+        }
+        self.codec.load_model(&c.model).map_err(Error::Invalid)?;
+        self.reuse = Some(c);
+        self.takes_coded = true;
+        Ok(())
+    }
+
+    /// Records in the new book the game fingerprints (`--dedupe`) that `db` holds in a `games`
+    /// table ([`crate::store::fpset::sorted_table`]), copied in the last transaction.
+    pub fn add_game_fingerprints_from(&mut self, db: Arc<redb::ReadOnlyDatabase>) {
+        self.games_from.push(db);
+    }
+
+    /// Records in the new book every game fingerprint `book` holds (a rewrite of it, or a
+    /// merge). They are copied one by one in the last transaction, never all held in memory.
+    pub fn keep_game_fingerprints_of(&mut self, book: &Book) {
+        self.games_from.push(book.db.clone());
+    }
+
+    /// Import records to store in the new book (input fingerprint → JSON).
+    pub fn add_imports(&mut self, records: impl IntoIterator<Item = (String, Vec<u8>)>) {
+        self.imports.extend(records);
+    }
+
+    /// Adds the next entry; it must sort after the previous one (equal identities are an error).
+    pub fn push(&mut self, e: Entry) -> Result<()> {
+        let prev = match self.held_entries.last() {
+            Some(h) => Some((h.key, h.pos.as_deref())),
+            None => self.last.as_ref().map(|(k, p)| (*k, p.as_deref())),
+        };
+        if let Some((k, p)) = prev {
+            let ord = k.cmp(&e.key).then_with(|| p.cmp(&e.pos.as_deref()));
+            if ord != std::cmp::Ordering::Less {
+                return Err(Error::Invalid(format!(
+                    "entries out of order at key {:016x}",
+                    e.key
+                )));
+            }
+        }
+        if e.moves.is_empty() {
+            // Entries without moves carry no information; keep the file canonical.
+            return Ok(());
+        }
+        let mut e = self.resolve_indexed(e)?;
+        if !self.takes_coded {
+            e.coded = None;
+        }
+        let same_key = prev.is_some_and(|(k, _)| k == e.key);
+        if same_key {
+            self.meta.collisions += 1;
+        }
+        if e.pos.is_some() {
+            self.meta.positions += 1;
+        } else {
+            self.meta.key_only += 1;
+        }
+        self.meta.pairs += e.moves.len() as u64;
+        if self.model.is_none() {
+            self.held_positions += usize::from(e.pos.is_some());
+            self.held_entries.push(e);
+            let hold = if self.reuse.is_some() {
+                REUSE_SAMPLE.min(self.opts.model_sample.max(1))
+            } else {
+                self.opts.model_sample.max(1)
+            };
+            if self.held_positions >= hold {
+                self.train()?;
+            }
+            return Ok(());
+        }
+        if !same_key && self.held_entries.len() >= self.segment_entries() {
+            // A fresh segment buffer at its full size: growing one copies it into new pages.
+            let full = self.held_entries.len() + 64;
+            let mut next = self
+                .pool
+                .as_ref()
+                .and_then(|p| p.spare.try_recv().ok())
+                .unwrap_or_default();
+            next.reserve(full);
+            let seg = std::mem::replace(&mut self.held_entries, next);
+            self.dispatch(seg, None)?;
+        }
+        self.held_entries.push(e);
+        Ok(())
+    }
+
+    /// Entries read by [`Book::iter_for_rewrite`] may hold move indices; an entry whose moves
+    /// are all indices is written as it is. One that mixes indices and codes (the same
+    /// position from a block and from codes) gets its indices decoded and equal moves merged.
+    fn resolve_indexed(&self, mut e: Entry) -> Result<Entry> {
+        let indexed = e.moves.iter().filter(|m| m.indexed).count();
+        if indexed == 0 || (indexed == e.moves.len() && e.pos.is_some()) {
+            return Ok(e);
+        }
+        let pos = e.pos.as_deref().ok_or_else(|| {
+            Error::Invalid(format!(
+                "key {:016x}: move indices without a position",
+                e.key
+            ))
+        })?;
+        let idx: Vec<u8> = e
+            .moves
+            .iter()
+            .filter(|m| m.indexed)
+            .map(|m| m.mv as u8)
+            .collect();
+        let codes = self.codec.unindex_moves(pos, &idx).map_err(|reason| {
+            Error::Invalid(format!(
+                "key {:016x}: move indices invalid: {reason}",
+                e.key
+            ))
+        })?;
+        for (m, code) in e.moves.iter_mut().filter(|m| m.indexed).zip(codes) {
+            m.mv = code;
+            m.indexed = false;
+        }
+        e.normalize();
+        Ok(e)
+    }
+
+    /// Entries per segment: from the memory options only (not the number of cores), so the
+    /// same entries give the same file on any machine.
+    fn segment_entries(&self) -> usize {
+        (self.opts.commit_bytes / 256).clamp(1024, SEGMENT_ENTRIES)
+    }
+
+    /// Segments in flight: two per sealing thread, at most what about four times
+    /// `commit_bytes` holds (an entry and its prepared form take ~250 bytes).
+    fn max_in_flight(&self) -> u64 {
+        let by_memory = 4 * self.opts.commit_bytes / (self.segment_entries() * 250);
+        (2 * seal_threads()).min(by_memory).max(2) as u64
+    }
+
+    /// Hands a segment (cut between keys) to the sealing pool; writes out finished segments.
+    fn dispatch(
+        &mut self,
+        entries: Vec<Entry>,
+        prepared: Option<Vec<block::Prepared>>,
+    ) -> Result<()> {
+        let Some(last) = entries.last() else {
+            return Ok(());
+        };
+        // The order check of the next push compares with the last entry handed over.
+        self.last = Some((last.key, last.pos.clone()));
+        while let Some(pool) = self.pool.as_mut()
+            && pool.sent - pool.written >= pool.max_in_flight
+        {
+            pool.receive()?;
+            self.write_ready()?;
+        }
+        let pool = self
+            .pool
+            .as_mut()
+            .ok_or_else(|| Error::Invalid("sealing pool not started".into()))?;
+        let seq = pool.sent;
+        pool.sent += 1;
+        pool.tx
+            .as_ref()
+            .ok_or_else(|| Error::Invalid("sealing pool closed".into()))?
+            .send((seq, entries, prepared))
+            .map_err(|_| Error::Invalid("block sealing threads stopped".into()))?;
+        while let Ok((seq, res)) = pool.rx.try_recv() {
+            pool.done.insert(seq, res.map_err(Error::Invalid)?);
+        }
+        self.write_ready()
+    }
+
+    /// Queues the finished segments that are next in order.
+    fn write_ready(&mut self) -> Result<()> {
+        while let Some(seg) = self.pool.as_mut().and_then(SealPool::next_ready) {
+            self.seals += seg.seals;
+            self.meta.raw_bytes += seg.raw_bytes;
+            for (k, sealed) in seg.blocks {
+                self.meta.blocks += 1;
+                self.meta.stored_bytes += sealed.len() as u64;
+                self.batch_bytes += sealed.len();
+                self.batch.push((k, sealed));
+            }
+            if self.batch_bytes >= self.opts.commit_bytes {
+                self.commit_batch()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for every segment and queues its blocks.
+    fn drain_pool(&mut self) -> Result<()> {
+        loop {
+            self.write_ready()?;
+            match &mut self.pool {
+                Some(pool) if pool.written < pool.sent => pool.receive()?,
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// Trains the model and dictionary on the held sample (or takes reused ones), starts the
+    /// sealing pool and hands it the sample.
+    fn train(&mut self) -> Result<()> {
+        let settings = TrainSettings {
+            codec: self.codec.clone(),
+            dictionary: self.opts.dictionary,
+            dictionary_bytes: self.opts.dictionary_bytes,
+            level: self.opts.level,
+            reuse: self.reuse.take(),
+        };
+        let t = train_sample(settings, std::mem::take(&mut self.held_entries))?;
+        self.trace(&t.timing);
+        self.model = Some((1, t.model.clone(), t.bytes));
+        self.pool = Some(SealPool::start(
+            SealContext {
+                codec: self.codec.clone(),
+                model: t.model,
+                model_id: 1,
+                limit: self.limit(),
+                a_per_entry: t.a_per_entry,
+            },
+            self.opts.level,
+            t.dict.clone().map(|d| (d, 1)),
+            self.max_in_flight(),
+        )?);
+        self.dictionary = t.dict;
+        // The sample goes in segments cut between keys, with its prepared forms.
+        let seg = self.segment_entries();
+        let (mut entries, mut prepared) = (t.entries, t.prepared);
+        while !entries.is_empty() {
+            let cut = segment_cut(&entries, seg).unwrap_or(entries.len());
+            let rest_e = entries.split_off(cut);
+            let rest_p = prepared.split_off(cut);
+            self.dispatch(entries, Some(prepared))?;
+            entries = rest_e;
+            prepared = rest_p;
+        }
+        Ok(())
+    }
+
+    /// Reports the writer's internal timings (training, sealing attempts) to `f`, a line each.
+    /// The store never prints; callers that trace (`BOOKDB_TRACE`) pass a printer here.
+    pub fn on_trace(&mut self, f: impl FnMut(&str) + Send + 'static) {
+        self.trace = Some(Box::new(f));
+    }
+
+    fn trace(&mut self, line: &str) {
+        if let Some(f) = self.trace.as_mut() {
+            f(line);
+        }
+    }
+
+    pub fn add_games(&mut self, games: u64) {
+        self.meta.games += games;
+    }
+
+    fn limit(&self) -> usize {
+        self.opts.target_block_bytes.max(256)
+    }
+
+    fn commit_batch(&mut self) -> Result<()> {
+        let db = self
+            .db
+            .as_ref()
+            .ok_or_else(|| Error::Invalid("writer closed".into()))?;
+        let mut txn = db.begin_write()?;
+        txn.set_durability(redb::Durability::None)
+            .map_err(|e| Error::Db(e.to_string()))?;
+        {
+            let mut t = txn.open_table(BLOCKS)?;
+            for (k, v) in self.batch.drain(..) {
+                t.insert(k, v.as_slice())?;
+            }
+        }
+        txn.commit()?;
+        self.batch_bytes = 0;
+        Ok(())
+    }
+
+    /// Writes meta, commits durably and moves the file into place. Returns the counters.
+    pub fn finish(mut self) -> Result<BookMeta> {
+        if self.model.is_none() {
+            self.train()?;
+        }
+        let rest = std::mem::take(&mut self.held_entries);
+        self.dispatch(rest, None)?;
+        self.drain_pool()?;
+        self.pool = None;
+        let line = format!(
+            "{} blocks sealed in {} attempts",
+            self.meta.blocks, self.seals
+        );
+        self.trace(&line);
+        let db = self
+            .db
+            .take()
+            .ok_or_else(|| Error::Invalid("writer closed".into()))?;
+        let res = (|| -> Result<()> {
+            let txn = db.begin_write()?;
+            {
+                let mut t = txn.open_table(BLOCKS)?;
+                for (k, v) in self.batch.drain(..) {
+                    t.insert(k, v.as_slice())?;
+                }
+                let mut m = txn.open_table(META)?;
+                m.insert(META_MAGIC, MAGIC)?;
+                m.insert(META_VERSION, FORMAT_VERSION.to_le_bytes().as_slice())?;
+                m.insert(META_CODEC, self.codec.name().as_bytes())?;
+                let counters =
+                    serde_json::to_vec(&self.meta).map_err(|e| Error::Invalid(e.to_string()))?;
+                m.insert(META_COUNTERS, counters.as_slice())?;
+                if let Some(d) = &self.dictionary {
+                    m.insert(format!("{META_DICT_PREFIX}1").as_str(), d.as_slice())?;
+                }
+                if let Some((id, _, bytes)) = &self.model {
+                    m.insert(
+                        format!("{META_MODEL_PREFIX}{id}").as_str(),
+                        bytes.as_slice(),
+                    )?;
+                }
+                let mut imp = txn.open_table(IMPORTS)?;
+                for (k, v) in &self.imports {
+                    imp.insert(k.as_str(), v.as_slice())?;
+                }
+                copy_game_fingerprints(&txn, &self.games_from)?;
+                // The delta table always exists, so readers can tell an empty tier.
+                txn.open_table(DELTA)?;
+            }
+            txn.commit()?;
+            Ok(())
+        })();
+        let mut db = db;
+        // Return space the allocator reserved but the book does not use.
+        let res = res.and_then(|()| {
+            while db.compact()? {}
+            Ok(())
+        });
+        drop(db);
+        if let Err(e) = res {
+            let _ = std::fs::remove_file(&self.tmp_path);
+            return Err(e);
+        }
+        let f =
+            std::fs::File::open(&self.tmp_path).map_err(|e| Error::io("reopening new book", e))?;
+        f.sync_all()
+            .map_err(|e| Error::io("fsync of new book", e))?;
+        std::fs::rename(&self.tmp_path, &self.final_path).map_err(|e| {
+            Error::io(
+                format!("moving new book to {}", self.final_path.display()),
+                e,
+            )
+        })?;
+        if let Some(dir) = self
+            .final_path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            && let Ok(d) = std::fs::File::open(dir)
+        {
+            let _ = d.sync_all();
+        }
+        Ok(self.meta.clone())
+    }
+}
+
+impl Drop for BookWriter {
+    fn drop(&mut self) {
+        // An unfinished writer leaves no file behind.
+        if self.db.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp_path);
+        }
+    }
+}
+
+/// Inserts into `txn`'s `games` table every fingerprint of the `games` tables of `sources`
+/// (books, or staging files from [`crate::store::fpset::sorted_table`]), streaming. The table is
+/// created only once there is a fingerprint to keep (FORMAT §4.6).
+pub(super) fn copy_game_fingerprints(
+    txn: &redb::WriteTransaction,
+    sources: &[Arc<redb::ReadOnlyDatabase>],
+) -> Result<()> {
+    let mut tables = Vec::new();
+    for src in sources {
+        let rtxn = src.begin_read()?;
+        match rtxn.open_table(GAMES) {
+            Ok(t) if t.len()? > 0 => tables.push(t),
+            Ok(_) | Err(redb::TableError::TableDoesNotExist(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if !tables.is_empty() {
+        let mut g = txn.open_table(GAMES)?;
+        for t in &tables {
+            for item in t.iter()? {
+                g.insert(item?.0.value(), ())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chess::{PosState, encode_move, tests_support::sample_positions};
+    use crate::store::MoveRec;
+    use shakmaty::Position;
+
+    /// Entries for the sample positions: a few legal moves each, with counts from `seed`.
+    fn entries(seed: u64, every: usize) -> Vec<Entry> {
+        let codec = crate::chess_codec();
+        let mut out: Vec<Entry> = sample_positions()
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| i % every == 0)
+            .map(|(i, pos)| {
+                let chess = PosState::unpack(&pos).unwrap().to_chess().unwrap();
+                let mut moves: Vec<MoveRec> = chess
+                    .legal_moves()
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| (j + i + seed as usize).is_multiple_of(5))
+                    .map(|(j, m)| MoveRec {
+                        mv: encode_move(m),
+                        white: seed + j as u64,
+                        draws: 1,
+                        ..Default::default()
+                    })
+                    .collect();
+                moves.sort_by_key(|m| m.mv);
+                Entry {
+                    coded: None,
+                    key: codec.key(&pos).unwrap(),
+                    pos: Some(pos),
+                    moves,
+                }
+            })
+            .collect();
+        out.sort_by(Entry::cmp_id);
+        out
+    }
+
+    fn write(path: &Path, entries: impl IntoIterator<Item = Result<Entry>>) -> BookMeta {
+        let mut w =
+            BookWriter::create(path, crate::chess_codec(), WriterOptions::default()).unwrap();
+        for e in entries {
+            w.push(e.unwrap()).unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    fn all(path: &Path) -> Vec<Entry> {
+        let b = Book::open(path, crate::chess_codec()).unwrap();
+        b.iter().unwrap().map(Result::unwrap).collect()
+    }
+
+    /// A rewrite that reads blocks with their moves still indexed, merged with code-form
+    /// entries of some of the same positions, writes the same book as one reading codes.
+    #[test]
+    fn rewrite_with_indices_equals_rewrite_with_codes() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.book");
+        // Raw codes may have any bits, the top one included: a key-only entry, and a position
+        // whose moves cannot be indexed (one is not legal there) so they are stored raw.
+        let mut base = entries(1, 1);
+        base.push(Entry {
+            coded: None,
+            key: 0x00ff_0000_0000_0001,
+            pos: None,
+            moves: vec![MoveRec {
+                mv: 0x8123,
+                white: 1,
+                ..Default::default()
+            }],
+        });
+        base[0].moves.push(MoveRec {
+            mv: 0x9001,
+            draws: 2,
+            ..Default::default()
+        });
+        base[0].normalize();
+        base.sort_by(Entry::cmp_id);
+        write(&a, base.clone().into_iter().map(Ok));
+        assert_eq!(all(&a), base, "round trip");
+        let book = Book::open(&a, crate::chess_codec()).unwrap();
+        let indexed: Vec<Entry> = book
+            .iter_for_rewrite()
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let raw = |e: &Entry| e.pos.is_none() || e.moves.iter().any(|m| m.mv == 0x9001);
+        assert!(
+            indexed
+                .iter()
+                .all(|e| e.moves.iter().all(|m| m.indexed != raw(e))),
+            "block entries keep their indices, raw moves stay codes"
+        );
+        assert!(
+            book.iter()
+                .unwrap()
+                .all(|e| e.unwrap().moves.iter().all(|m| !m.indexed)),
+            "plain iteration decodes them"
+        );
+        let extra = entries(2, 3);
+        let (via_idx, via_codes) = (dir.path().join("i.book"), dir.path().join("c.book"));
+        let m1 = write(
+            &via_idx,
+            MergeIter::new(vec![
+                Box::new(book.iter_for_rewrite().unwrap())
+                    as Box<dyn Iterator<Item = Result<Entry>>>,
+                Box::new(extra.clone().into_iter().map(Ok)),
+            ]),
+        );
+        let m2 = write(
+            &via_codes,
+            MergeIter::new(vec![
+                Box::new(book.iter().unwrap()) as Box<dyn Iterator<Item = Result<Entry>>>,
+                Box::new(extra.into_iter().map(Ok)),
+            ]),
+        );
+        assert_eq!(m1.pairs, m2.pairs);
+        assert_eq!(m1.positions, m2.positions);
+        assert_eq!(all(&via_idx), all(&via_codes));
+    }
+
+    /// A writer told to reuse a book's model stores that book's coded positions as they are
+    /// and codes the others (another book's, whose model differs) again; the result equals a
+    /// rewrite that trains its own model. A writer not reusing a model ignores `coded`.
+    #[test]
+    fn reused_model_takes_coded_positions_of_its_own_book_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.book"), dir.path().join("b.book"));
+        write(&a, entries(1, 1).into_iter().map(Ok));
+        write(&b, entries(2, 3).into_iter().map(Ok));
+        let (ba, bb) = (
+            Book::open(&a, crate::chess_codec()).unwrap(),
+            Book::open(&b, crate::chess_codec()).unwrap(),
+        );
+        let comp = ba.compression().expect("a written book has one model");
+        assert_ne!(
+            comp.model,
+            bb.compression().unwrap().model,
+            "books trained on different samples have different models"
+        );
+        let model = crate::chess_codec().load_model(&comp.model).unwrap();
+        let from_a: Vec<Entry> = ba
+            .iter_for_rewrite_coded(Some(&comp))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        for e in &from_a {
+            let mut again = Vec::new();
+            model.encode(e.pos.as_deref().unwrap(), &mut again).unwrap();
+            assert_eq!(
+                e.coded.as_ref(),
+                Some(&again),
+                "stored bytes are the model's code"
+            );
+        }
+        assert!(
+            bb.iter_for_rewrite_coded(Some(&comp))
+                .unwrap()
+                .all(|e| e.unwrap().coded.is_none()),
+            "another model's bytes are not handed on"
+        );
+        let streams = || {
+            MergeIter::new(vec![
+                Box::new(ba.iter_for_rewrite_coded(Some(&comp)).unwrap())
+                    as Box<dyn Iterator<Item = Result<Entry>>>,
+                Box::new(bb.iter_for_rewrite_coded(Some(&comp)).unwrap()),
+            ])
+        };
+        let (reused, trained) = (dir.path().join("r.book"), dir.path().join("t.book"));
+        let mut w =
+            BookWriter::create(&reused, crate::chess_codec(), WriterOptions::default()).unwrap();
+        w.reuse_compression(comp.clone()).unwrap();
+        for e in streams() {
+            w.push(e.unwrap()).unwrap();
+        }
+        w.finish().unwrap();
+        // Not told to reuse: the (valid, but foreign) coded bytes must be ignored; garbage
+        // shows that they are.
+        write(
+            &trained,
+            streams().map(|e| {
+                e.map(|mut e| {
+                    e.coded = e.coded.map(|_| vec![0xff; 3]);
+                    e
+                })
+            }),
+        );
+        assert_eq!(all(&reused), all(&trained));
+        let out = Book::open(&reused, crate::chess_codec()).unwrap();
+        assert_eq!(out.compression().unwrap().model, comp.model);
+        assert_eq!(out.meta().positions, all(&trained).len() as u64);
+    }
+}
