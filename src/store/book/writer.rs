@@ -75,6 +75,9 @@ pub fn temp_sibling(path: &Path) -> Result<PathBuf> {
     )))
 }
 
+/// Receives the trace lines of a [`BookWriter`].
+type TraceFn = Box<dyn FnMut(&str) + Send>;
+
 /// Writes a new book file from entries given in (key, position) order. The file appears at its
 /// final path only when [`BookWriter::finish`] succeeds (temporary file, fsync, rename).
 ///
@@ -111,7 +114,7 @@ pub struct BookWriter {
     /// The model is a reused one: entries' `coded` bytes (coded with it) are stored as they are.
     takes_coded: bool,
     /// Where the writer reports its internal timings ([`BookWriter::on_trace`]).
-    trace: Option<Box<dyn FnMut(&str) + Send>>,
+    trace: Option<TraceFn>,
 }
 
 /// ([`Book::compression`]).
