@@ -325,7 +325,15 @@ fn finish_unpack(
 }
 
 impl PosState {
-    /// Encodes to the packed format: (bytes, number of significant bits).
+    /// Encodes to the packed format (docs/CONTRACT.md §2): (bytes, number of significant bits).
+    ///
+    /// ```
+    /// use bookdb::chess::{PosState, to_hex};
+    /// let start = PosState::from_chess(&shakmaty::Chess::default());
+    /// let (bytes, bits) = start.pack();
+    /// assert_eq!(bits, 170);
+    /// assert_eq!(to_hex(&bytes), "fe09eb6095a609ceb04eeec12fa609cb6095fe09e780");
+    /// ```
     pub fn pack(&self) -> (Vec<u8>, usize) {
         let (p, bits) = self.pack_fixed();
         (p.as_bytes().to_vec(), bits)
@@ -341,7 +349,20 @@ impl PosState {
         )
     }
 
-    /// Decodes exactly one packed position occupying all of `data`.
+    /// Decodes exactly one packed position occupying all of `data`. Truncated input, non-zero
+    /// padding, trailing bytes and more than 64 squares are errors, never panics.
+    ///
+    /// ```
+    /// use bookdb::chess::PosState;
+    /// let start = PosState::from_chess(&shakmaty::Chess::default());
+    /// let (bytes, _) = start.pack();
+    /// assert_eq!(PosState::unpack(&bytes)?, start);
+    /// assert!(PosState::unpack(&bytes[..10]).is_err()); // truncated
+    /// let mut padded = bytes.clone();
+    /// padded.push(0);
+    /// assert!(PosState::unpack(&padded).is_err()); // a trailing byte
+    /// # Ok::<(), bookdb::error::PackError>(())
+    /// ```
     pub fn unpack(data: &[u8]) -> Result<PosState, PackError> {
         let (state, used) = Self::unpack_prefix(data)?;
         if used < data.len() {

@@ -313,7 +313,18 @@ pub fn parse_fen(fen: &str) -> Result<Chess, PositionError> {
         .map_err(|e| bad(e.to_string()))
 }
 
-/// Key of a shakmaty position as Polyglot defines it.
+/// Key of a shakmaty position as Polyglot defines it (docs/CONTRACT.md §2): the en-passant
+/// file counts when a pawn of the side to move stands beside the pawn that just made a double
+/// step, whether or not the capture is legal.
+///
+/// ```
+/// use bookdb::chess::{parse_fen, polyglot_key};
+/// assert_eq!(polyglot_key(&shakmaty::Chess::default()), 0x463b96181691fc9c);
+/// // The capture c6 is illegal (it would expose the king), yet the file is hashed.
+/// let pos = parse_fen("8/8/8/KPp4r/8/8/8/4k3 w - c6 0 2")?;
+/// assert_eq!(polyglot_key(&pos), 0x3d665cc1f5da1059);
+/// # Ok::<(), bookdb::error::PositionError>(())
+/// ```
 pub fn polyglot_key(pos: &Chess) -> u64 {
     pos.zobrist_hash::<Zobrist64>(EnPassantMode::PseudoLegal).0
 }

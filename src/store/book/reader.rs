@@ -24,7 +24,7 @@ fn not_a_book(path: &Path, reason: impl Into<String>) -> Error {
 pub struct Book {
     pub(super) path: PathBuf,
     /// Shared with writers that copy this book's `games` table at their end
-    /// ([`BookWriter::keep_game_fingerprints_of`]).
+    /// ([`BookWriter::carry_over`]).
     pub(super) db: Arc<redb::ReadOnlyDatabase>,
     pub(super) codec: Arc<dyn PositionCodec>,
     pub(super) meta: BookMeta,
@@ -49,7 +49,34 @@ impl std::fmt::Debug for Book {
 }
 
 impl Book {
-    /// Opens an existing book read-only, checking magic, version and codec.
+    /// Opens an existing book read-only, checking magic, version and codec. Opening reads the
+    /// meta table only; blocks are read on demand.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use bookdb::chess::{PosState, encode_move, parse_move};
+    /// use bookdb::store::{Book, BookWriter, Entry, MoveRec, WriterOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("tiny.book");
+    /// // A book of one position: the start position, where 1.e4 scored +3 =1 -2.
+    /// let start = shakmaty::Chess::default();
+    /// let state = PosState::from_chess(&start);
+    /// let (packed, _bits) = state.pack();
+    /// let e4 = encode_move(&parse_move(&start, "e4")?);
+    /// let mut w = BookWriter::create(&path, bookdb::chess_codec(), WriterOptions::default())?;
+    /// w.push(Entry {
+    ///     key: state.key(),
+    ///     pos: Some(packed.clone()),
+    ///     moves: vec![MoveRec { mv: e4, white: 3, draws: 1, black: 2, ..Default::default() }],
+    ///     coded: None,
+    /// })?;
+    /// w.finish()?;
+    ///
+    /// let book = Book::open(&path, bookdb::chess_codec())?;
+    /// assert_eq!(book.meta().positions, 1);
+    /// # Ok(()) }
+    /// ```
     pub fn open(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
         shield("opening the book", || {
             Self::open_inner(path, codec, false, READER_CACHE_BYTES)
@@ -306,7 +333,31 @@ impl Book {
         .collect()
     }
 
-    /// The entry holding exactly this encoded position, blocks and delta tier merged.
+    /// The entry holding exactly this encoded position, blocks and delta tier merged; `None`
+    /// if the book does not hold it (a position that merely shares its key is never returned).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use bookdb::chess::{PosState, encode_move, parse_fen, parse_move};
+    /// # use bookdb::store::{Book, BookWriter, Entry, MoveRec, WriterOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("tiny.book");
+    /// # let start = shakmaty::Chess::default();
+    /// # let state = PosState::from_chess(&start);
+    /// # let e4 = encode_move(&parse_move(&start, "e4")?);
+    /// # let mut w = BookWriter::create(&path, bookdb::chess_codec(), WriterOptions::default())?;
+    /// # w.push(Entry { key: state.key(), pos: Some(state.pack().0), coded: None,
+    /// #     moves: vec![MoveRec { mv: e4, white: 3, draws: 1, black: 2, ..Default::default() }] })?;
+    /// # w.finish()?;
+    /// let book = Book::open(&path, bookdb::chess_codec())?;
+    /// let (packed, _bits) = PosState::from_chess(&shakmaty::Chess::default()).pack();
+    /// let entry = book.lookup(&packed)?.expect("the start position is in the book");
+    /// assert_eq!((entry.moves[0].white, entry.moves[0].draws, entry.moves[0].black), (3, 1, 2));
+    ///
+    /// let after_e4 = parse_fen("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -")?;
+    /// assert!(book.lookup(&PosState::from_chess(&after_e4).pack().0)?.is_none());
+    /// # Ok(()) }
+    /// ```
     pub fn lookup(&self, pos: &[u8]) -> Result<Option<Entry>> {
         let key = self.codec.key(pos).map_err(Error::Invalid)?;
         let from_blocks = self.lookup_blocks(pos)?;

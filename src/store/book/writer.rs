@@ -102,7 +102,8 @@ pub struct BookWriter {
     /// Sealed blocks not yet committed.
     batch: Vec<(u64, Vec<u8>)>,
     batch_bytes: usize,
-    imports: Vec<(String, Vec<u8>)>,
+    /// Import records of the new book: carried over from rewritten books, then this run's.
+    imports: std::collections::BTreeMap<String, Vec<u8>>,
     /// Seal attempts (a block that overflows its page is sealed again with fewer entries).
     seals: u64,
     pool: Option<SealPool>,
@@ -168,7 +169,7 @@ impl BookWriter {
             last: None,
             batch: Vec::new(),
             batch_bytes: 0,
-            imports: Vec::new(),
+            imports: Default::default(),
             seals: 0,
             pool: None,
             reuse: None,
@@ -201,13 +202,38 @@ impl BookWriter {
         self.games_from.push(db);
     }
 
-    /// Records in the new book every game fingerprint `book` holds (a rewrite of it, or a
-    /// merge). They are copied one by one in the last transaction, never all held in memory.
+    /// Carries over to the new book everything of `book` that is not its entries: its games
+    /// count, its import records and its game fingerprints (the latter copied one by one in
+    /// the last transaction, never all held in memory). Every rewrite of a book (compaction,
+    /// an import or `import-polyglot` that rewrites, each input of a merge) calls this, so no
+    /// table is forgotten. When several books list the same import, one record is kept: the
+    /// least by bytes, so that the result does not depend on the order of the books.
+    pub fn carry_over(&mut self, book: &Book) -> Result<()> {
+        self.meta.games += book.meta().games;
+        for (k, v) in book.imports()? {
+            match self.imports.entry(k) {
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(v);
+                }
+                std::collections::btree_map::Entry::Occupied(mut e) => {
+                    if v < *e.get() {
+                        e.insert(v);
+                    }
+                }
+            }
+        }
+        self.games_from.push(book.db.clone());
+        Ok(())
+    }
+
+    /// Records in the new book every game fingerprint `book` holds (being replaced by
+    /// [`BookWriter::carry_over`]).
     pub fn keep_game_fingerprints_of(&mut self, book: &Book) {
         self.games_from.push(book.db.clone());
     }
 
-    /// Import records to store in the new book (input fingerprint → JSON).
+    /// Import records of this run (input fingerprint → record); they replace carried-over
+    /// records of the same input.
     pub fn add_imports(&mut self, records: impl IntoIterator<Item = (String, Vec<u8>)>) {
         self.imports.extend(records);
     }
