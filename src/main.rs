@@ -557,13 +557,16 @@ fn main() -> ExitCode {
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
-    // redb panics on some damaged files; the library turns those panics into corruption
-    // errors, so keep them quiet here. Any other panic is a bug and is reported as such.
-    std::panic::set_hook(Box::new(|info| {
-        let in_redb = info.location().is_some_and(|l| l.file().contains("/redb-"));
-        if !in_redb || std::env::var_os("BOOKDB_DEBUG").is_some() {
-            eprintln!("bookdb: internal error (please report): {info}");
+    // redb panics on some damaged files; the library catches those (`store::book::shield`)
+    // and reports a corrupt book, so they stay quiet here. Any other panic is a bug: it is
+    // reported as such, then by the default hook (so RUST_BACKTRACE works).
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if bookdb::store::book::in_shield() && std::env::var_os("BOOKDB_DEBUG").is_none() {
+            return;
         }
+        eprintln!("bookdb: internal error (please report it with the lines below)");
+        default_hook(info);
     }));
     let cli = Cli::parse();
     match run(cli) {

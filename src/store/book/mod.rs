@@ -24,10 +24,31 @@ pub use writer::*;
 use crate::error::{Corruption, Error, Result};
 use crate::store::entry::{Entry, MergeIter};
 
+thread_local! {
+    /// How many [`shield`] calls the current thread is inside.
+    static SHIELDED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether the current thread is inside [`shield`]: a panic hook asks this to tell a redb
+/// panic on a damaged file (which `shield` turns into a corruption error) from a bug.
+pub fn in_shield() -> bool {
+    SHIELDED.with(|d| d.get() > 0)
+}
+
 /// Runs redb calls so that a panic inside redb on a damaged file (it has `unreachable!()`s on
 /// unknown page types) becomes a corruption error instead of a crash.
 pub fn shield<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+    struct Depth;
+    impl Drop for Depth {
+        fn drop(&mut self) {
+            SHIELDED.with(|d| d.set(d.get().saturating_sub(1)));
+        }
+    }
+    SHIELDED.with(|d| d.set(d.get() + 1));
+    let depth = Depth;
+    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    drop(depth);
+    match res {
         Ok(r) => r,
         Err(p) => {
             let msg = p
