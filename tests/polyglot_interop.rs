@@ -1,4 +1,4 @@
-//! Polyglot interop against real peers (DESIGN.md §5):
+//! Polyglot interop against real peers (docs/CONTRACT.md §5, interop):
 //!
 //! a. `bookdb export --format polyglot` holds the same (key, move) pairs and weights as
 //!    `polyglot make-book` on the same games (several option sets).

@@ -1,5 +1,6 @@
 //! `bookdb dump` of a book built from PGN equals an independent replay of the same games with
-//! python-chess (`tests/scripts/replay_reference.py`), under the counting rules of DESIGN.md §2.
+//! python-chess (`tests/scripts/replay_reference.py`), under the counting rules of
+//! docs/CONTRACT.md §2.
 //!
 //! Needs `python3` with python-chess (`pip install chess`). Without it the tests print a
 //! `SKIP:` line and pass, unless `BOOKDB_REQUIRE_PEERS=1` is set (CI), in which case they fail.

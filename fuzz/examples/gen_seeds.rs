@@ -54,7 +54,7 @@ fn main() {
     let mut out = Out { root, written: 0 };
     let samples = samples();
 
-    // packed_position: the start position (DESIGN.md §2 test vector), the e4 d5 e5 f5
+    // packed_position: the start position (docs/CONTRACT.md §2 test vector), the e4 d5 e5 f5
     // en-passant vector, a few sample positions, plus trailing, truncated and padded forms.
     let start = hex("fe09eb6095a609ceb04eeec12fa609cb6095fe09e780");
     let ep = hex("fe09eb6095a609ceb10eee192fa621cb6095fe09e7e8");

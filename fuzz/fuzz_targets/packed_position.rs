@@ -1,4 +1,5 @@
-//! Packed positions (DESIGN.md §2): `PosState::unpack` / `unpack_prefix` on arbitrary bytes.
+//! Packed positions (docs/CONTRACT.md §2): `PosState::unpack` / `unpack_prefix` on arbitrary
+//! bytes.
 //!
 //! Checks: no panics; both decoders agree; an accepted input re-packs to exactly the bytes
 //! consumed (the packed form is canonical); the key, FEN, planes and shakmaty conversion of

@@ -10,7 +10,7 @@ Prints one JSON object per position to stdout, ascending by key (then FEN):
 
 and a summary line `games read N, imported N, skipped N` to stderr.
 
-Counting rules (DESIGN.md section 2):
+Counting rules (docs/CONTRACT.md section 2):
 - standard chess only: a game whose Variant tag is present and is not one of
   standard / chess / normal / from position / fromposition / standard chess
   (case-insensitive) is skipped;
@@ -184,7 +184,7 @@ def count_game(game, max_ply):
 
 
 def self_check():
-    """The test vectors of DESIGN.md section 2."""
+    """The test vectors of docs/CONTRACT.md section 2."""
     vectors = [
         ([], None, "463b96181691fc9c", "-"),
         (["e4"], None, "823c9b50fd114196", "-"),
