@@ -108,6 +108,7 @@ pub fn decode_delta(key: u64, pos: &[u8], value: &[u8]) -> Result<Entry, Corrupt
     })
 }
 
+/// A planned change to the delta tier: the merged values to write (in a run file, so that
 /// memory stays bounded whatever the import's size) and the counters after it.
 pub struct DeltaPlan {
     /// Run file (FORMAT §8.4) of the delta values to write, in key order.
@@ -241,4 +242,61 @@ pub fn commit_delta(
     let mut db = db;
     while let Ok(true) = db.compact() {}
     Ok(())
+}
+
+/// Iterator over the delta tier, reading it in chunks.
+pub struct DeltaIter<'a> {
+    pub(super) book: &'a Book,
+    pub(super) after: Option<(u64, Vec<u8>)>,
+    pub(super) buf: VecDeque<Entry>,
+    pub(super) done: bool,
+}
+
+impl DeltaIter<'_> {
+    fn fill(&mut self) -> Result<()> {
+        shield("reading the delta tier", || self.fill_inner())
+    }
+
+    fn fill_inner(&mut self) -> Result<()> {
+        let txn = self.book.db.begin_read()?;
+        let table = match txn.open_table(DELTA) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => {
+                self.done = true;
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let range = match &self.after {
+            None => table.range::<(u64, &[u8])>(..)?,
+            Some((k, p)) => table.range::<(u64, &[u8])>((
+                std::ops::Bound::Excluded((*k, p.as_slice())),
+                std::ops::Bound::Unbounded,
+            ))?,
+        };
+        for item in range.take(4096) {
+            let (k, v) = item?;
+            let (key, pos) = k.value();
+            self.buf.push_back(decode_delta(key, pos, v.value())?);
+        }
+        match self.buf.back() {
+            Some(e) => self.after = Some((e.key, e.pos.clone().unwrap_or_default())),
+            None => self.done = true,
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for DeltaIter<'_> {
+    type Item = Result<Entry>;
+    fn next(&mut self) -> Option<Result<Entry>> {
+        if self.buf.is_empty()
+            && !self.done
+            && let Err(e) = self.fill()
+        {
+            self.done = true;
+            return Some(Err(e));
+        }
+        self.buf.pop_front().map(Ok)
+    }
 }

@@ -49,3 +49,11 @@ pub struct BookMeta {
     #[serde(default)]
     pub delta_entries: u64,
 }
+
+/// A serialized position model and section-A dictionary taken from a book
+/// ([`Book::compression`]).
+#[derive(Clone, Debug)]
+pub struct BookCompression {
+    pub model: Vec<u8>,
+    pub dictionary: Option<Vec<u8>>,
+}

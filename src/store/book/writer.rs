@@ -118,13 +118,6 @@ pub struct BookWriter {
     trace: Option<TraceFn>,
 }
 
-/// ([`Book::compression`]).
-#[derive(Clone, Debug)]
-pub struct BookCompression {
-    pub model: Vec<u8>,
-    pub dictionary: Option<Vec<u8>>,
-}
-
 /// Blocks are committed in transactions of about this many bytes.
 const COMMIT_BYTES: usize = 64 << 20;
 /// Positions sampled before the position model and the dictionary are trained. Books are in
