@@ -32,6 +32,7 @@ use super::progress::Progress;
 use crate::error::{Error, Result};
 use crate::store::book::{self, DeltaCommitError};
 use crate::store::entry::MergeIter;
+use crate::store::files::{WriterLock, remove_stale_temp_books, sidecar, write_atomic};
 use crate::store::fpset::{self, FingerprintSet};
 use crate::store::run::{RunReader, RunWriter};
 use crate::store::{Book, BookMeta, BookWriter, Entry, MoveRec, WriterOptions};
@@ -628,60 +629,6 @@ impl Iterator for SortedAggregate {
     }
 }
 
-/// Exclusive writer lock on a book (`<book>.lock`), held while importing, merging or compacting.
-pub struct WriterLock {
-    _file: std::fs::File,
-}
-
-impl WriterLock {
-    pub fn acquire(book: &Path) -> Result<WriterLock> {
-        let path = sidecar(book, "lock");
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| Error::io(format!("creating lock file {}", path.display()), e))?;
-        match file.try_lock() {
-            Ok(()) => Ok(WriterLock { _file: file }),
-            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Invalid(format!(
-                "{}: another bookdb process is writing this book (lock {} held); wait for it to finish",
-                book.display(),
-                path.display()
-            ))),
-            Err(std::fs::TryLockError::Error(e)) => {
-                Err(Error::io(format!("locking {}", path.display()), e))
-            }
-        }
-    }
-}
-
-/// `<dir>/<name>.<suffix>` beside the book.
-fn sidecar(book: &Path, suffix: &str) -> PathBuf {
-    let mut name = book.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".{suffix}"));
-    book.with_file_name(name)
-}
-
-/// Removes temporary book files left by interrupted writers (the caller holds the lock).
-pub fn remove_stale_temp_books(book: &Path) {
-    let dir = book
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let prefix = format!(
-        ".{}.tmp-",
-        book.file_name().unwrap_or_default().to_string_lossy()
-    );
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            if e.file_name().to_string_lossy().starts_with(&prefix) {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
-}
-
 /// xxh3-128 of a file's bytes, as 32 hex digits.
 pub fn fingerprint_file(path: &str) -> Result<String> {
     let f = std::fs::File::open(path)
@@ -700,21 +647,6 @@ pub fn fingerprint_file(path: &str) -> Result<String> {
         r.consume(n);
     }
     Ok(format!("{:032x}", h.digest128()))
-}
-
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    let ctx = |e| Error::io(format!("writing {}", path.display()), e);
-    let mut f = std::fs::File::create(&tmp).map_err(ctx)?;
-    f.write_all(bytes).map_err(ctx)?;
-    f.sync_all().map_err(ctx)?;
-    std::fs::rename(&tmp, path).map_err(ctx)?;
-    if let Some(d) = path.parent()
-        && let Ok(d) = std::fs::File::open(d)
-    {
-        let _ = d.sync_all();
-    }
-    Ok(())
 }
 
 fn peak_rss() -> Option<u64> {
