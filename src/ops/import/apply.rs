@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::ImportOptions;
 use super::aggregate::SortedAggregate;
 use super::plan::PlannedInput;
 use super::state::{COUNTED_TABLE, GAMES_LOG, ImportState, STATE_FILE, Staging};
+use super::{Applied, ImportOptions};
 use crate::error::Result;
 use crate::ops::progress::Progress;
 use crate::store::book::{self, DeltaCommitError};
@@ -37,7 +37,7 @@ pub(super) fn apply_phase(
     in_memory: Option<Vec<SortedAggregate>>,
     opts: &ImportOptions,
     progress: &Progress,
-) -> Result<String> {
+) -> Result<Applied> {
     progress.phase("merging runs into the book");
     reduce_runs(
         staging.dir(),
@@ -167,7 +167,7 @@ fn open_run_files(paths: &[PathBuf]) -> Result<Vec<EntryStream<'static>>> {
         .collect()
 }
 
-/// Applies the runs to the book; returns how ("rewrite" or "delta").
+/// Applies the runs to the book; returns how ([`Applied::Delta`] or [`Applied::Rewrite`]).
 #[allow(clippy::too_many_arguments)]
 fn apply(
     book_path: &Path,
@@ -179,7 +179,7 @@ fn apply(
     (records, new_games): (Vec<(String, Vec<u8>)>, Option<GameTable>),
     writer_opts: &WriterOptions,
     delta_min: u64,
-) -> Result<String> {
+) -> Result<Applied> {
     let run_files: Vec<PathBuf> = state.runs.iter().map(|(r, _)| staging.join(r)).collect();
     // A delta plan looks every new entry up in the book: caches within the budget's share.
     let old = if book_path.exists() {
@@ -221,7 +221,7 @@ fn apply(
             let path = book.path().to_path_buf();
             drop(old);
             match book::commit_delta(&path, &plan, writer_opts.cache_bytes) {
-                Ok(()) => return Ok("delta".into()),
+                Ok(()) => return Ok(Applied::Delta),
                 Err(DeltaCommitError::Busy) => {}
                 Err(DeltaCommitError::Other(e)) => return Err(e),
             }
@@ -252,6 +252,8 @@ fn apply(
     )
 }
 
+/// Writes the book anew into a file that replaces it: its entries, counts and records (if it
+/// exists) with the new ones.
 fn rewrite(
     book_path: &Path,
     old: Option<Book>,
@@ -260,7 +262,7 @@ fn rewrite(
     games: u64,
     (records, new_games): (Vec<(String, Vec<u8>)>, Option<GameTable>),
     writer_opts: &WriterOptions,
-) -> Result<String> {
+) -> Result<Applied> {
     let mut w = BookWriter::create(book_path, crate::chess_codec(), writer_opts.clone())?;
     w.add_games(games);
     if let Some(db) = new_games {
@@ -290,5 +292,5 @@ fn rewrite(
     trace.mark("rewrite: merge and write blocks");
     w.finish()?;
     trace.mark("rewrite: finish (last blocks, meta, commit, compact, rename)");
-    Ok("rewrite".into())
+    Ok(Applied::Rewrite)
 }

@@ -111,8 +111,8 @@ pub struct ImportSummary {
     /// `--dedupe`: the fingerprints of the games read outgrew their share of `--memory` and
     /// went to sorted runs in staging.
     pub dedupe_spilled: bool,
-    /// How the book was changed: "rewrite", "delta" or "none".
-    pub applied: String,
+    /// How the book was changed.
+    pub applied: Applied,
     pub elapsed_secs: f64,
     /// Time spent reading and replaying games, and merging runs into the book.
     pub read_secs: f64,
@@ -124,6 +124,42 @@ pub struct ImportSummary {
     pub skipped: Vec<SkippedGame>,
 }
 
+/// How an import changed the book: `applied` in the summary (`import --json`), as the
+/// strings its serde names and [`Applied::as_str`] give.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Applied {
+    /// Not at all: every input was counted before.
+    #[default]
+    None,
+    /// The new counts went into the delta tier, in one transaction.
+    Delta,
+    /// The book was rewritten into a new file with the new counts (a first import, a delta
+    /// tier past its threshold, or a book another process held open).
+    Rewrite,
+    /// An earlier run of the same import committed and was killed before it cleaned up; this
+    /// run only finished the cleanup.
+    #[serde(rename = "committed before the interruption")]
+    CommittedBeforeInterruption,
+}
+
+impl Applied {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Applied::None => "none",
+            Applied::Delta => "delta",
+            Applied::Rewrite => "rewrite",
+            Applied::CommittedBeforeInterruption => "committed before the interruption",
+        }
+    }
+}
+
+impl std::fmt::Display for Applied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Imports PGN inputs into the book at `book_path` (created if absent).
 pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Result<ImportSummary> {
     let start = Instant::now();
@@ -131,7 +167,7 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     let _lock = WriterLock::acquire(book_path)?;
     remove_stale_temp_books(book_path);
     let mut summary = ImportSummary {
-        applied: "none".into(),
+        applied: Applied::None,
         ..Default::default()
     };
 
@@ -225,7 +261,7 @@ fn finish_committed_before_interruption(
     // The interrupted run counted the games; its log of skipped ones is complete.
     collect_skipped(Some(&staging.path(SKIPPED_LOG)), &mut summary, opts)?.publish()?;
     staging.remove();
-    summary.applied = "committed before the interruption".into();
+    summary.applied = Applied::CommittedBeforeInterruption;
     summary.resumed = true;
     let b = Book::open(book_path, crate::chess_codec())?;
     summary.book = b.meta().clone();
@@ -270,4 +306,34 @@ fn peak_rss() -> Option<u64> {
     let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `import --json` prints `applied` as these strings (scripts and tests match them), and
+    /// `Display` gives the same.
+    #[test]
+    fn applied_serialises_as_the_strings_import_json_printed() {
+        for (a, s) in [
+            (Applied::None, "none"),
+            (Applied::Delta, "delta"),
+            (Applied::Rewrite, "rewrite"),
+            (
+                Applied::CommittedBeforeInterruption,
+                "committed before the interruption",
+            ),
+        ] {
+            assert_eq!(serde_json::to_string(&a).unwrap(), format!("\"{s}\""));
+            assert_eq!(a.as_str(), s);
+            assert_eq!(a.to_string(), s);
+        }
+        let summary = ImportSummary {
+            applied: Applied::Delta,
+            ..Default::default()
+        };
+        let j = serde_json::to_value(&summary).unwrap();
+        assert_eq!(j["applied"], "delta");
+    }
 }
