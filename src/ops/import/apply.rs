@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::aggregate::SortedAggregate;
 use super::plan::PlannedInput;
+use super::record;
 use super::state::{COUNTED_TABLE, GAMES_LOG, ImportState, STATE_FILE, Staging};
 use super::{Applied, ImportOptions};
 use crate::error::Result;
@@ -63,26 +64,7 @@ pub(super) fn apply_phase(
             .as_bytes()
         )
     );
-    let records: Vec<(String, Vec<u8>)> = plan
-        .iter()
-        .zip(&state.per_input)
-        .filter_map(|(p, c)| {
-            let fp = p.fingerprint.clone()?;
-            let rec = serde_json::json!({
-                "name": p.name,
-                "bytes": p.bytes,
-                "games_read": c.read,
-                "games_imported": c.imported,
-                "games_skipped": c.skipped,
-                "max_ply": opts.rules.max_ply,
-                "min_rating": opts.rules.min_rating,
-                "dedupe": opts.dedupe,
-                "imported_at": now,
-                "attempt": attempt,
-            });
-            Some((fp, rec.to_string().into_bytes()))
-        })
-        .collect();
+    let records = record::records(plan, &state.per_input, opts, now, &attempt)?;
     let run_entries: u64 = match &in_memory {
         Some(parts) => parts.iter().map(|p| p.len() as u64).sum(),
         None => state.runs.iter().map(|(_, n)| n).sum(),

@@ -18,6 +18,7 @@ mod aggregate;
 mod apply;
 mod coordinator;
 mod plan;
+mod record;
 mod source;
 mod state;
 mod worker;
@@ -38,6 +39,7 @@ use state::{ImportState, SKIPPED_LOG, Staging, collect_skipped};
 
 pub use aggregate::{Aggregator, SortedAggregate};
 pub use plan::fingerprint_file;
+pub use record::ImportRecord;
 
 /// Default `--max-ply`, as the lichess opening explorer.
 pub const DEFAULT_MAX_PLY: usize = 50;

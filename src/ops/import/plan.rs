@@ -7,6 +7,7 @@ use std::io::BufRead;
 use std::path::Path;
 
 use super::ImportOptions;
+use super::record::ImportRecord;
 use crate::error::{Error, Result};
 use crate::store::{Book, BookMeta};
 
@@ -42,8 +43,7 @@ impl Recorded {
         let done: HashSet<String> = records_before.iter().map(|(k, _)| k.clone()).collect();
         let committed: HashSet<String> = records_before
             .iter()
-            .filter_map(|(_, v)| serde_json::from_slice::<serde_json::Value>(v).ok())
-            .filter_map(|v| v.get("attempt")?.as_str().map(str::to_string))
+            .filter_map(|(_, v)| ImportRecord::parse(v)?.attempt)
             .collect();
         let meta = existing
             .as_ref()
