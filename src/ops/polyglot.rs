@@ -81,11 +81,11 @@ use std::time::Instant;
 use serde::Serialize;
 use shakmaty::{Chess, File, Move, Position, Role, Square};
 
-use super::import::{WriterLock, remove_stale_temp_books};
 use super::query;
 use crate::chess::{MoveCode, PosState, encode_move, polyglot_key};
 use crate::error::{Error, Result};
 use crate::store::entry::MergeIter;
+use crate::store::files::{WriterLock, remove_stale_temp_books};
 use crate::store::{Book, BookMeta, BookWriter, Entry, MoveRec, PolyglotExtra, WriterOptions};
 
 /// Bytes per Polyglot entry.

@@ -8,11 +8,11 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::import::{WriterLock, remove_stale_temp_books};
 use super::progress::Progress;
 use crate::error::{Error, Result};
 use crate::store::book::{FORMAT_VERSION, OLDEST_MIGRATABLE};
 use crate::store::entry::MergeIter;
+use crate::store::files::{WriterLock, remove_stale_temp_books};
 use crate::store::{Book, BookMeta, BookWriter, Entry, WriterOptions};
 
 /// Options of `merge` and `compact`.

@@ -5,6 +5,7 @@
 pub mod block;
 pub mod book;
 pub mod entry;
+pub mod files;
 pub mod fpset;
 pub mod record;
 pub mod run;

@@ -1,0 +1,591 @@
+//! The coordinator of the read phase: it deals chunks of input to the workers, decides
+//! `--dedupe` repeats in input order ([`Dedupe`]), gathers the workers' counts into the
+//! import state and checkpoints it whenever a worker's memory is full ([`read_phase`]).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use crossbeam_channel::{Receiver, Sender, unbounded};
+
+use super::ImportOptions;
+use super::SkippedGame;
+use super::aggregate::SortedAggregate;
+use super::plan::PlannedInput;
+use super::source::{self, CHUNK_BYTES, Chunker};
+use super::state::{ImportState, PendingLogs, STATE_FILE};
+use super::worker::{self, Msg, ParsedGames, Reply};
+use crate::error::{Error, Result};
+use crate::ops::input;
+use crate::ops::pgn::SkipReason;
+use crate::ops::progress::Progress;
+use crate::store::book;
+use crate::store::fpset::{self, FingerprintSet};
+use crate::store::{Book, WriterOptions};
+
+/// Mutable bookkeeping of the coordinator between checkpoints.
+pub(super) struct Coordinator<'a> {
+    plan: &'a [PlannedInput],
+    staging: &'a Path,
+    txs: Vec<Sender<Msg>>,
+    rx: Receiver<Reply>,
+    /// Skipped games and counted games' fingerprints on their way to the staging logs.
+    logs: PendingLogs,
+    full: bool,
+    next_worker: usize,
+    checkpoints: u64,
+    /// Chunk buffers the workers handed back, reused so that reading faults in no new pages.
+    spare_chunks: Vec<Vec<u8>>,
+    /// Largest buffer capacity kept in `spare_chunks`.
+    max_spare_chunk: usize,
+    /// `--dedupe`: the repeat decisions, made here in input order.
+    dedupe: Option<Dedupe<'a>>,
+}
+
+/// What the coordinator of a `--dedupe` import needs to decide, in input order, which parsed
+/// games are repeats.
+struct Dedupe<'a> {
+    /// Fingerprints of the games read so far.
+    seen: &'a mut FingerprintSet,
+    /// The games the book already counted (recorded by earlier `--dedupe` imports).
+    known: Option<&'a book::GameIndex>,
+    /// Parsed chunks that arrived before an earlier one: (worker, input, games).
+    waiting: BTreeMap<u64, (usize, usize, ParsedGames)>,
+    /// Sequence number of the next chunk sent, and of the next one to decide.
+    next_seq: u64,
+    next_decide: u64,
+}
+
+/// Parsed but undecided chunks a `--dedupe` import allows per worker (in all: this times the
+/// workers; a worker may also hold a decided chunk whose counting waits in its queue).
+const PARSED_IN_FLIGHT: usize = 1;
+
+impl Coordinator<'_> {
+    fn handle(&mut self, reply: Reply, state: &mut ImportState) -> Result<Option<Reply>> {
+        match reply {
+            Reply::Batch {
+                input,
+                read,
+                imported,
+                skipped,
+                counted,
+                full,
+                spare,
+            } => {
+                // A buffer that grew far past the chunk size (no game boundary in sight) is
+                // freed rather than kept for the rest of the import.
+                let cap = self.max_spare_chunk;
+                self.spare_chunks
+                    .extend(spare.filter(|b| b.capacity() <= cap));
+                self.logs.games.extend(counted);
+                let c = &mut state.per_input[input];
+                c.read += read;
+                c.imported += imported;
+                c.skipped += skipped.len() as u64;
+                for (line, r) in skipped {
+                    *state
+                        .skipped_by_reason
+                        .entry(r.kind().to_string())
+                        .or_default() += 1;
+                    self.logs.skips.push(SkippedGame {
+                        file: self.plan[input].name.clone(),
+                        line,
+                        reason: r.kind().to_string(),
+                        detail: r.to_string(),
+                    });
+                }
+                self.full |= full;
+                self.logs.bound()?;
+                Ok(None)
+            }
+            Reply::Parsed {
+                seq,
+                worker,
+                input,
+                games,
+                spare,
+            } => {
+                let cap = self.max_spare_chunk;
+                if spare.capacity() <= cap {
+                    self.spare_chunks.push(spare);
+                }
+                let d = self.dedupe.as_mut().ok_or_else(|| {
+                    Error::Invalid("import worker parsed a chunk without --dedupe".into())
+                })?;
+                d.waiting.insert(seq, (worker, input, games));
+                self.decide_ready(state)?;
+                Ok(None)
+            }
+            Reply::Failed(e) => Err(e),
+            other => Ok(Some(other)),
+        }
+    }
+
+    /// `--dedupe`: decides, in input order, every parsed chunk whose predecessors are decided:
+    /// a game is a repeat if the book or an earlier game of this import has its fingerprint.
+    /// Repeats are reported here; the worker holding the chunk counts the others.
+    fn decide_ready(&mut self, state: &mut ImportState) -> Result<()> {
+        loop {
+            let Some(d) = self.dedupe.as_mut() else {
+                return Ok(());
+            };
+            let Some((worker, input, games)) = d.waiting.remove(&d.next_decide) else {
+                return Ok(());
+            };
+            let seq = d.next_decide;
+            d.next_decide += 1;
+            let mut keep = Vec::with_capacity(games.len());
+            let mut repeats = Vec::new();
+            for g in &games {
+                let Some((fp, line)) = *g else {
+                    // Unparsable text: the worker reports it as unreadable.
+                    keep.push(true);
+                    continue;
+                };
+                let in_book = match d.known {
+                    Some(k) => k.contains(fp)?,
+                    None => false,
+                };
+                let repeat = in_book || !d.seen.insert(fp)?;
+                keep.push(!repeat);
+                if repeat {
+                    repeats.push((line, in_book));
+                }
+            }
+            let c = &mut state.per_input[input];
+            c.read += games.len() as u64;
+            c.skipped += repeats.len() as u64;
+            if !repeats.is_empty() {
+                *state
+                    .skipped_by_reason
+                    .entry("duplicate".into())
+                    .or_default() += repeats.len() as u64;
+            }
+            for (line, in_book) in repeats {
+                self.logs.skips.push(SkippedGame {
+                    file: self.plan[input].name.clone(),
+                    line,
+                    reason: "duplicate".into(),
+                    detail: if in_book {
+                        "already counted in the book by an earlier --dedupe import".into()
+                    } else {
+                        SkipReason::Duplicate.to_string()
+                    },
+                });
+                self.logs.bound()?;
+            }
+            if self.txs[worker].send(Msg::Count { seq, keep }).is_err() {
+                return Err(self.worker_stopped());
+            }
+        }
+    }
+
+    /// The error to give when a worker cannot be reached: the one it reported before it
+    /// stopped, if it is still waiting to be read.
+    fn worker_stopped(&self) -> Error {
+        while let Ok(reply) = self.rx.try_recv() {
+            if let Reply::Failed(e) = reply {
+                return e;
+            }
+        }
+        Error::Invalid("import worker stopped".into())
+    }
+
+    /// `--dedupe`: chunks sent to be parsed and not decided yet.
+    fn undecided(&self) -> u64 {
+        self.dedupe
+            .as_ref()
+            .map_or(0, |d| d.next_seq - d.next_decide)
+    }
+
+    /// `--dedupe`: waits until every chunk sent is decided (its counting queued on its worker,
+    /// ahead of anything sent later).
+    fn settle(&mut self, state: &mut ImportState, limit: u64) -> Result<()> {
+        while self.undecided() > limit {
+            let Ok(reply) = self.rx.recv() else {
+                return Err(self.worker_stopped());
+            };
+            if self.handle(reply, state)?.is_some() {
+                return Err(Error::Invalid(
+                    "import worker answered a message it was not sent".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands a chunk of text to the next worker: to count, or with `--dedupe` to parse first.
+    fn send_chunk(
+        &mut self,
+        input: usize,
+        first_line: u64,
+        data: Vec<u8>,
+        state: &mut ImportState,
+    ) -> Result<()> {
+        let Some(d) = self.dedupe.as_mut() else {
+            return self.send(
+                Msg::Chunk {
+                    input,
+                    first_line,
+                    data,
+                },
+                state,
+            );
+        };
+        let seq = d.next_seq;
+        d.next_seq += 1;
+        self.send(
+            Msg::Parse {
+                seq,
+                input,
+                first_line,
+                data,
+            },
+            state,
+        )?;
+        // Parsed games wait on the workers for their decision: keep them few.
+        self.settle(state, (PARSED_IN_FLIGHT * self.txs.len()) as u64)
+    }
+
+    fn send(&mut self, msg: Msg, state: &mut ImportState) -> Result<()> {
+        let i = self.next_worker % self.txs.len();
+        self.next_worker += 1;
+        if self.txs[i].send(msg).is_err() {
+            return Err(self.worker_stopped());
+        }
+        self.drain(state)
+    }
+
+    fn drain(&mut self, state: &mut ImportState) -> Result<()> {
+        while let Ok(reply) = self.rx.try_recv() {
+            self.handle(reply, state)?;
+        }
+        Ok(())
+    }
+
+    /// Sends `msg(i)` to every worker and collects one non-batch reply from each.
+    fn broadcast(
+        &mut self,
+        state: &mut ImportState,
+        mut msg: impl FnMut(&mut ImportState) -> Msg,
+    ) -> Result<Vec<Reply>> {
+        // Every chunk sent is decided first, so its counting precedes the broadcast message.
+        self.settle(state, 0)?;
+        for i in 0..self.txs.len() {
+            let m = msg(state);
+            if self.txs[i].send(m).is_err() {
+                return Err(self.worker_stopped());
+            }
+        }
+        let mut out = Vec::with_capacity(self.txs.len());
+        while out.len() < self.txs.len() {
+            let Ok(reply) = self.rx.recv() else {
+                return Err(self.worker_stopped());
+            };
+            if let Some(r) = self.handle(reply, state)? {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Spills every worker's aggregate and records a checkpoint (state.json, atomically).
+    fn checkpoint(&mut self, state: &mut ImportState) -> Result<()> {
+        let staging = self.staging;
+        let replies = self.broadcast(state, |st| {
+            let name = format!("run-{:06}.zst", st.next_run);
+            st.next_run += 1;
+            Msg::Flush(staging.join(name))
+        })?;
+        for r in replies {
+            if let Reply::Flushed(p, n) = r
+                && n > 0
+            {
+                state.runs.push((
+                    p.file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .to_string(),
+                    n,
+                ));
+            }
+        }
+        self.logs.checkpoint(state)?;
+        state.save(&staging.join(STATE_FILE))?;
+        self.full = false;
+        self.checkpoints += 1;
+        Ok(())
+    }
+
+    /// Reads input `idx` from where the state leaves it, hands its text to the workers in
+    /// chunks and checkpoints whenever a worker is full. Returns the fingerprint of stdin's
+    /// bytes (`None` for a file, fingerprinted when planned).
+    fn read_input(
+        &mut self,
+        idx: usize,
+        state: &mut ImportState,
+        progress: &Progress,
+        chunk_bytes: usize,
+    ) -> Result<Option<String>> {
+        let plan = self.plan;
+        let p = &plan[idx];
+        let path = if p.fingerprint.is_none() {
+            "-"
+        } else {
+            p.name.as_str()
+        };
+        let inp = input::open(path)?;
+        progress.start_input(&inp.name, inp.raw_size);
+        let raw_read = inp.raw_read.clone();
+        let raw_hash = inp.raw_hash.clone();
+        let mut reader = inp.reader;
+        let resuming = idx == state.input_index;
+        let (mut offset, mut line) = if resuming && state.bytes_in_input > 0 {
+            let seen = self.dedupe.as_mut().map(|d| &mut *d.seen);
+            let skip = state.bytes_in_input;
+            source::skip_to_checkpoint(&mut reader, skip, &p.name, self.staging, seen, progress)?;
+            (skip, state.line_in_input.max(1))
+        } else {
+            (0, 1)
+        };
+        // Chunks of text cut at game boundaries; workers parse them in parallel.
+        let mut chunks = Chunker::new(&mut reader, &p.name, chunk_bytes);
+        while !chunks.done() {
+            let spare = self
+                .spare_chunks
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(2 * chunk_bytes));
+            let data = chunks.next_chunk(spare)?;
+            let lines = memchr::memchr_iter(b'\n', &data).count() as u64;
+            let len = data.len() as u64;
+            self.send_chunk(idx, line, data, state)?;
+            offset += len;
+            line += lines;
+            progress.update(
+                state.per_input.iter().map(|c| c.read).sum(),
+                raw_read.load(Ordering::Relaxed),
+            );
+            if self.full && !chunks.done() {
+                state.input_index = idx;
+                state.bytes_in_input = offset;
+                state.line_in_input = line;
+                self.checkpoint(state)?;
+            }
+        }
+        let mut fingerprint = None;
+        if let Some(h) = raw_hash {
+            // Drain what the decompressor did not need, so the fingerprint covers every byte.
+            let _ = std::io::copy(&mut reader, &mut std::io::sink());
+            let h = h.lock().map(|h| h.digest128()).unwrap_or(0);
+            fingerprint = Some(format!("{h:032x}"));
+        }
+        state.input_index = idx + 1;
+        state.bytes_in_input = 0;
+        state.line_in_input = 0;
+        Ok(fingerprint)
+    }
+}
+
+/// What the read phase leaves for the apply phase.
+#[derive(Default)]
+pub(super) struct ReadOutcome {
+    /// The workers' sorted aggregates if nothing was spilled (the import fit in memory).
+    pub(super) in_memory: Option<Vec<SortedAggregate>>,
+    /// The fingerprints of the bytes of the stdin inputs, by input.
+    pub(super) stdin_fp: Vec<Option<String>>,
+    /// `--dedupe`: the fingerprints of the games read outgrew their share of `--memory`.
+    pub(super) dedupe_spilled: bool,
+}
+
+/// Reads all inputs, replays games on the workers and checkpoints spilled runs.
+pub(super) fn read_phase(
+    book_path: &Path,
+    plan: &[PlannedInput],
+    staging: &Path,
+    state: &mut ImportState,
+    opts: &ImportOptions,
+    progress: &Progress,
+) -> Result<ReadOutcome> {
+    // Fingerprints of the games read (`--dedupe`), in bounded memory; rebuilt on a resume.
+    let mut seen = FingerprintSet::new(staging, fpset::capacity_for(opts.memory_mib.max(1) << 20));
+    let mut stdin_fp = vec![None; plan.len()];
+    let jobs = if opts.jobs == 0 {
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    } else {
+        opts.jobs
+    }
+    .clamp(1, 256);
+    // Half the budget for aggregation; the rest covers chunks in flight, the writer (model
+    // sample, segments in flight) and the merge. The aggregators are sized for it up front;
+    // untouched capacity costs no resident memory.
+    let budget = ((opts.memory_mib.max(1) << 20) / 2 / jobs).max(1 << 16);
+    // A worker learns that it is full only after a chunk; by then up to three more chunks are
+    // queued for it, so with a small budget the chunks are small too (1/32 of a worker's
+    // budget: 1 MiB from --memory 128 up, 256 KiB at --memory 32).
+    let chunk_bytes = (budget / 32).clamp(64 << 10, CHUNK_BYTES);
+    let logs = PendingLogs::open(staging)?;
+    // `--dedupe`: games the book already counted (recorded by earlier `--dedupe` imports).
+    // Closed at the end of this phase, before the book is written.
+    let known = if opts.dedupe && book_path.exists() {
+        // Random lookups: redb's cache within the budget's share, not its 64 MiB default.
+        let cache = WriterOptions::for_memory(opts.memory_mib.max(1) << 20).cache_bytes;
+        let b = Book::open_with_cache(book_path, crate::chess_codec(), cache)?;
+        let index = b.game_index()?;
+        Some((index, b))
+    } else {
+        None
+    };
+    let known = known.as_ref().map(|(index, _)| index);
+
+    let in_memory = std::thread::scope(|s| -> Result<Option<Vec<SortedAggregate>>> {
+        let (res_tx, res_rx) = unbounded::<Reply>();
+        let txs = (0..jobs)
+            .map(|id| worker::spawn(s, id, opts.rules, budget, &res_tx))
+            .collect();
+        drop(res_tx);
+        let mut co = Coordinator {
+            plan,
+            staging,
+            txs,
+            rx: res_rx,
+            logs,
+            full: false,
+            next_worker: 0,
+            checkpoints: 0,
+            spare_chunks: Vec::new(),
+            max_spare_chunk: 4 * chunk_bytes,
+            dedupe: opts.dedupe.then(|| Dedupe {
+                seen: &mut seen,
+                known,
+                waiting: BTreeMap::new(),
+                next_seq: 0,
+                next_decide: 0,
+            }),
+        };
+
+        if let Some(d) = co.dedupe.as_mut() {
+            // Resumed past earlier inputs: their games count as seen again. (An import with
+            // stdin among its inputs never resumes, so each of them is a file.)
+            for p in &plan[..state.input_index] {
+                if p.fingerprint.is_some() {
+                    progress.phase(&format!("rereading {} for --dedupe", p.name));
+                    source::remember_games(&p.name, d.seen)?;
+                }
+            }
+        }
+        let first = state.input_index;
+        for (idx, fp) in stdin_fp.iter_mut().enumerate().skip(first) {
+            *fp = co.read_input(idx, state, progress, chunk_bytes)?;
+        }
+        state.read_complete = true;
+        if co.checkpoints == 0 && state.runs.is_empty() {
+            // Everything fit in memory: hand the aggregates straight to the writer.
+            let replies = co.broadcast(state, |_| Msg::Take)?;
+            co.logs.write(true)?;
+            let parts = replies
+                .into_iter()
+                .filter_map(|r| match r {
+                    Reply::Taken(v) => Some(v),
+                    _ => None,
+                })
+                .collect();
+            progress.finish_reading(state.per_input.iter().map(|c| c.read).sum());
+            return Ok(Some(parts));
+        }
+        progress.finish_reading(state.per_input.iter().map(|c| c.read).sum());
+        co.checkpoint(state)?;
+        Ok(None)
+    })?;
+    Ok(ReadOutcome {
+        in_memory,
+        stdin_fp,
+        dedupe_spilled: seen.spilled(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::state::InputCounts;
+    use super::*;
+    use crossbeam_channel::bounded;
+
+    /// `--dedupe` decisions follow input order whatever order the workers answer in: parsed
+    /// chunks delivered last-first are decided first-first, each game against the games of
+    /// the chunks before it, and each decision goes to the worker holding the chunk.
+    #[test]
+    fn dedupe_decides_chunks_in_input_order_whatever_order_they_arrive_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = [PlannedInput {
+            name: "in.pgn".into(),
+            fingerprint: Some("f".into()),
+            bytes: None,
+        }];
+        let (to_workers, from_coordinator): (Vec<_>, Vec<_>) =
+            (0..2).map(|_| bounded::<Msg>(8)).unzip();
+        let (replies, rx) = unbounded::<Reply>();
+        let mut seen = FingerprintSet::new(dir.path(), 1024);
+        let file = |name: &str| std::fs::File::create(dir.path().join(name)).unwrap();
+        let mut co = Coordinator {
+            plan: &plan,
+            staging: dir.path(),
+            txs: to_workers,
+            rx,
+            logs: PendingLogs::new(file("skipped.jsonl"), file("games.fp")),
+            full: false,
+            next_worker: 0,
+            checkpoints: 0,
+            spare_chunks: Vec::new(),
+            max_spare_chunk: 1 << 20,
+            dedupe: Some(Dedupe {
+                seen: &mut seen,
+                known: None,
+                waiting: BTreeMap::new(),
+                next_seq: 3,
+                next_decide: 0,
+            }),
+        };
+        let mut state = ImportState {
+            per_input: vec![InputCounts::default()],
+            ..Default::default()
+        };
+        // Chunk 0 (worker 0): games A B; chunk 1 (worker 1): A C and unparsable text;
+        // chunk 2 (worker 0): C B D. Lines are 10 × chunk + game.
+        let (a, b, c, d) = (1u128, 2, 3, 4);
+        let chunks = [
+            (0, vec![Some((a, 1)), Some((b, 2))]),
+            (1, vec![Some((a, 11)), Some((c, 12)), None]),
+            (0, vec![Some((c, 21)), Some((b, 22)), Some((d, 23))]),
+        ];
+        for (seq, (worker, games)) in chunks.into_iter().enumerate().rev() {
+            replies
+                .send(Reply::Parsed {
+                    seq: seq as u64,
+                    worker,
+                    input: 0,
+                    games,
+                    spare: Vec::new(),
+                })
+                .unwrap();
+        }
+        co.settle(&mut state, 0).unwrap();
+        let counts = |w: usize| -> Vec<(u64, Vec<bool>)> {
+            from_coordinator[w]
+                .try_iter()
+                .map(|m| match m {
+                    Msg::Count { seq, keep } => (seq, keep),
+                    _ => panic!("worker {w} got something else than a decision"),
+                })
+                .collect()
+        };
+        assert_eq!(
+            counts(0),
+            [(0, vec![true, true]), (2, vec![false, false, true])]
+        );
+        assert_eq!(counts(1), [(1, vec![false, true, true])]);
+        let repeats: Vec<u64> = co.logs.skips.iter().map(|g| g.line).collect();
+        assert_eq!(repeats, [11, 21, 22]);
+        assert_eq!(state.per_input[0].read, 8);
+        assert_eq!(state.per_input[0].skipped, 3);
+        assert_eq!(state.skipped_by_reason.get("duplicate"), Some(&3));
+    }
+}

@@ -1,0 +1,261 @@
+//! The game source: inputs cut into chunks of whole games for the workers to parse in parallel
+//! ([`Chunker`], [`last_game_boundary`]), and the parts of inputs read before a checkpoint,
+//! skipped on a resume (read again for their game fingerprints with `--dedupe`).
+
+use std::io::Read;
+use std::path::Path;
+
+use super::worker::dedupe_fingerprint;
+use crate::error::{Error, Result};
+use crate::ops::input;
+use crate::ops::pgn::GameReader;
+use crate::ops::progress::Progress;
+use crate::store::fpset::FingerprintSet;
+
+/// Raw text handed to a worker at once, at most (see `read_phase` for smaller budgets).
+pub(super) const CHUNK_BYTES: usize = 1 << 20;
+/// A chunk grows past this only if no game boundary was found (then it is cut at a line end).
+const MAX_CHUNK_BYTES: usize = 64 << 20;
+
+/// Where to cut a buffer of PGN text that starts outside any comment (at the start of the
+/// input or of a game): just before the last `[` that starts a line after a blank line (the
+/// start of a game's tags) and is not inside a comment. Brace comments may hold blank lines
+/// and lines starting with `[` (`{ ...\n\n[%clk 0:01:00] }`), so the text is scanned: brace
+/// comments, rest-of-line `;` comments, `%` escape lines and tag pairs (whose quoted values
+/// may hold braces) are skipped. `None` if there is no such `[` after the first byte.
+fn last_game_boundary(buf: &[u8]) -> Option<usize> {
+    let mut last = None;
+    let mut i = 0;
+    loop {
+        if i < buf.len() && (i == 0 || buf[i - 1] == b'\n') {
+            match buf[i] {
+                b'[' => {
+                    let blank_before = buf[..i].ends_with(b"\n\n") || buf[..i].ends_with(b"\n\r\n");
+                    if blank_before {
+                        last = Some(i);
+                    }
+                    match skip_tag(buf, i) {
+                        Some(end) => {
+                            i = end;
+                            continue;
+                        }
+                        None => return last,
+                    }
+                }
+                b'%' => match memchr::memchr(b'\n', &buf[i..]) {
+                    Some(k) => {
+                        i += k + 1;
+                        continue;
+                    }
+                    None => return last,
+                },
+                _ => {}
+            }
+        }
+        let Some(j) = memchr::memchr3(b'\n', b'{', b';', &buf[i..]).map(|j| i + j) else {
+            return last;
+        };
+        i = match buf[j] {
+            b'\n' => j + 1,
+            b'{' => match memchr::memchr(b'}', &buf[j + 1..]) {
+                Some(k) => j + 1 + k + 1,
+                None => return last,
+            },
+            // A `;` comment runs to the end of its line (the newline is seen next).
+            _ => match memchr::memchr(b'\n', &buf[j..]) {
+                Some(k) => j + k,
+                None => return last,
+            },
+        };
+    }
+}
+
+/// The end of the tag pair starting at `buf[start] == b'['`: after its `]`, or at the end of
+/// its line if it has none; quoted values may hold `]`, braces and `\"`. `None` if the buffer
+/// ends first.
+fn skip_tag(buf: &[u8], start: usize) -> Option<usize> {
+    let mut in_string = false;
+    let mut escaped = false;
+    for (k, &c) in buf.iter().enumerate().skip(start + 1) {
+        match c {
+            b'\n' => return Some(k),
+            _ if escaped => escaped = false,
+            b'\\' if in_string => escaped = true,
+            b'"' => in_string = !in_string,
+            b']' if !in_string => return Some(k + 1),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// An input's text cut into chunks at game boundaries.
+pub(super) struct Chunker<'a, R> {
+    reader: R,
+    /// The input's name, for errors.
+    name: &'a str,
+    chunk_bytes: usize,
+    /// Text read and not handed out yet.
+    buf: Vec<u8>,
+    eof: bool,
+}
+
+impl<'a, R: Read> Chunker<'a, R> {
+    pub(super) fn new(reader: R, name: &'a str, chunk_bytes: usize) -> Self {
+        Chunker {
+            reader,
+            name,
+            chunk_bytes,
+            buf: Vec::with_capacity(2 * chunk_bytes),
+            eof: false,
+        }
+    }
+
+    /// True once every byte of the input has been handed out.
+    pub(super) fn done(&self) -> bool {
+        self.eof && self.buf.is_empty()
+    }
+
+    /// The next chunk: at least `chunk_bytes` of text cut just before a game (or at a line end
+    /// if no game starts in the first [`MAX_CHUNK_BYTES`]), or the rest of the input. The text
+    /// after the cut is kept in `spare` (an emptied buffer, reused), which becomes the buffer
+    /// the next chunk is read into.
+    pub(super) fn next_chunk(&mut self, spare: Vec<u8>) -> Result<Vec<u8>> {
+        let cut = loop {
+            while !self.eof && self.buf.len() < self.chunk_bytes {
+                let start = self.buf.len();
+                self.buf.resize(start + self.chunk_bytes / 4, 0);
+                let n = loop {
+                    match self.reader.read(&mut self.buf[start..]) {
+                        Ok(n) => break n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(Error::io(format!("reading {}", self.name), e)),
+                    }
+                };
+                self.buf.truncate(start + n);
+                self.eof = n == 0;
+            }
+            if self.eof {
+                break self.buf.len();
+            }
+            match last_game_boundary(&self.buf) {
+                Some(i) => break i,
+                None if self.buf.len() < MAX_CHUNK_BYTES => {
+                    // No boundary yet: read more before cutting.
+                    let start = self.buf.len();
+                    self.buf.resize(start + (1 << 20), 0);
+                    let n = self
+                        .reader
+                        .read(&mut self.buf[start..])
+                        .map_err(|e| Error::io(format!("reading {}", self.name), e))?;
+                    self.buf.truncate(start + n);
+                    self.eof = n == 0;
+                }
+                None => break memchr::memrchr(b'\n', &self.buf).map_or(self.buf.len(), |i| i + 1),
+            }
+        };
+        let mut rest = spare;
+        rest.extend_from_slice(&self.buf[cut..]);
+        self.buf.truncate(cut);
+        Ok(std::mem::replace(&mut self.buf, rest))
+    }
+}
+
+/// Skips the first `bytes` (decompressed) of an input, read before the checkpoint an import
+/// resumes from. With `--dedupe` (`seen`) the games there count as seen again.
+pub(super) fn skip_to_checkpoint(
+    reader: &mut impl Read,
+    bytes: u64,
+    name: &str,
+    staging: &Path,
+    seen: Option<&mut FingerprintSet>,
+    progress: &Progress,
+) -> Result<()> {
+    let mut prefix = Read::take(reader, bytes);
+    let ctx = |e| Error::io(format!("reading {name}"), e);
+    match seen {
+        Some(seen) => {
+            // The games before the checkpoint count as seen again.
+            progress.phase(&format!("rereading the start of {name} for --dedupe"));
+            let mut games = GameReader::new(&mut prefix);
+            while let Some(g) = games.next_game().map_err(ctx)? {
+                if let Some(fp) = dedupe_fingerprint(&g) {
+                    seen.insert(fp)?;
+                }
+            }
+        }
+        None => {
+            std::io::copy(&mut prefix, &mut std::io::sink()).map_err(ctx)?;
+        }
+    }
+    if prefix.limit() != 0 {
+        return Err(Error::Invalid(format!(
+            "{name}: input is shorter than when the interrupted import read it; remove {} to start over",
+            staging.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Adds the fingerprints of every game of an input read completely before a checkpoint, so
+/// that `--dedupe` drops their repeats in later inputs after a resume as it would have without
+/// the interruption.
+pub(super) fn remember_games(path: &str, seen: &mut FingerprintSet) -> Result<()> {
+    let inp = input::open(path)?;
+    let mut games = GameReader::new(inp.reader);
+    while let Some(g) = games
+        .next_game()
+        .map_err(|e| Error::io(format!("reading {path}"), e))?
+    {
+        if let Some(fp) = dedupe_fingerprint(&g) {
+            seen.insert(fp)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cut(text: &str) -> Option<&str> {
+        last_game_boundary(text.as_bytes()).map(|i| &text[i..])
+    }
+
+    #[test]
+    fn game_boundaries_skip_comments_escapes_and_tag_values() {
+        let g1 = "[Event \"a\"]\n\n1. e4 e5 1-0\n\n";
+        // The plain case, with LF and CRLF line ends.
+        assert_eq!(
+            cut(&format!("{g1}[Event \"b\"]\n\n1. d4 *\n")),
+            Some("[Event \"b\"]\n\n1. d4 *\n")
+        );
+        let crlf = "[Event \"a\"]\r\n\r\n1. e4 *\r\n\r\n[Event \"b\"]\r\n";
+        assert_eq!(cut(crlf), Some("[Event \"b\"]\r\n"));
+        // A blank line and a `[` inside a brace comment are not a boundary.
+        let commented = "[Event \"a\"]\n\n1. e4 { one\n\n[%clk 0:00:01] two } e5 *\n";
+        assert_eq!(cut(commented), None);
+        assert_eq!(
+            cut(&format!("{commented}\n[Event \"b\"]\n")),
+            Some("[Event \"b\"]\n")
+        );
+        // A brace inside a `;` comment, a `%` escape line or a quoted tag value opens nothing.
+        for opener in [
+            "1. e4 ; a brace {\n",
+            "%escaped {\n",
+            "[Annotator \"x { y\"]\n",
+            "[Annotator \"x \\\" {\"]\n",
+        ] {
+            let text = format!("[Event \"a\"]\n{opener}\n1. e4 *\n\n[Event \"b\"]\n");
+            assert_eq!(cut(&text), Some("[Event \"b\"]\n"), "{opener:?}");
+        }
+        // A comment still open at the end of the buffer: the boundary before it.
+        let open = format!("{g1}[Event \"b\"]\n\n1. e4 {{ not closed\n\n[Event \"c\"]\n");
+        assert_eq!(
+            cut(&open),
+            Some("[Event \"b\"]\n\n1. e4 { not closed\n\n[Event \"c\"]\n")
+        );
+        // Never at the very start.
+        assert_eq!(cut("[Event \"a\"]\n\n1. e4 *\n"), None);
+    }
+}

@@ -1,0 +1,292 @@
+//! The import workers: the messages between them and the coordinator ([`Msg`], [`Reply`]),
+//! parsing chunks of PGN text into games, replaying and counting them into each worker's
+//! [`Aggregator`], and spilling or handing over the aggregate when asked.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use crossbeam_channel::{Receiver, Sender, bounded};
+
+use super::aggregate::{Aggregator, SortedAggregate};
+use crate::error::Error;
+use crate::ops::pgn::{
+    CountRules, GameReader, Ply, RawGame, SkipReason, game_fingerprint, game_result, replay_into,
+};
+use crate::store::Entry;
+use crate::store::run::RunWriter;
+
+pub(super) enum Msg {
+    /// Raw PGN text cut at game boundaries, with the line number it starts on.
+    Chunk {
+        input: usize,
+        first_line: u64,
+        data: Vec<u8>,
+    },
+    /// `--dedupe`: parse a chunk, fingerprint its games and keep them until [`Msg::Count`]
+    /// says which ones are not repeats. Only the coordinator sees every fingerprint in input
+    /// order, so it decides; the parsing and the fingerprints stay on the workers.
+    Parse {
+        seq: u64,
+        input: usize,
+        first_line: u64,
+        data: Vec<u8>,
+    },
+    /// `--dedupe`: count the games of parsed chunk `seq` whose `keep` flag is set.
+    Count { seq: u64, keep: Vec<bool> },
+    /// Spill the aggregate into a run at this path.
+    Flush(PathBuf),
+    /// Hand the aggregate over, sorted (no spill happened: the import fits in memory).
+    Take,
+}
+
+pub(super) enum Reply {
+    Batch {
+        input: usize,
+        read: u64,
+        imported: u64,
+        skipped: Vec<(u64, SkipReason)>,
+        /// `--dedupe`: fingerprints of the games counted.
+        counted: Vec<u128>,
+        full: bool,
+        /// The chunk's text buffer, emptied, for the reader to fill again.
+        spare: Option<Vec<u8>>,
+    },
+    /// `--dedupe`: the games of parsed chunk `seq` in order, each as (fingerprint, line);
+    /// `None` for unparsable text (reported as skipped when the chunk is counted).
+    Parsed {
+        seq: u64,
+        worker: usize,
+        input: usize,
+        games: ParsedGames,
+        spare: Vec<u8>,
+    },
+    Flushed(PathBuf, u64),
+    Taken(SortedAggregate),
+    Failed(Error),
+}
+
+/// The games a worker counted and skipped while handling one message.
+#[derive(Default)]
+struct Tally {
+    imported: u64,
+    skipped: Vec<(u64, SkipReason)>,
+}
+
+/// Replays a game and adds it to the aggregate, or records why it is skipped; true if counted.
+fn count_game(
+    g: &RawGame,
+    rules: &CountRules,
+    agg: &mut Aggregator,
+    plies: &mut Vec<Ply>,
+    tally: &mut Tally,
+) -> bool {
+    match replay_into(g, rules, plies) {
+        Ok(()) => {
+            tally.imported += 1;
+            agg.add_game(game_result(g), [g.white_elo, g.black_elo], plies);
+            true
+        }
+        Err(r) => {
+            tally.skipped.push((g.line, r));
+            false
+        }
+    }
+}
+
+/// Parses the games of a chunk of PGN text in order and calls `f` with each (its line made
+/// absolute with `first_line`), or with the reason the rest of the chunk is unreadable. `f`
+/// may hand a game back for its buffers to be reused. Returns the games read.
+fn each_game(
+    data: &[u8],
+    first_line: u64,
+    mut f: impl FnMut(std::result::Result<RawGame, (u64, SkipReason)>) -> Option<RawGame>,
+) -> u64 {
+    let mut read = 0;
+    let mut games = GameReader::new(data);
+    loop {
+        match games.next_game() {
+            Ok(Some(mut g)) => {
+                read += 1;
+                g.line += first_line - 1;
+                if let Some(g) = f(Ok(g)) {
+                    games.recycle(g);
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                // Reading from memory fails only on unparsable text; count it as one
+                // unreadable game and drop the rest of the chunk's text.
+                read += 1;
+                f(Err((first_line, SkipReason::Unreadable(e.to_string()))));
+                break;
+            }
+        }
+    }
+    read
+}
+
+/// The games of a parsed `--dedupe` chunk as the coordinator sees them: (fingerprint, line) in
+/// order, `None` for unparsable text.
+pub(super) type ParsedGames = Vec<Option<(u128, u64)>>;
+
+/// A `--dedupe` chunk parsed by a worker and waiting for the coordinator's decision.
+type ParsedChunk = Vec<std::result::Result<(RawGame, Option<u128>), (u64, SkipReason)>>;
+
+/// The fingerprint `--dedupe` knows a game by; `None` for a game the PGN reader could not
+/// parse: it has no tags or moves to compare (all such games would look alike), and it is
+/// reported as unreadable, never as a repeat.
+pub(super) fn dedupe_fingerprint(g: &RawGame) -> Option<u128> {
+    g.error.is_none().then(|| game_fingerprint(g))
+}
+
+fn worker(id: usize, rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize) {
+    // Sized for the budget up front: rehashing a table of millions of positions as it grows
+    // costs more than the aggregation itself. Untouched buckets cost no resident memory.
+    let mut agg = Aggregator::for_budget(budget);
+    let mut plies = Vec::with_capacity(64);
+    let mut parsed: HashMap<u64, (usize, ParsedChunk)> = HashMap::new();
+    while let Ok(msg) = rx.recv() {
+        let reply = match msg {
+            Msg::Chunk {
+                input,
+                first_line,
+                data,
+            } => {
+                let mut t = Tally::default();
+                let read = each_game(&data, first_line, |g| match g {
+                    Ok(g) => {
+                        count_game(&g, &rules, &mut agg, &mut plies, &mut t);
+                        Some(g)
+                    }
+                    Err(s) => {
+                        t.skipped.push(s);
+                        None
+                    }
+                });
+                let mut spare = data;
+                spare.clear();
+                Reply::Batch {
+                    input,
+                    read,
+                    imported: t.imported,
+                    skipped: t.skipped,
+                    counted: Vec::new(),
+                    full: agg.full(budget),
+                    spare: Some(spare),
+                }
+            }
+            Msg::Parse {
+                seq,
+                input,
+                first_line,
+                data,
+            } => {
+                let mut games = Vec::new();
+                each_game(&data, first_line, |g| {
+                    games.push(g.map(|g| {
+                        let fp = dedupe_fingerprint(&g);
+                        (g, fp)
+                    }));
+                    None
+                });
+                let summary = games
+                    .iter()
+                    .map(|g| {
+                        let (g, fp) = g.as_ref().ok()?;
+                        Some(((*fp)?, g.line))
+                    })
+                    .collect();
+                parsed.insert(seq, (input, games));
+                let mut spare = data;
+                spare.clear();
+                Reply::Parsed {
+                    seq,
+                    worker: id,
+                    input,
+                    games: summary,
+                    spare,
+                }
+            }
+            Msg::Count { seq, keep } => {
+                let Some((input, games)) = parsed.remove(&seq) else {
+                    let _ = tx.send(Reply::Failed(Error::Invalid(format!(
+                        "import worker {id} has no parsed chunk {seq}"
+                    ))));
+                    return;
+                };
+                let mut t = Tally::default();
+                let mut counted = Vec::new();
+                for (g, keep) in games.into_iter().zip(keep) {
+                    match g {
+                        Ok((g, fp)) => {
+                            if keep
+                                && count_game(&g, &rules, &mut agg, &mut plies, &mut t)
+                                && let Some(fp) = fp
+                            {
+                                counted.push(fp);
+                            }
+                        }
+                        Err(s) => t.skipped.push(s),
+                    }
+                }
+                Reply::Batch {
+                    input,
+                    read: 0,
+                    imported: t.imported,
+                    skipped: t.skipped,
+                    counted,
+                    full: agg.full(budget),
+                    spare: None,
+                }
+            }
+            Msg::Flush(path) => {
+                if agg.is_empty() {
+                    Reply::Flushed(path, 0)
+                } else {
+                    let mut sorted = std::mem::take(&mut agg).into_sorted();
+                    let res = RunWriter::create(&path).and_then(|mut w| {
+                        let mut e = Entry::default();
+                        while sorted.next_into(&mut e) {
+                            w.push(&e)?;
+                        }
+                        w.finish()
+                    });
+                    // The same tables serve the next round: no fresh pages to fault in.
+                    agg = sorted.into_aggregator();
+                    match res {
+                        Ok(n) => Reply::Flushed(path, n),
+                        Err(e) => Reply::Failed(e),
+                    }
+                }
+            }
+            Msg::Take => Reply::Taken(std::mem::take(&mut agg).into_sorted()),
+        };
+        if tx.send(reply).is_err() {
+            return;
+        }
+    }
+}
+
+/// Starts worker `id` in `scope`, answering on `replies`; returns the sender of its messages.
+pub(super) fn spawn<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    id: usize,
+    rules: CountRules,
+    budget: usize,
+    replies: &Sender<Reply>,
+) -> Sender<Msg> {
+    let (tx, rx) = bounded::<Msg>(2);
+    let res_tx = replies.clone();
+    // A panic (a bug) is reported like any failure: the coordinator may be waiting for this
+    // worker's answer, which would otherwise never come.
+    let panic_tx = replies.clone();
+    scope.spawn(move || {
+        let run = std::panic::AssertUnwindSafe(|| worker(id, rx, res_tx, rules, budget));
+        if std::panic::catch_unwind(run).is_err() {
+            let _ = panic_tx.send(Reply::Failed(Error::Invalid(format!(
+                "import worker {id} panicked (a bug; please report it)"
+            ))));
+        }
+    });
+    tx
+}
