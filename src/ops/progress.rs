@@ -132,6 +132,13 @@ impl Trace {
         }
     }
 
+    /// Prints the writer's own trace lines (model training, sealing attempts) when tracing.
+    pub fn attach(&self, w: &mut crate::store::BookWriter) {
+        if self.on {
+            w.on_trace(|line| eprintln!("trace: {line}"));
+        }
+    }
+
     pub fn mark(&mut self, label: &str) {
         if !self.on {
             return;

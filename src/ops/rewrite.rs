@@ -177,6 +177,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
         .map(|p| Book::open(p, crate::chess_codec()))
         .collect::<Result<Vec<_>>>()?;
     let mut w = BookWriter::create(out, crate::chess_codec(), opts.writer.clone())?;
+    super::progress::Trace::new().attach(&mut w);
     // Code the output with the largest input's model and dictionary: no training pass, and the
     // sealing threads start at once. `compact` retrains.
     // Positions already coded with that model are stored as they are.
@@ -195,28 +196,15 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
     if let Some(c) = &reuse {
         w.reuse_compression(c.clone())?;
     }
+    // The same input imported into several books keeps one record (carry_over), but its
+    // games are counted in each: report it.
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    let mut imports = BTreeMap::new();
     for b in &books {
-        w.add_games(b.meta().games);
-        w.keep_game_fingerprints_of(b);
-        for (k, v) in b.imports()? {
-            *seen.entry(k.clone()).or_default() += 1;
-            // The same input imported into several books: keep one record, whatever the
-            // order of the inputs.
-            match imports.entry(k) {
-                std::collections::btree_map::Entry::Vacant(e) => {
-                    e.insert(v);
-                }
-                std::collections::btree_map::Entry::Occupied(mut e) => {
-                    if v < *e.get() {
-                        e.insert(v);
-                    }
-                }
-            }
+        w.carry_over(b)?;
+        for (k, _) in b.imports()? {
+            *seen.entry(k).or_default() += 1;
         }
     }
-    w.add_imports(imports);
     let streams = books
         .iter()
         .map(|b| {
@@ -292,9 +280,8 @@ fn rewrite_whole(
     let before = old.meta().clone();
     let bytes_before = old.file_bytes();
     let mut w = BookWriter::create(book, crate::chess_codec(), opts.writer.clone())?;
-    w.add_games(before.games);
-    w.add_imports(old.imports()?);
-    w.keep_game_fingerprints_of(&old);
+    super::progress::Trace::new().attach(&mut w);
+    w.carry_over(&old)?;
     let (mut moves_pruned, mut positions_pruned) = (0u64, 0u64);
     // Folding a small delta tier keeps the model; pruning changes the content, so it retrains.
     let reuse =

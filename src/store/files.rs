@@ -77,3 +77,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     }
     Ok(())
 }
+
+/// The temporary file a new version of `path` is written to before it is renamed into place:
+/// `.<name>.tmp-<pid>` in the same directory (so the rename is atomic).
+pub fn temp_sibling(path: &Path) -> Result<PathBuf> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::Invalid(format!("{}: not a file path", path.display())))?;
+    Ok(dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    )))
+}

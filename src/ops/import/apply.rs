@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use super::aggregate::SortedAggregate;
+use super::options::{Applied, ImportOptions};
 use super::plan::PlannedInput;
 use super::record;
 use super::state::{COUNTED_TABLE, GAMES_LOG, ImportState, STATE_FILE, Staging};
-use super::{Applied, ImportOptions};
 use crate::error::Result;
 use crate::ops::progress::Progress;
 use crate::store::book::{self, DeltaCommitError};
@@ -246,15 +246,14 @@ fn rewrite(
     writer_opts: &WriterOptions,
 ) -> Result<Applied> {
     let mut w = BookWriter::create(book_path, crate::chess_codec(), writer_opts.clone())?;
+    crate::ops::progress::Trace::new().attach(&mut w);
     w.add_games(games);
     if let Some(db) = new_games {
         w.add_game_fingerprints_from(db);
     }
     let mut sources: Vec<EntryStream<'_>> = Vec::new();
     if let Some(b) = &old {
-        w.add_games(b.meta().games);
-        w.add_imports(b.imports()?);
-        w.keep_game_fingerprints_of(b);
+        w.carry_over(b)?;
         // New games up to half the book: keep its model, its coded positions pass through.
         let m = b.meta();
         let reuse = crate::ops::rewrite::keeps_model(m, run_entries + m.delta_entries)

@@ -8,9 +8,9 @@ use std::sync::atomic::Ordering;
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
-use super::ImportOptions;
-use super::SkippedGame;
 use super::aggregate::SortedAggregate;
+use super::options::ImportOptions;
+use super::options::SkippedGame;
 use super::plan::PlannedInput;
 use super::source::{self, CHUNK_BYTES, Chunker};
 use super::state::{ImportState, PendingLogs, STATE_FILE};

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::io::BufRead;
 use std::path::Path;
 
-use super::ImportOptions;
+use super::options::ImportOptions;
 use super::record::ImportRecord;
 use crate::error::{Error, Result};
 use crate::store::{Book, BookMeta};

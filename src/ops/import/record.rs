@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ImportOptions;
+use super::options::ImportOptions;
 use super::plan::PlannedInput;
 use super::state::InputCounts;
 use crate::error::{Error, Result};

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{ImportOptions, ImportSummary, SkippedGame};
+use super::options::{ImportOptions, ImportSummary, SkippedGame};
 use crate::error::{Error, Result};
 use crate::store::files::{sidecar, write_atomic};
 

@@ -11,6 +11,7 @@ use super::{seal::*, train::*};
 use crate::error::{Error, Result};
 use crate::store::block;
 use crate::store::entry::Entry;
+use crate::store::files::temp_sibling;
 use crate::store::{PositionCodec, PositionModel};
 
 /// Options for writing blocks.
@@ -56,23 +57,6 @@ impl Default for WriterOptions {
             cache_bytes: 256 << 20,
         }
     }
-}
-
-/// The temporary file a new version of `path` is written to before it is renamed into place:
-/// `.<name>.tmp-<pid>` in the same directory (so the rename is atomic).
-pub fn temp_sibling(path: &Path) -> Result<PathBuf> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| Error::Invalid(format!("{}: not a file path", path.display())))?;
-    Ok(dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    )))
 }
 
 /// Receives the trace lines of a [`BookWriter`].

@@ -1,0 +1,131 @@
+//! What an import is asked to do and what it reports: options, summary, skipped games, and
+//! how its result was applied.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ops::pgn::CountRules;
+use crate::store::{BookMeta, WriterOptions};
+
+/// Default `--max-ply`, as the lichess opening explorer.
+pub const DEFAULT_MAX_PLY: usize = 50;
+/// The delta tier may hold this many entries, or an eighth of the blocks' entries if more,
+/// before an import rewrites the book instead (automatic compaction).
+pub const DELTA_MIN_THRESHOLD: u64 = 100_000;
+
+#[derive(Clone, Debug)]
+pub struct ImportOptions {
+    pub rules: CountRules,
+    pub dedupe: bool,
+    pub force: bool,
+    /// Worker threads; 0 = all cores.
+    pub jobs: usize,
+    /// Memory budget for aggregation and writing, in MiB.
+    pub memory_mib: usize,
+    pub writer: WriterOptions,
+    pub show_progress: bool,
+    /// How many skipped games the summary keeps with their details (all are counted).
+    pub keep_skipped: usize,
+    /// Writes every skipped game to this file, one `file:line<TAB>reason<TAB>detail` line each
+    /// (streamed from the staging log, never all held in memory).
+    pub report: Option<PathBuf>,
+    /// The delta tier may hold this many entries (or an eighth of the book's, if more) before
+    /// an import rewrites the book instead; [`DELTA_MIN_THRESHOLD`] by default.
+    pub delta_min: u64,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions {
+            rules: CountRules {
+                max_ply: DEFAULT_MAX_PLY,
+                min_rating: None,
+            },
+            dedupe: false,
+            force: false,
+            jobs: 0,
+            memory_mib: 256,
+            writer: WriterOptions::default(),
+            show_progress: false,
+            keep_skipped: 100,
+            report: None,
+            delta_min: DELTA_MIN_THRESHOLD,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SkippedGame {
+    pub file: String,
+    pub line: u64,
+    pub reason: String,
+    pub detail: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ImportSummary {
+    pub games_read: u64,
+    pub games_imported: u64,
+    pub games_skipped: u64,
+    pub skipped_by_reason: BTreeMap<String, u64>,
+    pub positions_added: u64,
+    pub pairs_added: u64,
+    /// Inputs skipped because the book already counted them.
+    pub already_imported: Vec<String>,
+    /// True if this run continued an interrupted import.
+    pub resumed: bool,
+    /// Sorted runs spilled to staging.
+    pub runs: usize,
+    /// `--dedupe`: the fingerprints of the games read outgrew their share of `--memory` and
+    /// went to sorted runs in staging.
+    pub dedupe_spilled: bool,
+    /// How the book was changed.
+    pub applied: Applied,
+    pub elapsed_secs: f64,
+    /// Time spent reading and replaying games, and merging runs into the book.
+    pub read_secs: f64,
+    pub apply_secs: f64,
+    pub peak_rss_bytes: Option<u64>,
+    pub book: BookMeta,
+    pub book_bytes: u64,
+    #[serde(skip)]
+    pub skipped: Vec<SkippedGame>,
+}
+
+/// How an import changed the book: `applied` in the summary (`import --json`), as the
+/// strings its serde names and [`Applied::as_str`] give.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Applied {
+    /// Not at all: every input was counted before.
+    #[default]
+    None,
+    /// The new counts went into the delta tier, in one transaction.
+    Delta,
+    /// The book was rewritten into a new file with the new counts (a first import, a delta
+    /// tier past its threshold, or a book another process held open).
+    Rewrite,
+    /// An earlier run of the same import committed and was killed before it cleaned up; this
+    /// run only finished the cleanup.
+    #[serde(rename = "committed before the interruption")]
+    CommittedBeforeInterruption,
+}
+
+impl Applied {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Applied::None => "none",
+            Applied::Delta => "delta",
+            Applied::Rewrite => "rewrite",
+            Applied::CommittedBeforeInterruption => "committed before the interruption",
+        }
+    }
+}
+
+impl std::fmt::Display for Applied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
