@@ -1,6 +1,8 @@
 //! Chess layer: the packed position codec, Polyglot keys, FENs and move codes, Polyglot move
-//! conversion, and the [`ChessCodec`] that plugs chess into the game-independent store.
+//! conversion, key-only attachment, and the [`ChessCodec`] that plugs chess into the
+//! game-independent store.
 
+pub mod attach;
 pub mod legal;
 pub mod model;
 pub mod packed;
