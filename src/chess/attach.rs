@@ -106,7 +106,7 @@ mod tests {
     use crate::chess::polyglot::{pg_encode, raw_code_from_pg};
     use crate::chess::tests_support::play;
     use crate::chess::{move_uci, parse_move};
-    use crate::store::PolyglotExtra;
+    use crate::store::MoveExtra;
 
     fn key_only(key: u64, moves: &[(u16, u16)]) -> Entry {
         Entry {
@@ -117,7 +117,7 @@ mod tests {
                 .iter()
                 .map(|&(pg, weight)| MoveRec {
                     mv: raw_code_from_pg(pg),
-                    polyglot: Some(PolyglotExtra { weight, learn: 1 }),
+                    extra: Some(MoveExtra { weight, learn: 1 }),
                     ..Default::default()
                 })
                 .collect(),
@@ -168,8 +168,8 @@ mod tests {
         assert_eq!(uci, ["e1g1", "d2d3"], "sorted by code");
         let castle = out[1].moves.iter().find(|m| m.mv != d3).unwrap();
         assert_eq!(
-            castle.polyglot,
-            Some(PolyglotExtra {
+            castle.extra,
+            Some(MoveExtra {
                 weight: 7,
                 learn: 1
             })

@@ -227,7 +227,7 @@ fn rewrite_whole(
         if let Some(n) = min_games {
             let len = e.moves.len();
             e.moves
-                .retain(|m| m.games() >= n || (m.games() == 0 && m.polyglot.is_some()));
+                .retain(|m| m.games() >= n || (m.games() == 0 && m.extra.is_some()));
             moves_pruned += (len - e.moves.len()) as u64;
             if e.moves.is_empty() {
                 positions_pruned += 1;

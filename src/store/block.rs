@@ -1,7 +1,7 @@
 //! Value blocks: a 24-byte header, section A (zstd-compressed columns) and section B (positions
 //! coded by the book's position model), entries sorted by (key, position). Byte maps are in docs/FORMAT.md §5.
 
-use super::entry::{Entry, MoveRec, PolyglotExtra};
+use super::entry::{Entry, MoveExtra, MoveRec};
 use super::{PositionCodec, PositionModel, varint};
 use crate::error::Corruption;
 
@@ -12,7 +12,9 @@ pub const MAX_RAW_LEN: usize = 64 << 20;
 pub const COLUMNS: usize = 16;
 
 pub const FLAG_KEY_ONLY: u8 = 1;
-pub const FLAG_POLYGLOT: u8 = 2;
+/// Some move of the entry carries a [`MoveExtra`] (its kind has [`KIND_EXTRA`]; columns 14
+/// and 15).
+pub const FLAG_EXTRA: u8 = 2;
 /// The entry's moves are stored as raw codes (column 6), not as indices (column 5).
 pub const FLAG_RAW_MOVES: u8 = 4;
 
@@ -166,8 +168,9 @@ pub fn prepare(
 /// Per-move record kinds (column 7): a single game without rating (result W/D/B/U = 0..3), a
 /// single rated game (4..7, the rating in column 12), or general (8: all six counters).
 pub const KIND_GENERAL: u8 = 8;
-/// Added to a kind when the move carries Polyglot weight and learn (columns 14 and 15).
-pub const KIND_POLYGLOT: u8 = 0x10;
+/// Added to a kind when the move carries an extra (`MoveExtra`: weight and opaque value, columns
+/// 14 and 15).
+pub const KIND_EXTRA: u8 = 0x10;
 
 fn move_kind(m: &MoveRec) -> u8 {
     if m.games() != 1 {
@@ -211,10 +214,10 @@ pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Pa
     let mut b = Vec::new();
     for (e, p) in entries.iter().zip(prepared) {
         cols[0].push(e.key as u8);
-        let pg = e.has_polyglot();
+        let extra = e.has_extra();
         let raw_moves = e.pos.is_none() || p.move_idx.is_none();
         let flags = if e.pos.is_none() { FLAG_KEY_ONLY } else { 0 }
-            | if pg { FLAG_POLYGLOT } else { 0 }
+            | if extra { FLAG_EXTRA } else { 0 }
             | if raw_moves { FLAG_RAW_MOVES } else { 0 };
         cols[1].push(flags);
         varint::put(&mut cols[2], e.moves.len() as u64);
@@ -239,13 +242,7 @@ pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Pa
         }
         for mv in &e.moves {
             let kind = move_kind(mv);
-            cols[7].push(
-                kind | if mv.polyglot.is_some() {
-                    KIND_POLYGLOT
-                } else {
-                    0
-                },
-            );
+            cols[7].push(kind | if mv.extra.is_some() { KIND_EXTRA } else { 0 });
             match kind {
                 0..=3 => {}
                 4..=7 => varint::put(&mut cols[12], mv.rating_sum),
@@ -258,7 +255,7 @@ pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Pa
                     varint::put(&mut cols[13], mv.rating_count);
                 }
             }
-            if let Some(x) = mv.polyglot {
+            if let Some(x) = mv.extra {
                 cols[14].extend_from_slice(&x.weight.to_le_bytes());
                 cols[15].extend_from_slice(&x.learn.to_le_bytes());
             }
@@ -433,7 +430,7 @@ impl<'a> BlockView<'a> {
                 "fragment or flag column does not match the entry count".into(),
             ));
         }
-        let known = FLAG_KEY_ONLY | FLAG_POLYGLOT | FLAG_RAW_MOVES;
+        let known = FLAG_KEY_ONLY | FLAG_EXTRA | FLAG_RAW_MOVES;
         if let Some(&f) = cols[1]
             .iter()
             .find(|&&f| f & !known != 0 || (f & FLAG_KEY_ONLY != 0 && f & FLAG_RAW_MOVES == 0))
@@ -444,7 +441,7 @@ impl<'a> BlockView<'a> {
         if cols[4].len() != 8 * key_only {
             return Err(bad("key column does not match the key-only entries".into()));
         }
-        if let Some(&k) = cols[7].iter().find(|&&k| k & !KIND_POLYGLOT > KIND_GENERAL) {
+        if let Some(&k) = cols[7].iter().find(|&&k| k & !KIND_EXTRA > KIND_GENERAL) {
             return Err(bad(format!("invalid move record kind {k}")));
         }
         Ok(BlockView {
@@ -609,8 +606,8 @@ impl<'a> BlockView<'a> {
                 cur.idx_moves += n;
             }
             for &k in self.kinds(cur, n, i)? {
-                cur.count_values(k & !KIND_POLYGLOT);
-                cur.pg += usize::from(k & KIND_POLYGLOT != 0);
+                cur.count_values(k & !KIND_EXTRA);
+                cur.extra += usize::from(k & KIND_EXTRA != 0);
             }
             cur.moves += n;
         }
@@ -738,19 +735,19 @@ impl<'a> BlockView<'a> {
             .map_err(|reason| entry_err(format!("move indices invalid: {reason}")))?,
         };
         let kinds = self.kinds(cur, n, i)?;
-        let pg = kinds.iter().filter(|&&k| k & KIND_POLYGLOT != 0).count();
-        if (pg > 0) != (flags & FLAG_POLYGLOT != 0) {
-            return Err(self.bad(format!(
-                "polyglot flag of entry {i} disagrees with its moves"
-            )));
+        let extras = kinds.iter().filter(|&&k| k & KIND_EXTRA != 0).count();
+        if (extras > 0) != (flags & FLAG_EXTRA != 0) {
+            return Err(self.bad(format!("extra flag of entry {i} disagrees with its moves")));
         }
-        if self.cols[14].len() < 2 * (cur.pg + pg) || self.cols[15].len() < 4 * (cur.pg + pg) {
-            return Err(self.bad(format!("polyglot columns too short at entry {i}")));
+        if self.cols[14].len() < 2 * (cur.extra + extras)
+            || self.cols[15].len() < 4 * (cur.extra + extras)
+        {
+            return Err(self.bad(format!("extra columns too short at entry {i}")));
         }
         let mut moves = Vec::with_capacity(n);
         for (&kind, &mv) in kinds.iter().zip(&codes) {
-            let has_pg = kind & KIND_POLYGLOT != 0;
-            let kind = kind & !KIND_POLYGLOT;
+            let has_extra = kind & KIND_EXTRA != 0;
+            let kind = kind & !KIND_EXTRA;
             let mut rec = MoveRec {
                 mv,
                 indexed: kept_indices,
@@ -778,10 +775,10 @@ impl<'a> BlockView<'a> {
                     rec.rating_count = self.next_value(cur, 5, i)?;
                 }
             }
-            if has_pg {
-                let p = cur.pg;
-                cur.pg += 1;
-                rec.polyglot = Some(PolyglotExtra {
+            if has_extra {
+                let p = cur.extra;
+                cur.extra += 1;
+                rec.extra = Some(MoveExtra {
                     weight: u16::from_le_bytes([self.cols[14][2 * p], self.cols[14][2 * p + 1]]),
                     learn: u32::from_le_bytes([
                         self.cols[15][4 * p],
@@ -813,8 +810,8 @@ impl<'a> BlockView<'a> {
             && 2 * cur.raw_moves == self.cols[6].len()
             && cur.moves == self.cols[7].len()
             && (0..VARINT_COLS).all(|c| cur.offs[c] == self.cols[8 + c].len())
-            && 2 * cur.pg == self.cols[14].len()
-            && 4 * cur.pg == self.cols[15].len();
+            && 2 * cur.extra == self.cols[14].len()
+            && 4 * cur.extra == self.cols[15].len();
         if ok {
             Ok(())
         } else {
@@ -833,7 +830,8 @@ struct Cursor {
     moves: usize,
     idx_moves: usize,
     raw_moves: usize,
-    pg: usize,
+    /// Moves with an extra (entries in columns 14 and 15) so far.
+    extra: usize,
     /// Values consumed so far in each varint count column.
     vals: [usize; VARINT_COLS],
     /// Byte offsets into the varint columns, valid after `offs_at` values.
@@ -880,7 +878,7 @@ mod tests {
                     unknown: 0,
                     rating_sum: 2500 * i as u64,
                     rating_count: i as u64,
-                    polyglot: None,
+                    extra: None,
                     indexed: false,
                 }],
             })
@@ -891,7 +889,7 @@ mod tests {
             pos: None,
             moves: vec![MoveRec {
                 mv: 12,
-                polyglot: Some(PolyglotExtra {
+                extra: Some(MoveExtra {
                     weight: 7,
                     learn: 9,
                 }),
@@ -1043,7 +1041,7 @@ mod tests {
                 e.moves.push(MoveRec { mv: mv | 0x8000, unknown: w / 3, ..Default::default() });
                 if e.pos.is_none() {
                     for m in &mut e.moves {
-                        m.polyglot.get_or_insert_default();
+                        m.extra.get_or_insert_default();
                     }
                 }
                 e.normalize();

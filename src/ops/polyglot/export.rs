@@ -15,7 +15,7 @@ use crate::chess::PosState;
 use crate::chess::polyglot::{code_to_pg, raw_pg_from_code};
 use crate::error::{Error, Result};
 use crate::ops::query;
-use crate::store::{Book, Entry, MoveRec, PolyglotExtra};
+use crate::store::{Book, Entry, MoveExtra, MoveRec};
 
 /// `COUNT_MAX` of polyglot's `book_make.c`: counts of a key are halved when one reaches it.
 pub const COUNT_MAX: u64 = 16384;
@@ -192,7 +192,7 @@ struct OutMove {
     counts: MakeBookCounts,
     counted: bool,
     white_to_move: Option<bool>,
-    stored: Option<PolyglotExtra>,
+    stored: Option<MoveExtra>,
 }
 
 /// Computes the Polyglot entries of all book entries sharing one key.
@@ -227,9 +227,9 @@ pub(super) fn export_key(
                 o.counts.sum = o.counts.sum.saturating_add(c.sum);
                 o.counted = true;
             }
-            if let Some(x) = m.polyglot {
+            if let Some(x) = m.extra {
                 o.stored = Some(match o.stored {
-                    Some(y) => PolyglotExtra {
+                    Some(y) => MoveExtra {
                         weight: x.weight.max(y.weight),
                         learn: x.learn.max(y.learn),
                     },
@@ -563,7 +563,7 @@ mod tests {
                     // Imported from Polyglot, no games: stored weight and learn as they are.
                     MoveRec {
                         mv: code("g2g4"),
-                        polyglot: Some(PolyglotExtra {
+                        extra: Some(MoveExtra {
                             weight: 77,
                             learn: 9,
                         }),
@@ -573,7 +573,7 @@ mod tests {
                     MoveRec {
                         mv: code("c2c4"),
                         draws: 2,
-                        polyglot: Some(PolyglotExtra {
+                        extra: Some(MoveExtra {
                             weight: 500,
                             learn: 3,
                         }),

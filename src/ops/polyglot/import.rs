@@ -16,7 +16,7 @@ use crate::chess::{PosState, encode_move, polyglot_key};
 use crate::error::Result;
 use crate::ops::import::{WriterLock, remove_stale_temp_books};
 use crate::store::entry::MergeIter;
-use crate::store::{Book, BookMeta, BookWriter, Entry, MoveRec, PolyglotExtra, WriterOptions};
+use crate::store::{Book, BookMeta, BookWriter, Entry, MoveExtra, MoveRec, WriterOptions};
 
 #[derive(Clone, Debug, Default)]
 pub struct PolyglotImportOptions {
@@ -264,7 +264,7 @@ fn place_file(
             let code = encode_move(&m);
             if let Some(rec) = moves.iter_mut().find(|r| r.mv == code) {
                 // e1g1 and e1h1 both listed: one move in two encodings.
-                if let Some(x) = rec.polyglot.as_mut() {
+                if let Some(x) = rec.extra.as_mut() {
                     x.weight = x.weight.max(weight);
                     x.learn = x.learn.max(learn);
                 }
@@ -281,7 +281,7 @@ fn place_file(
             km.used[i] = true;
             moves.push(MoveRec {
                 mv: code,
-                polyglot: Some(PolyglotExtra { weight, learn }),
+                extra: Some(MoveExtra { weight, learn }),
                 ..Default::default()
             });
             let mut child = pos.clone();
@@ -322,7 +322,7 @@ fn place_file(
             .filter(|(_, used)| !**used)
             .map(|(&(pg, weight, learn), _)| MoveRec {
                 mv: raw_code_from_pg(pg),
-                polyglot: Some(PolyglotExtra { weight, learn }),
+                extra: Some(MoveExtra { weight, learn }),
                 ..Default::default()
             })
             .collect();
@@ -563,8 +563,8 @@ mod tests {
             .find(|e| e.key == polyglot_key(&after_e4))
             .unwrap();
         assert_eq!(
-            at_e4.moves[0].polyglot,
-            Some(PolyglotExtra {
+            at_e4.moves[0].extra,
+            Some(MoveExtra {
                 weight: 4,
                 learn: 0
             })

@@ -31,7 +31,7 @@
 //! most once per game (DESIGN §2), so a game that repeats a position within `max_ply` gives
 //! polyglot a higher `n`/`sum` for the repeated pairs. The (key, move) sets are the same.
 //!
-//! Moves imported from a Polyglot book (`MoveRec::polyglot = Some`) with no game counts are
+//! Moves imported from a Polyglot book (`MoveRec::extra = Some`) with no game counts are
 //! written with their stored weight and learn, unchanged: `--min-games`/`--min-score` do not
 //! apply to them (they have no games), `--only-white`/`--only-black` apply when the position is
 //! known, `--uniform` writes 1 for a non-zero stored weight. A move with game counts is weighted
@@ -58,8 +58,8 @@
 //! are visited: one bridging ply, so that books holding one side's moves only (repertoire books,
 //! per-player books, `-only-white` books) and books without the start position are placed too.
 //! A position is only ever placed under a key the file lists (a 64-bit match). Placed moves are
-//! stored with the book's move code (castling as `e1g1`), `polyglot = Some(weight, learn)` and
-//! zero counts.
+//! stored with the book's move code (castling as `e1g1`), the entry's weight and learn as the
+//! move's extra (`MoveRec::extra = Some(MoveExtra { weight, learn })`) and zero counts.
 //! Moves that are legal in no reached position of their key, and entries whose key is never
 //! reached, go into a key-only entry of that key with the raw Polyglot squares: from, to and
 //! promotion are translated to the book's code layout without interpretation (castling stays
