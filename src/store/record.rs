@@ -3,7 +3,7 @@
 //!
 //! moves := count:varint, then per move: code:u16 LE, flags:u8 (bit 0: the extra follows),
 //! white, draws, black, unknown, rating_sum, rating_count: varint each, [weight:u16 LE, learn:u32 LE]
-//! (the [`MoveExtra`](super::entry::MoveExtra) of the move).
+//! (the [`MoveExtra`] of the move).
 
 use super::entry::{Entry, MoveExtra, MoveRec};
 use super::varint;
