@@ -1,7 +1,8 @@
 //! Valid blocks from fuzz-chosen entries: positions sampled from fixed legal games, moves
-//! legal (stored as indices) or arbitrary (stored raw), key-only and Polyglot entries, counts
-//! from tiny to u64::MAX. Each block is built (`build_payload`), sealed (`seal`, with or
-//! without zstd, identity or chess model) and read back.
+//! legal (stored as indices) or arbitrary (stored raw), key-only entries and moves with extras
+//! (weight and opaque value, as Polyglot imports store), counts from tiny to u64::MAX. Each
+//! block is built (`build_payload`), sealed (`seal`, with or without zstd, identity or chess
+//! model) and read back.
 //!
 //! Checks: the untouched block opens and decodes to exactly the entries; `find` and
 //! `find_coded` return each entry; flipping any single byte (fuzz-chosen position and mask)

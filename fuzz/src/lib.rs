@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use arbitrary::{Result as ArbResult, Unstructured};
 use bookdb::chess::{ChessCodec, ChessModel, PosState, encode_move, parse_move};
-use bookdb::store::entry::{Entry, MoveRec, PolyglotExtra};
+use bookdb::store::entry::{Entry, MoveExtra, MoveRec};
 use bookdb::store::{IdentityModel, PositionCodec, PositionModel};
 use shakmaty::{Chess, Position};
 
@@ -102,8 +102,9 @@ pub fn model_for(id: u16) -> &'static dyn PositionModel {
 }
 
 /// One move record with fuzz-chosen statistics. Small counts are favoured so that the
-/// compact record kinds (single game, single rated game) occur as well as general ones.
-fn arb_move(u: &mut Unstructured<'_>, mv: u16, polyglot: bool) -> ArbResult<MoveRec> {
+/// compact record kinds (single game, single rated game) occur as well as general ones; with
+/// `extra`, it carries a fuzz-chosen `MoveExtra` (as Polyglot imports store).
+fn arb_move(u: &mut Unstructured<'_>, mv: u16, extra: bool) -> ArbResult<MoveRec> {
     let mut rec = MoveRec {
         mv,
         ..Default::default()
@@ -141,8 +142,8 @@ fn arb_move(u: &mut Unstructured<'_>, mv: u16, polyglot: bool) -> ArbResult<Move
             rec.rating_count = u.arbitrary()?;
         }
     }
-    if polyglot {
-        rec.polyglot = Some(PolyglotExtra {
+    if extra {
+        rec.extra = Some(MoveExtra {
             weight: u.arbitrary()?,
             learn: u.arbitrary()?,
         });
@@ -159,7 +160,7 @@ pub fn arb_entries(u: &mut Unstructured<'_>, max_entries: usize) -> ArbResult<Ve
     let n = u.int_in_range(1..=max_entries.max(1))?;
     let mut out: Vec<Entry> = Vec::with_capacity(n);
     for _ in 0..n {
-        let polyglot = u.ratio(1u8, 8)?;
+        let extra = u.ratio(1u8, 8)?;
         let key_only = u.ratio(1u8, 8)?;
         let nmoves = u.int_in_range(1usize..=6)?;
         let mut moves = Vec::with_capacity(nmoves);
@@ -167,7 +168,7 @@ pub fn arb_entries(u: &mut Unstructured<'_>, max_entries: usize) -> ArbResult<Ve
             let key: u64 = u.arbitrary()?;
             for _ in 0..nmoves {
                 let mv: u16 = u.arbitrary()?;
-                moves.push(arb_move(u, mv, polyglot)?);
+                moves.push(arb_move(u, mv, extra)?);
             }
             Entry { coded: None,
                 key,
@@ -183,7 +184,7 @@ pub fn arb_entries(u: &mut Unstructured<'_>, max_entries: usize) -> ArbResult<Ve
                 } else {
                     *u.choose(&s.legal)?
                 };
-                moves.push(arb_move(u, mv, polyglot)?);
+                moves.push(arb_move(u, mv, extra)?);
             }
             Entry { coded: None,
                 key: s.key,
@@ -205,12 +206,12 @@ pub fn arb_entries(u: &mut Unstructured<'_>, max_entries: usize) -> ArbResult<Ve
             false
         }
     });
-    // A block stores Polyglot fields for all moves of an entry or for none: a move without
-    // them reads back as `Some(default)`. Writers keep entries uniform; so do we.
+    // An entry with extras (weight, opaque value) gets one on every move, as a Polyglot import
+    // writes them.
     for e in &mut out {
-        if e.has_polyglot() {
+        if e.has_extra() {
             for m in &mut e.moves {
-                m.polyglot.get_or_insert_default();
+                m.extra.get_or_insert_default();
             }
         }
     }

@@ -1,9 +1,12 @@
-//! Chess layer: the packed position codec, Polyglot keys, FENs and move codes, and the
-//! [`ChessCodec`] that plugs chess into the game-independent store.
+//! Chess layer: the packed position codec, Polyglot keys, FENs and move codes, Polyglot move
+//! conversion, key-only attachment, and the [`ChessCodec`] that plugs chess into the
+//! game-independent store.
 
+pub mod attach;
 pub mod legal;
 pub mod model;
 pub mod packed;
+pub mod polyglot;
 pub mod position;
 pub mod rangecoder;
 

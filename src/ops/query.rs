@@ -48,8 +48,8 @@ fn move_json(m: &MoveRec, pos: Option<&Chess>) -> MoveJson {
         unknown: m.unknown,
         games: m.games(),
         avg_rating: (m.rating_count > 0).then(|| m.rating_sum / m.rating_count),
-        weight: m.polyglot.map(|p| p.weight),
-        learn: m.polyglot.map(|p| p.learn),
+        weight: m.extra.map(|p| p.weight),
+        learn: m.extra.map(|p| p.learn),
     }
 }
 

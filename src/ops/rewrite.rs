@@ -50,99 +50,9 @@ pub struct MergeSummary {
     pub elapsed_secs: f64,
 }
 
-/// Attaches key-only entries (Polyglot moves whose position was unknown when imported) to the
-/// position that now has their key, in a stream of entries in book order: when exactly one
-/// position has the key, each key-only move that is a legal move there (Polyglot castling
-/// king-takes-rook or `e1g1` style) joins that position's moves with its counts, weight and
-/// learn; moves that are not legal there stay key-only. Used by every whole-book rewrite.
-pub struct AttachKeyOnly<I: Iterator<Item = Result<Entry>>> {
-    inner: std::iter::Peekable<I>,
-    ready: std::collections::VecDeque<Entry>,
-    /// Key-only moves attached so far.
-    pub attached: u64,
-}
-
-impl<I: Iterator<Item = Result<Entry>>> AttachKeyOnly<I> {
-    pub fn new(inner: I) -> Self {
-        AttachKeyOnly {
-            inner: inner.peekable(),
-            ready: Default::default(),
-            attached: 0,
-        }
-    }
-
-    fn attach(&mut self, group: &mut Vec<Entry>) {
-        // Key-only entries sort first within a key.
-        let key_only = group.iter().take_while(|e| e.pos.is_none()).count();
-        if key_only == 0 || group.len() - key_only != 1 {
-            return;
-        }
-        let Some(chess) = group[key_only]
-            .pos
-            .as_deref()
-            .and_then(|p| crate::chess::PosState::unpack(p).ok())
-            .and_then(|s| s.to_chess().ok())
-        else {
-            return;
-        };
-        let mut found = Vec::new();
-        for e in &mut group[..key_only] {
-            e.moves.retain(|m| {
-                let pg = super::polyglot::raw_pg_from_code(m.mv);
-                match super::polyglot::pg_to_legal(&chess, pg) {
-                    Some((legal, _)) => {
-                        found.push(crate::store::MoveRec {
-                            mv: crate::chess::encode_move(&legal),
-                            ..m.clone()
-                        });
-                        false
-                    }
-                    None => true,
-                }
-            });
-        }
-        if found.is_empty() {
-            return;
-        }
-        self.attached += found.len() as u64;
-        let target = &mut group[key_only];
-        target.moves.extend(found);
-        target.normalize();
-        group.retain(|e| !e.moves.is_empty());
-    }
-}
-
-impl<I: Iterator<Item = Result<Entry>>> Iterator for AttachKeyOnly<I> {
-    type Item = Result<Entry>;
-
-    fn next(&mut self) -> Option<Result<Entry>> {
-        if let Some(e) = self.ready.pop_front() {
-            return Some(Ok(e));
-        }
-        let first = match self.inner.next()? {
-            Ok(e) => e,
-            Err(e) => return Some(Err(e)),
-        };
-        if first.pos.is_some() {
-            // Only a group that starts with a key-only entry can change.
-            return Some(Ok(first));
-        }
-        let mut group = vec![first];
-        while let Some(Ok(e)) = self.inner.peek() {
-            if e.key != group[0].key {
-                break;
-            }
-            match self.inner.next() {
-                Some(Ok(e)) => group.push(e),
-                Some(Err(e)) => return Some(Err(e)),
-                None => break,
-            }
-        }
-        self.attach(&mut group);
-        self.ready.extend(group);
-        self.ready.pop_front().map(Ok).or_else(|| self.next())
-    }
-}
+/// Joins key-only moves to their position in every whole-book rewrite; it lives in the chess
+/// layer (it reads Polyglot moves) and is re-exported here for the rewrites' callers.
+pub use crate::chess::attach::AttachKeyOnly;
 
 /// Entries a rewrite reads from a book (positions and key-only entries, delta tier merged),
 /// for a progress bar's length.
@@ -304,7 +214,7 @@ fn rewrite_whole(
         if let Some(n) = min_games {
             let len = e.moves.len();
             e.moves
-                .retain(|m| m.games() >= n || (m.games() == 0 && m.polyglot.is_some()));
+                .retain(|m| m.games() >= n || (m.games() == 0 && m.extra.is_some()));
             moves_pruned += (len - e.moves.len()) as u64;
             if e.moves.is_empty() {
                 positions_pruned += 1;

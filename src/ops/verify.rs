@@ -173,7 +173,7 @@ fn check_entry(place: &str, e: &Entry, report: &mut VerifyReport) {
         )));
     }
     for m in &e.moves {
-        if m.games() == 0 && m.polyglot.is_none() {
+        if m.games() == 0 && m.extra.is_none() {
             report.problem(bad(format!(
                 "key {:016x}: move {} has no games",
                 e.key,

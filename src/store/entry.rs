@@ -2,10 +2,13 @@
 
 use std::cmp::Ordering;
 
-/// Polyglot fields kept for moves imported from `.bin` books.
+/// A move's optional extra: a weight and an opaque 32-bit value carried over from an imported
+/// book (Polyglot imports store an entry's weight and learn value here). Merging two records of
+/// a move adds the weights, saturating, and keeps the larger opaque value ([`MoveRec::add`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct PolyglotExtra {
+pub struct MoveExtra {
     pub weight: u16,
+    /// Opaque to the store: compared only to keep the larger one.
     pub learn: u32,
 }
 
@@ -21,7 +24,8 @@ pub struct MoveRec {
     /// Sum and count of the mover's rating over the games that played this move.
     pub rating_sum: u64,
     pub rating_count: u64,
-    pub polyglot: Option<PolyglotExtra>,
+    /// Weight and opaque value from an imported book, if any.
+    pub extra: Option<MoveExtra>,
     /// In memory only, during rewrites: `mv` is not a code but the move's index
     /// ([`crate::store::PositionCodec::index_moves`]), as read from a block by
     /// `Book::iter_for_rewrite`; the writer stores it as an index again. Never persisted.
@@ -50,8 +54,8 @@ impl MoveRec {
         self.unknown = self.unknown.saturating_add(o.unknown);
         self.rating_sum = self.rating_sum.saturating_add(o.rating_sum);
         self.rating_count = self.rating_count.saturating_add(o.rating_count);
-        self.polyglot = match (self.polyglot, o.polyglot) {
-            (Some(a), Some(b)) => Some(PolyglotExtra {
+        self.extra = match (self.extra, o.extra) {
+            (Some(a), Some(b)) => Some(MoveExtra {
                 weight: a.weight.saturating_add(b.weight),
                 learn: a.learn.max(b.learn),
             }),
@@ -60,8 +64,9 @@ impl MoveRec {
     }
 }
 
-/// A position with its moves. `pos == None` marks a key-only entry (a Polyglot entry whose
-/// position could not be reconstructed); it orders before positioned entries of the same key.
+/// A position with its moves. `pos == None` marks a key-only entry (moves imported under a key
+/// whose position could not be reconstructed); it orders before positioned entries of the same
+/// key.
 #[derive(Clone, Debug, Default)]
 pub struct Entry {
     pub key: u64,
@@ -107,8 +112,9 @@ impl Entry {
         self.moves.iter().map(MoveRec::games).sum()
     }
 
-    pub fn has_polyglot(&self) -> bool {
-        self.moves.iter().any(|m| m.polyglot.is_some())
+    /// Whether some move carries a [`MoveExtra`].
+    pub fn has_extra(&self) -> bool {
+        self.moves.iter().any(|m| m.extra.is_some())
     }
 
     /// Merges the moves of an entry with the same identity (sorted merge by move code).

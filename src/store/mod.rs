@@ -14,7 +14,7 @@ pub mod varint;
 pub use block::{BlockHeader, BlockView, Compression};
 pub use book::BookIter;
 pub use book::{Book, BookCompression, BookMeta, BookWriter, WriterOptions};
-pub use entry::{Entry, MoveRec, PolyglotExtra};
+pub use entry::{Entry, MoveExtra, MoveRec};
 
 /// Writes to every page of a freshly allocated zeroed vector. Lookups read slots before any
 /// insert writes them, and the first read of an untouched page maps the kernel's shared zero

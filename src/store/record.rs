@@ -1,10 +1,11 @@
 //! The uncompressed record encoding of an entry's moves, shared by the delta tier and the
 //! sorted runs of the import pipeline (docs/FORMAT.md §7).
 //!
-//! moves := count:varint, then per move: code:u16 LE, flags:u8 (bit 0: polyglot fields follow),
-//! white, draws, black, unknown, rating_sum, rating_count: varint each, [weight:u16 LE, learn:u32 LE].
+//! moves := count:varint, then per move: code:u16 LE, flags:u8 (bit 0: the extra follows),
+//! white, draws, black, unknown, rating_sum, rating_count: varint each, [weight:u16 LE, learn:u32 LE]
+//! (the [`MoveExtra`] of the move).
 
-use super::entry::{Entry, MoveRec, PolyglotExtra};
+use super::entry::{Entry, MoveExtra, MoveRec};
 use super::varint;
 
 /// Moves as codes only: rewrites decode move indices (`MoveRec::indexed`) before anything
@@ -14,7 +15,7 @@ pub fn encode_moves(moves: &[MoveRec], out: &mut Vec<u8>) {
     for m in moves {
         debug_assert!(!m.indexed, "move index written as a code");
         out.extend_from_slice(&m.mv.to_le_bytes());
-        out.push(u8::from(m.polyglot.is_some()));
+        out.push(u8::from(m.extra.is_some()));
         for v in [
             m.white,
             m.draws,
@@ -25,7 +26,7 @@ pub fn encode_moves(moves: &[MoveRec], out: &mut Vec<u8>) {
         ] {
             varint::put(out, v);
         }
-        if let Some(p) = m.polyglot {
+        if let Some(p) = m.extra {
             out.extend_from_slice(&p.weight.to_le_bytes());
             out.extend_from_slice(&p.learn.to_le_bytes());
         }
@@ -57,10 +58,10 @@ pub fn decode_moves(data: &[u8], pos: &mut usize) -> Option<Vec<MoveRec>> {
         for x in &mut v {
             *x = varint::get(data, pos)?;
         }
-        let polyglot = if flags == 1 {
+        let extra = if flags == 1 {
             let w = take(data, pos, 2)?;
             let l = take(data, pos, 4)?;
-            Some(PolyglotExtra {
+            Some(MoveExtra {
                 weight: u16::from_le_bytes([w[0], w[1]]),
                 learn: u32::from_le_bytes([l[0], l[1], l[2], l[3]]),
             })
@@ -75,7 +76,7 @@ pub fn decode_moves(data: &[u8], pos: &mut usize) -> Option<Vec<MoveRec>> {
             unknown: v[3],
             rating_sum: v[4],
             rating_count: v[5],
-            polyglot,
+            extra,
             indexed: false,
         });
     }
@@ -129,7 +130,7 @@ mod tests {
                 pos,
                 moves: moves
                     .into_iter()
-                    .map(|(mv, v, pg)| MoveRec {
+                    .map(|(mv, v, x)| MoveRec {
                         mv,
                         white: v[0],
                         draws: v[1],
@@ -137,7 +138,7 @@ mod tests {
                         unknown: v[3],
                         rating_sum: v[4],
                         rating_count: v[5],
-                        polyglot: pg.map(|(weight, learn)| PolyglotExtra { weight, learn }),
+                        extra: x.map(|(weight, learn)| MoveExtra { weight, learn }),
                         indexed: false,
                     })
                     .collect(),

@@ -428,7 +428,7 @@ impl SortedAggregate {
                 unknown: u64::from(a.counts[3]),
                 rating_sum: a.rating_sum,
                 rating_count: u64::from(a.rating_count),
-                polyglot: None,
+                extra: None,
                 indexed: false,
             });
             m = a.next;

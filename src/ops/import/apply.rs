@@ -8,7 +8,7 @@ use super::aggregate::SortedAggregate;
 use super::options::{Applied, ImportOptions};
 use super::plan::PlannedInput;
 use super::record;
-use super::state::{COUNTED_TABLE, GAMES_LOG, ImportState, STATE_FILE, Staging};
+use super::state::{COUNTED_TABLE, GAMES_LOG, ImportState, InputCounts, STATE_FILE, Staging};
 use crate::error::Result;
 use crate::ops::progress::Progress;
 use crate::store::book::{self, DeltaCommitError};
@@ -64,7 +64,7 @@ pub(super) fn apply_phase(
             .as_bytes()
         )
     );
-    let records = record::records(plan, &state.per_input, opts, now, &attempt)?;
+    let records = records(plan, &state.per_input, opts, now, &attempt)?;
     let run_entries: u64 = match &in_memory {
         Some(parts) => parts.iter().map(|p| p.len() as u64).sum(),
         None => state.runs.iter().map(|(_, n)| n).sum(),
@@ -274,4 +274,34 @@ fn rewrite(
     w.finish()?;
     trace.mark("rewrite: finish (last blocks, meta, commit, compact, rename)");
     Ok(Applied::Rewrite)
+}
+
+/// The records of an import attempt: (fingerprint, record bytes) for each input with a
+/// fingerprint (every input, once stdin has been read).
+pub(super) fn records(
+    plan: &[PlannedInput],
+    per_input: &[InputCounts],
+    opts: &ImportOptions,
+    imported_at: u64,
+    attempt: &str,
+) -> Result<Vec<(String, Vec<u8>)>> {
+    plan.iter()
+        .zip(per_input)
+        .filter_map(|(p, c)| {
+            let fp = p.fingerprint.clone()?;
+            let rec = record::ImportRecord {
+                attempt: Some(attempt.to_string()),
+                bytes: p.bytes,
+                dedupe: opts.dedupe,
+                games_imported: c.imported,
+                games_read: c.read,
+                games_skipped: c.skipped,
+                imported_at,
+                max_ply: opts.rules.max_ply,
+                min_rating: opts.rules.min_rating,
+                name: p.name.clone(),
+            };
+            Some(rec.to_bytes().map(|b| (fp, b)))
+        })
+        .collect()
 }

@@ -3,9 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::options::ImportOptions;
-use super::plan::PlannedInput;
-use super::state::InputCounts;
 use crate::error::{Error, Result};
 
 /// One input's record in the book's `imports` table.
@@ -50,38 +47,12 @@ impl ImportRecord {
     }
 }
 
-/// The records of an import attempt: (fingerprint, record bytes) for each input with a
-/// fingerprint (every input, once stdin has been read).
-pub(super) fn records(
-    plan: &[PlannedInput],
-    per_input: &[InputCounts],
-    opts: &ImportOptions,
-    imported_at: u64,
-    attempt: &str,
-) -> Result<Vec<(String, Vec<u8>)>> {
-    plan.iter()
-        .zip(per_input)
-        .filter_map(|(p, c)| {
-            let fp = p.fingerprint.clone()?;
-            let rec = ImportRecord {
-                attempt: Some(attempt.to_string()),
-                bytes: p.bytes,
-                dedupe: opts.dedupe,
-                games_imported: c.imported,
-                games_read: c.read,
-                games_skipped: c.skipped,
-                imported_at,
-                max_ply: opts.rules.max_ply,
-                min_rating: opts.rules.min_rating,
-                name: p.name.clone(),
-            };
-            Some(rec.to_bytes().map(|b| (fp, b)))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::apply::records;
+    use super::super::options::ImportOptions;
+    use super::super::plan::PlannedInput;
+    use super::super::state::InputCounts;
     use super::*;
     use crate::ops::pgn::CountRules;
 

@@ -20,8 +20,6 @@ pub use iter::*;
 pub use reader::*;
 pub use schema::*;
 pub use writer::*;
-// TEMP until ops::polyglot is merged.
-pub use crate::store::files::temp_sibling;
 
 use crate::error::{Corruption, Error, Result};
 use crate::store::entry::{Entry, MergeIter};

@@ -203,12 +203,6 @@ impl BookWriter {
         Ok(())
     }
 
-    /// Records in the new book every game fingerprint `book` holds (being replaced by
-    /// [`BookWriter::carry_over`]).
-    pub fn keep_game_fingerprints_of(&mut self, book: &Book) {
-        self.games_from.push(book.db.clone());
-    }
-
     /// Import records of this run (input fingerprint → record); they replace carried-over
     /// records of the same input.
     pub fn add_imports(&mut self, records: impl IntoIterator<Item = (String, Vec<u8>)>) {

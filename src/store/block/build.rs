@@ -1,0 +1,160 @@
+//! Column coding, writer side: preparing an entry (its position coded with the book's model,
+//! its moves as indices where the codec can index them) and building a block's payload, the
+//! columns of section A and the coded positions of section B.
+
+use super::{COLUMNS, FLAG_EXTRA, FLAG_KEY_ONLY, FLAG_RAW_MOVES, KIND_EXTRA, KIND_GENERAL};
+use crate::store::entry::{Entry, MoveRec};
+use crate::store::{PositionCodec, PositionModel, varint};
+
+/// The two sections of an unsealed block: A (columns, to be compressed) and B (positions as
+/// coded by the block's model).
+pub struct Payload {
+    pub count: usize,
+    pub a: Vec<u8>,
+    pub b: Vec<u8>,
+}
+
+/// What the writer computes once per entry: its coded position and, if the codec can index
+/// its moves, their small indices.
+#[derive(Clone, Debug, Default)]
+pub struct Prepared {
+    pub coded: Vec<u8>,
+    pub move_idx: Option<Vec<u8>>,
+}
+
+pub fn prepare(
+    e: &Entry,
+    codec: &dyn PositionCodec,
+    model: &dyn PositionModel,
+) -> Result<Prepared, String> {
+    let mut p = Prepared::default();
+    if let Some(pos) = &e.pos {
+        if e.moves.first().is_some_and(|m| m.indexed) {
+            // Moves already indexed (a rewrite read them so); the writer has checked that
+            // all are. A position already coded with the writer's model is stored as it is.
+            match &e.coded {
+                Some(c) => p.coded.extend_from_slice(c),
+                None => {
+                    codec.prepare(model, pos, &[], &mut p.coded)?;
+                }
+            }
+            p.move_idx = Some(e.moves.iter().map(|m| m.mv as u8).collect());
+            return Ok(p);
+        }
+        let mut moves = [0u16; 32];
+        p.move_idx = if e.moves.len() <= moves.len() {
+            for (d, m) in moves.iter_mut().zip(&e.moves) {
+                *d = m.mv;
+            }
+            codec.prepare(model, pos, &moves[..e.moves.len()], &mut p.coded)?
+        } else {
+            let moves: Vec<u16> = e.moves.iter().map(|m| m.mv).collect();
+            codec.prepare(model, pos, &moves, &mut p.coded)?
+        };
+    }
+    Ok(p)
+}
+
+fn move_kind(m: &MoveRec) -> u8 {
+    if m.games() != 1 {
+        return KIND_GENERAL;
+    }
+    let r = if m.white == 1 {
+        0
+    } else if m.draws == 1 {
+        1
+    } else if m.black == 1 {
+        2
+    } else {
+        3
+    };
+    match (m.rating_count, m.rating_sum) {
+        (0, 0) => r,
+        (1, _) => 4 + r,
+        _ => KIND_GENERAL,
+    }
+}
+
+/// Builds the payload of sorted entries, preparing each with `codec` and `model`.
+pub fn build_payload(
+    entries: &[Entry],
+    codec: &dyn PositionCodec,
+    model: &dyn PositionModel,
+) -> Result<Payload, String> {
+    let prepared = entries
+        .iter()
+        .map(|e| prepare(e, codec, model))
+        .collect::<Result<Vec<_>, _>>()?;
+    build_payload_with(entries, &prepared)
+}
+
+/// Builds the payload from entries and their prepared forms (same length).
+pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Payload, String> {
+    if entries.len() != prepared.len() {
+        return Err("entries and prepared forms differ in number".into());
+    }
+    let mut cols: [Vec<u8>; COLUMNS] = Default::default();
+    let mut b = Vec::new();
+    for (e, p) in entries.iter().zip(prepared) {
+        cols[0].push(e.key as u8);
+        let extra = e.has_extra();
+        let raw_moves = e.pos.is_none() || p.move_idx.is_none();
+        let flags = if e.pos.is_none() { FLAG_KEY_ONLY } else { 0 }
+            | if extra { FLAG_EXTRA } else { 0 }
+            | if raw_moves { FLAG_RAW_MOVES } else { 0 };
+        cols[1].push(flags);
+        varint::put(&mut cols[2], e.moves.len() as u64);
+        match &e.pos {
+            Some(_) => {
+                varint::put(&mut cols[3], p.coded.len() as u64);
+                b.extend_from_slice(&p.coded);
+            }
+            None => cols[4].extend_from_slice(&e.key.to_le_bytes()),
+        }
+        match (&p.move_idx, raw_moves) {
+            (Some(idx), false) if idx.len() == e.moves.len() => cols[5].extend_from_slice(idx),
+            (_, false) => return Err("move indices do not match the moves".into()),
+            (_, true) => {
+                for mv in &e.moves {
+                    if mv.indexed {
+                        return Err("a move index cannot be stored as a raw move".into());
+                    }
+                    cols[6].extend_from_slice(&mv.mv.to_le_bytes());
+                }
+            }
+        }
+        for mv in &e.moves {
+            let kind = move_kind(mv);
+            cols[7].push(kind | if mv.extra.is_some() { KIND_EXTRA } else { 0 });
+            match kind {
+                0..=3 => {}
+                4..=7 => varint::put(&mut cols[12], mv.rating_sum),
+                _ => {
+                    varint::put(&mut cols[8], mv.white);
+                    varint::put(&mut cols[9], mv.draws);
+                    varint::put(&mut cols[10], mv.black);
+                    varint::put(&mut cols[11], mv.unknown);
+                    varint::put(&mut cols[12], mv.rating_sum);
+                    varint::put(&mut cols[13], mv.rating_count);
+                }
+            }
+            if let Some(x) = mv.extra {
+                cols[14].extend_from_slice(&x.weight.to_le_bytes());
+                cols[15].extend_from_slice(&x.learn.to_le_bytes());
+            }
+        }
+    }
+    let total: usize = cols.iter().map(Vec::len).sum();
+    let mut a = Vec::with_capacity(COLUMNS * 4 + total);
+    for c in &cols {
+        a.extend_from_slice(&(c.len() as u32).to_le_bytes());
+    }
+    for c in &cols {
+        a.extend_from_slice(c);
+    }
+    Ok(Payload {
+        count: entries.len(),
+        a,
+        b,
+    })
+}

@@ -1,0 +1,501 @@
+//! Column coding, reader side: [`BlockView`] checks an opened block's column directory and
+//! decodes its entries (all of them, the ones with a key, or the one with given coded position
+//! bytes), walking the columns with a cursor.
+
+use super::header::OpenBlock;
+use super::{COLUMNS, FLAG_EXTRA, FLAG_KEY_ONLY, FLAG_RAW_MOVES, KIND_EXTRA, KIND_GENERAL};
+use crate::error::Corruption;
+use crate::store::entry::{Entry, MoveExtra, MoveRec};
+use crate::store::{PositionCodec, PositionModel, varint};
+
+/// Longest stored position handed on as it is (any model codes a position in fewer bytes: 67
+/// symbols of at least 1/2^15 each).
+const MAX_PASSED_CODE: usize = 128;
+
+/// What a rewrite keeps of stored entries instead of decoding it
+/// ([`BlockView::entries_as`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Keep {
+    /// Indexed moves come back as indices (`MoveRec::indexed`).
+    pub indices: bool,
+    /// Positions also come back as stored (`Entry::coded`); only for a writer that codes
+    /// with this block's model.
+    pub coded: bool,
+}
+
+/// A parsed view of an opened block: column slices, validated for size.
+pub struct BlockView<'a> {
+    pub block_key: u64,
+    pub count: usize,
+    cols: [&'a [u8]; COLUMNS],
+    b: &'a [u8],
+}
+
+/// Varint count columns 8..=13, indexed 0..6 in the cursor.
+const VARINT_COLS: usize = 6;
+
+impl<'a> BlockView<'a> {
+    pub fn parse(block_key: u64, blk: &'a OpenBlock<'_>) -> Result<BlockView<'a>, Corruption> {
+        Self::parse_parts(block_key, blk.header.count as usize, &blk.a, blk.b)
+    }
+
+    /// Parses a block from its entry count, decompressed section A and section B.
+    pub fn parse_parts(
+        block_key: u64,
+        count: usize,
+        raw: &'a [u8],
+        b: &'a [u8],
+    ) -> Result<BlockView<'a>, Corruption> {
+        let bad = |reason: String| Corruption::Payload { block_key, reason };
+        if raw.len() < COLUMNS * 4 {
+            return Err(bad("section A shorter than its column directory".into()));
+        }
+        let mut cols: [&[u8]; COLUMNS] = [&[]; COLUMNS];
+        let mut off = COLUMNS * 4;
+        for (i, col) in cols.iter_mut().enumerate() {
+            let len =
+                u32::from_le_bytes([raw[4 * i], raw[4 * i + 1], raw[4 * i + 2], raw[4 * i + 3]])
+                    as usize;
+            let end = off
+                .checked_add(len)
+                .filter(|&e| e <= raw.len())
+                .ok_or_else(|| bad(format!("column {i} overruns section A")))?;
+            *col = &raw[off..end];
+            off = end;
+        }
+        if off != raw.len() {
+            return Err(bad(format!(
+                "{} trailing bytes in section A",
+                raw.len() - off
+            )));
+        }
+        if count == 0 {
+            return Err(bad("empty block".into()));
+        }
+        if cols[0].len() != count || cols[1].len() != count {
+            return Err(bad(
+                "fragment or flag column does not match the entry count".into(),
+            ));
+        }
+        let known = FLAG_KEY_ONLY | FLAG_EXTRA | FLAG_RAW_MOVES;
+        if let Some(&f) = cols[1]
+            .iter()
+            .find(|&&f| f & !known != 0 || (f & FLAG_KEY_ONLY != 0 && f & FLAG_RAW_MOVES == 0))
+        {
+            return Err(bad(format!("invalid entry flags {f:#04x}")));
+        }
+        let key_only = cols[1].iter().filter(|&&f| f & FLAG_KEY_ONLY != 0).count();
+        if cols[4].len() != 8 * key_only {
+            return Err(bad("key column does not match the key-only entries".into()));
+        }
+        if let Some(&k) = cols[7].iter().find(|&&k| k & !KIND_EXTRA > KIND_GENERAL) {
+            return Err(bad(format!("invalid move record kind {k}")));
+        }
+        Ok(BlockView {
+            block_key,
+            count,
+            cols,
+            b,
+        })
+    }
+
+    pub fn fragment(&self, i: usize) -> u8 {
+        self.cols[0][i]
+    }
+
+    /// Decodes every entry, recomputing keys from positions and checking them against the
+    /// stored fragments.
+    pub fn entries(
+        &self,
+        codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
+    ) -> Result<Vec<Entry>, Corruption> {
+        self.entries_as(codec, model, Keep::default())
+    }
+
+    /// Like [`BlockView::entries`], keeping what `keep` says as stored (for rewrites).
+    pub fn entries_as(
+        &self,
+        codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
+        keep: Keep,
+    ) -> Result<Vec<Entry>, Corruption> {
+        let mut out = Vec::with_capacity(self.count);
+        let mut cur = Cursor::default();
+        for i in 0..self.count {
+            out.push(self.decode_at_known(i, &mut cur, codec, model, None, keep)?);
+        }
+        self.check_consumed(&cur)?;
+        Ok(out)
+    }
+
+    /// Entries whose key equals `key` (several if positions collide on the key).
+    pub fn find(
+        &self,
+        key: u64,
+        codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
+    ) -> Result<Vec<Entry>, Corruption> {
+        let frag = key as u8;
+        let mut out = Vec::new();
+        let mut cur = Cursor::default();
+        let mut at = 0;
+        for i in 0..self.count {
+            if self.fragment(i) != frag {
+                continue;
+            }
+            self.seek(&mut cur, at, i)?;
+            let e = self.decode_at(i, &mut cur, codec, model)?;
+            at = i + 1;
+            if e.key == key {
+                out.push(e);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The entry whose stored position bytes equal `coded` (a position coded with this
+    /// block's model) and whose key fragment matches; decodes only that entry.
+    pub fn find_coded(
+        &self,
+        key: u64,
+        coded: &[u8],
+        codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
+    ) -> Result<Option<Entry>, Corruption> {
+        self.find_coded_known(key, coded, None, codec, model)
+    }
+
+    /// As [`BlockView::find_coded`]; with `pos` (the position `coded` encodes, with key `key`)
+    /// the matching entry's position is not decoded again.
+    pub fn find_coded_known(
+        &self,
+        key: u64,
+        coded: &[u8],
+        pos: Option<&[u8]>,
+        codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
+    ) -> Result<Option<Entry>, Corruption> {
+        let frag = key as u8;
+        let mut cur = Cursor::default();
+        let mut at = 0;
+        for i in 0..self.count {
+            if self.fragment(i) != frag || self.cols[1][i] & FLAG_KEY_ONLY != 0 {
+                continue;
+            }
+            self.seek(&mut cur, at, i)?;
+            at = i;
+            let mut p = cur.poslen;
+            let len = varint::get(self.cols[3], &mut p)
+                .ok_or_else(|| self.bad(format!("position length of entry {i} unreadable")))?
+                as usize;
+            let stored = self
+                .b
+                .get(cur.b..cur.b.saturating_add(len))
+                .ok_or_else(|| self.bad(format!("position of entry {i} overruns section B")))?;
+            if stored == coded {
+                let e = self.decode_at_known(
+                    i,
+                    &mut cur,
+                    codec,
+                    model,
+                    pos.map(|p| (key, p)),
+                    Keep::default(),
+                )?;
+                return Ok((e.key == key).then_some(e));
+            }
+        }
+        Ok(None)
+    }
+
+    fn bad(&self, reason: String) -> Corruption {
+        Corruption::Payload {
+            block_key: self.block_key,
+            reason,
+        }
+    }
+
+    /// Reads entry i's move count, bounded by the moves the block actually holds (every move
+    /// has one kind byte), so later offset arithmetic cannot overflow.
+    fn move_count(&self, cur: &mut Cursor, i: usize) -> Result<usize, Corruption> {
+        let n = varint::get(self.cols[2], &mut cur.nmoves)
+            .ok_or_else(|| self.bad(format!("move count of entry {i} unreadable")))?;
+        let left = self.cols[7].len().saturating_sub(cur.moves);
+        match usize::try_from(n) {
+            Ok(n) if n <= left => Ok(n),
+            _ => Err(self.bad(format!(
+                "entry {i} claims {n} moves, the block holds {left} more"
+            ))),
+        }
+    }
+
+    fn kinds(&self, cur: &Cursor, n: usize, i: usize) -> Result<&'a [u8], Corruption> {
+        self.cols[7]
+            .get(cur.moves..cur.moves + n)
+            .ok_or_else(|| self.bad(format!("kind column too short at entry {i}")))
+    }
+
+    /// Advances the cursor over entries `from..to` without decoding them.
+    fn seek(&self, cur: &mut Cursor, from: usize, to: usize) -> Result<(), Corruption> {
+        for i in from..to {
+            let flags = self.cols[1][i];
+            let n = self.move_count(cur, i)?;
+            if flags & FLAG_KEY_ONLY != 0 {
+                cur.key_only += 1;
+            } else {
+                let len = varint::get(self.cols[3], &mut cur.poslen)
+                    .ok_or_else(|| self.bad(format!("position length of entry {i} unreadable")))?;
+                cur.b = cur.b.saturating_add(len as usize);
+            }
+            if flags & FLAG_RAW_MOVES != 0 {
+                cur.raw_moves += n;
+            } else {
+                cur.idx_moves += n;
+            }
+            for &k in self.kinds(cur, n, i)? {
+                cur.count_values(k & !KIND_EXTRA);
+                cur.extra += usize::from(k & KIND_EXTRA != 0);
+            }
+            cur.moves += n;
+        }
+        Ok(())
+    }
+
+    fn next_value(&self, cur: &mut Cursor, c: usize, i: usize) -> Result<u64, Corruption> {
+        let col = self.cols[8 + c];
+        if cur.offs_at[c] < cur.vals[c] {
+            let gap = cur.vals[c] - cur.offs_at[c];
+            let rest = col.get(cur.offs[c]..).unwrap_or(&[]);
+            cur.offs[c] += varint::skip(rest, gap)
+                .ok_or_else(|| self.bad(format!("count column {c} too short")))?;
+            cur.offs_at[c] = cur.vals[c];
+        }
+        let v = varint::get(col, &mut cur.offs[c])
+            .ok_or_else(|| self.bad(format!("count column {c} unreadable at entry {i}")))?;
+        cur.vals[c] += 1;
+        cur.offs_at[c] = cur.vals[c];
+        Ok(v)
+    }
+
+    fn decode_at(
+        &self,
+        i: usize,
+        cur: &mut Cursor,
+        codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
+    ) -> Result<Entry, Corruption> {
+        self.decode_at_known(i, cur, codec, model, None, Keep::default())
+    }
+
+    /// Decodes entry i; `known` is its (key, position) when the caller has already matched
+    /// the stored position bytes, which saves decoding the position and recomputing the key.
+    fn decode_at_known(
+        &self,
+        i: usize,
+        cur: &mut Cursor,
+        codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
+        known: Option<(u64, &[u8])>,
+        keep: Keep,
+    ) -> Result<Entry, Corruption> {
+        let keep_indices = keep.indices;
+        let flags = self.cols[1][i];
+        let n = self.move_count(cur, i)?;
+        let entry_err = |reason: String| Corruption::Entry {
+            block_key: self.block_key,
+            index: i,
+            reason,
+        };
+        let raw_moves = flags & FLAG_RAW_MOVES != 0;
+        let idx = if raw_moves {
+            None
+        } else {
+            let idx = self.cols[5]
+                .get(cur.idx_moves..cur.idx_moves + n)
+                .ok_or_else(|| self.bad(format!("move index column too short at entry {i}")))?;
+            cur.idx_moves += n;
+            Some(idx)
+        };
+        let mut unindexed = None;
+        let mut stored = None;
+        let (key, pos) = if flags & FLAG_KEY_ONLY != 0 {
+            let o = 8 * cur.key_only;
+            let mut k = [0u8; 8];
+            k.copy_from_slice(&self.cols[4][o..o + 8]);
+            cur.key_only += 1;
+            (u64::from_le_bytes(k), None)
+        } else {
+            let len = varint::get(self.cols[3], &mut cur.poslen)
+                .ok_or_else(|| self.bad(format!("position length of entry {i} unreadable")))?
+                as usize;
+            let coded = self
+                .b
+                .get(cur.b..cur.b.saturating_add(len))
+                .ok_or_else(|| self.bad(format!("position of entry {i} overruns section B")))?;
+            cur.b += len;
+            // Only bytes as the encoder writes them (no trailing zero byte, which the decoder
+            // would read the same) pass through, so a rewrite's file depends only on content.
+            if keep.coded && coded.last() != Some(&0) && coded.len() <= MAX_PASSED_CODE {
+                stored = Some(coded.to_vec());
+            }
+            if let Some((key, pos)) = known {
+                (key, Some(pos.to_vec()))
+            } else {
+                let r = codec
+                    .restore(model, coded, idx.filter(|_| !keep_indices))
+                    .map_err(|reason| entry_err(format!("position undecodable: {reason}")))?;
+                unindexed = r.moves;
+                (r.key, Some(r.pos))
+            }
+        };
+        if key as u8 != self.fragment(i) {
+            return Err(Corruption::KeyMismatch {
+                block_key: self.block_key,
+                index: i,
+                expected: (key & !0xff) | u64::from(self.fragment(i)),
+                found: key,
+            });
+        }
+        let kept_indices = keep_indices && idx.is_some() && pos.is_some();
+        let codes: Vec<u16> = match idx {
+            None => {
+                let col = self.cols[6];
+                let bytes = col
+                    .get(2 * cur.raw_moves..2 * (cur.raw_moves + n))
+                    .ok_or_else(|| self.bad(format!("raw move column too short at entry {i}")))?;
+                cur.raw_moves += n;
+                bytes
+                    .chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                    .collect()
+            }
+            Some(idx) if keep_indices && pos.is_some() => {
+                idx.iter().map(|&i| u16::from(i)).collect()
+            }
+            Some(idx) => match unindexed {
+                Some(r) => r,
+                None => {
+                    let pos = pos.as_deref().unwrap_or_default();
+                    codec.unindex_moves(pos, idx)
+                }
+            }
+            .map_err(|reason| entry_err(format!("move indices invalid: {reason}")))?,
+        };
+        let kinds = self.kinds(cur, n, i)?;
+        let extras = kinds.iter().filter(|&&k| k & KIND_EXTRA != 0).count();
+        if (extras > 0) != (flags & FLAG_EXTRA != 0) {
+            return Err(self.bad(format!("extra flag of entry {i} disagrees with its moves")));
+        }
+        if self.cols[14].len() < 2 * (cur.extra + extras)
+            || self.cols[15].len() < 4 * (cur.extra + extras)
+        {
+            return Err(self.bad(format!("extra columns too short at entry {i}")));
+        }
+        let mut moves = Vec::with_capacity(n);
+        for (&kind, &mv) in kinds.iter().zip(&codes) {
+            let has_extra = kind & KIND_EXTRA != 0;
+            let kind = kind & !KIND_EXTRA;
+            let mut rec = MoveRec {
+                mv,
+                indexed: kept_indices,
+                ..Default::default()
+            };
+            match kind {
+                0..=7 => {
+                    match kind & 3 {
+                        0 => rec.white = 1,
+                        1 => rec.draws = 1,
+                        2 => rec.black = 1,
+                        _ => rec.unknown = 1,
+                    }
+                    if kind >= 4 {
+                        rec.rating_sum = self.next_value(cur, 4, i)?;
+                        rec.rating_count = 1;
+                    }
+                }
+                _ => {
+                    rec.white = self.next_value(cur, 0, i)?;
+                    rec.draws = self.next_value(cur, 1, i)?;
+                    rec.black = self.next_value(cur, 2, i)?;
+                    rec.unknown = self.next_value(cur, 3, i)?;
+                    rec.rating_sum = self.next_value(cur, 4, i)?;
+                    rec.rating_count = self.next_value(cur, 5, i)?;
+                }
+            }
+            if has_extra {
+                let p = cur.extra;
+                cur.extra += 1;
+                rec.extra = Some(MoveExtra {
+                    weight: u16::from_le_bytes([self.cols[14][2 * p], self.cols[14][2 * p + 1]]),
+                    learn: u32::from_le_bytes([
+                        self.cols[15][4 * p],
+                        self.cols[15][4 * p + 1],
+                        self.cols[15][4 * p + 2],
+                        self.cols[15][4 * p + 3],
+                    ]),
+                });
+            }
+            moves.push(rec);
+        }
+        if codes.len() != n {
+            return Err(entry_err("move count and moves differ".into()));
+        }
+        cur.moves += n;
+        Ok(Entry {
+            coded: stored,
+            key,
+            pos,
+            moves,
+        })
+    }
+
+    fn check_consumed(&self, cur: &Cursor) -> Result<(), Corruption> {
+        let ok = cur.nmoves == self.cols[2].len()
+            && cur.poslen == self.cols[3].len()
+            && cur.b == self.b.len()
+            && cur.idx_moves == self.cols[5].len()
+            && 2 * cur.raw_moves == self.cols[6].len()
+            && cur.moves == self.cols[7].len()
+            && (0..VARINT_COLS).all(|c| cur.offs[c] == self.cols[8 + c].len())
+            && 2 * cur.extra == self.cols[14].len()
+            && 4 * cur.extra == self.cols[15].len();
+        if ok {
+            Ok(())
+        } else {
+            Err(self.bad("columns hold bytes beyond the last entry".into()))
+        }
+    }
+}
+
+/// Running offsets while walking a block's entries in order.
+#[derive(Default)]
+struct Cursor {
+    nmoves: usize,
+    poslen: usize,
+    b: usize,
+    key_only: usize,
+    moves: usize,
+    idx_moves: usize,
+    raw_moves: usize,
+    /// Moves with an extra (entries in columns 14 and 15) so far.
+    extra: usize,
+    /// Values consumed so far in each varint count column.
+    vals: [usize; VARINT_COLS],
+    /// Byte offsets into the varint columns, valid after `offs_at` values.
+    offs: [usize; VARINT_COLS],
+    offs_at: [usize; VARINT_COLS],
+}
+
+impl Cursor {
+    fn count_values(&mut self, kind: u8) {
+        match kind {
+            0..=3 => {}
+            4..=7 => self.vals[4] += 1,
+            _ => {
+                for v in &mut self.vals {
+                    *v += 1;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! Errors of the game-independent store: what went wrong with a book file, with redb and I/O
+//! errors kept as sources, and the one error type a position codec hands back.
+
+use std::path::PathBuf;
+
+/// A position codec or model rejected bytes or failed (e.g. an undecodable position, moves
+/// that are not legal in it). Codecs wrap their own typed errors; the store keeps them as the
+/// source and knows nothing of what they mean.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct CodecError(Box<dyn std::error::Error + Send + Sync>);
+
+impl CodecError {
+    pub fn new(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        CodecError(e.into())
+    }
+}
+
+impl From<String> for CodecError {
+    fn from(s: String) -> Self {
+        CodecError(s.into())
+    }
+}
+
+impl From<&str> for CodecError {
+    fn from(s: &str) -> Self {
+        CodecError(s.into())
+    }
+}
+
+/// Why a zstd context could not decompress a block's section.
+#[derive(Debug, thiserror::Error)]
+pub enum DecompressError {
+    #[error("dictionary {0} missing from the meta table")]
+    MissingDictionary(u16),
+    #[error("zstd: {0}")]
+    Zstd(#[source] std::io::Error),
+}
+
+/// Structured corruption findings: which block, what was expected, what was found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Corruption {
+    #[error(
+        "block {block_key:016x}: checksum mismatch (stored crc32 {expected:08x}, computed {found:08x})"
+    )]
+    Checksum {
+        block_key: u64,
+        expected: u32,
+        found: u32,
+    },
+    #[error("block {block_key:016x}: header invalid: {reason}")]
+    Header { block_key: u64, reason: String },
+    #[error("block {block_key:016x}: payload invalid: {reason}")]
+    Payload { block_key: u64, reason: String },
+    #[error(
+        "block {block_key:016x}, entry {index}: key mismatch (expected {expected:016x}, recomputed {found:016x})"
+    )]
+    KeyMismatch {
+        block_key: u64,
+        index: usize,
+        expected: u64,
+        found: u64,
+    },
+    #[error("block {block_key:016x}, entry {index}: {reason}")]
+    Entry {
+        block_key: u64,
+        index: usize,
+        reason: String,
+    },
+    #[error("meta table: {0}")]
+    Meta(String),
+    #[error("delta tier: {0}")]
+    Delta(String),
+    #[error("database pages: {0}")]
+    Storage(String),
+}
+
+/// Errors of the store. Each variant says whose problem it is: the file (`NotABook`,
+/// `UnsupportedVersion`, `BookNotFound`, `Corrupt`), another process (`Busy`), the caller
+/// (`Usage`), the operating system (`Io`, `Db`) or this program (`Internal`).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: not a bookdb book ({reason}); create one with `bookdb import`")]
+    NotABook { path: PathBuf, reason: String },
+    #[error(
+        "{path}: book format version {found} is not supported by this build (supports {supported}); run `bookdb migrate --book {path}` or upgrade bookdb"
+    )]
+    UnsupportedVersion {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    #[error("{path}: book not found")]
+    BookNotFound { path: PathBuf },
+    #[error("corrupt book: {0}")]
+    Corrupt(#[from] Corruption),
+    /// Another process holds what this one needs (the writer lock, or the file open in redb).
+    #[error("{path}: {what}")]
+    Busy { path: PathBuf, what: String },
+    /// The caller asked for something the store cannot do (e.g. a path that names no file).
+    #[error("{0}")]
+    Usage(String),
+    /// A codec rejected a position or moves handed to the store.
+    #[error("position codec: {0}")]
+    Codec(#[from] CodecError),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}database error: {source}", context.as_deref().map(|c| format!("{c}: ")).unwrap_or_default())]
+    Db {
+        /// What the store was doing, where the call site knows better than redb's message.
+        context: Option<String>,
+        #[source]
+        source: redb::Error,
+    },
+    /// A broken invariant of this program (a bug): please report it.
+    #[error("internal error (please report it): {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// A redb error with what the store was doing when it happened.
+    pub fn db(context: impl Into<String>, source: impl Into<redb::Error>) -> Self {
+        Error::Db {
+            context: Some(context.into()),
+            source: source.into(),
+        }
+    }
+
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+macro_rules! db_err {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self { Error::Db { context: None, source: e.into() } }
+        }
+    )*};
+}
+db_err!(
+    redb::Error,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError,
+    redb::CompactionError,
+    redb::SetDurabilityError
+);
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
