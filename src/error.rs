@@ -1,100 +1,76 @@
-//! Typed errors of the library. The binary maps them to messages and exit codes.
+//! Errors of the operations (import, probe, merge, …) and of the library as a whole: the
+//! store's and the chess layer's errors, plus what the user asked for that cannot be done, an
+//! input that is not what it should be, and internal faults. The binary maps them to messages
+//! and exit codes ([`Error::kind`]).
 
-use std::path::PathBuf;
+pub use crate::chess::error::{PackError, PositionError};
+pub use crate::store::error::{CodecError, Corruption, Error as StoreError};
 
-/// Errors of the packed-position codec (DESIGN.md §2). Decoding never panics.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PackError {
-    #[error("packed position truncated: needed {needed} bits, only {available} available")]
-    Truncated { needed: usize, available: usize },
-    #[error("packed position has non-zero padding bits in its last byte")]
-    NonZeroPadding,
-    #[error("packed position has {0} trailing byte(s) after its end")]
-    TrailingBytes(usize),
-    #[error("packed position is empty")]
-    Empty,
-}
-
-/// A position that is well-formed bit-wise but not a valid chess position.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PositionError {
-    #[error("invalid FEN {fen:?}: {reason}")]
-    BadFen { fen: String, reason: String },
-    #[error("not a legal chess position: {0}")]
-    Illegal(String),
-    #[error(transparent)]
-    Pack(#[from] PackError),
-}
-
-/// Structured corruption findings: which block, what was expected, what was found.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Corruption {
-    #[error(
-        "block {block_key:016x}: checksum mismatch (stored crc32 {expected:08x}, computed {found:08x})"
-    )]
-    Checksum {
-        block_key: u64,
-        expected: u32,
-        found: u32,
-    },
-    #[error("block {block_key:016x}: header invalid: {reason}")]
-    Header { block_key: u64, reason: String },
-    #[error("block {block_key:016x}: payload invalid: {reason}")]
-    Payload { block_key: u64, reason: String },
-    #[error(
-        "block {block_key:016x}, entry {index}: key mismatch (expected {expected:016x}, recomputed {found:016x})"
-    )]
-    KeyMismatch {
-        block_key: u64,
-        index: usize,
-        expected: u64,
-        found: u64,
-    },
-    #[error("block {block_key:016x}, entry {index}: {reason}")]
-    Entry {
-        block_key: u64,
-        index: usize,
-        reason: String,
-    },
-    #[error("meta table: {0}")]
-    Meta(String),
-    #[error("delta tier: {0}")]
-    Delta(String),
-    #[error("database pages: {0}")]
-    Storage(String),
-}
-
-/// Errors of the book store and everything above it.
+/// Errors of everything above the store.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{path}: not a bookdb book ({reason}); create one with `bookdb import`")]
-    NotABook { path: PathBuf, reason: String },
-    #[error(
-        "{path}: book format version {found} is not supported by this build (supports {supported}); run `bookdb migrate --book {path}` or upgrade bookdb"
-    )]
-    UnsupportedVersion {
-        path: PathBuf,
-        found: u32,
-        supported: u32,
-    },
-    #[error("{path}: book not found")]
-    BookNotFound { path: PathBuf },
-    #[error("corrupt book: {0}")]
-    Corrupt(#[from] Corruption),
+    #[error(transparent)]
+    Store(#[from] StoreError),
     #[error(transparent)]
     Position(#[from] PositionError),
     #[error(transparent)]
     Pack(#[from] PackError),
+    /// What the user asked for cannot be done as asked (an option value, an argument, a
+    /// request to import what is already imported); the message says what to do instead.
+    #[error("{0}")]
+    Usage(String),
+    /// An input file (PGN, a Polyglot `.bin`, a staging file of an interrupted import) is not
+    /// what it should be; the message names it.
+    #[error("{0}")]
+    Input(String),
     #[error("{context}: {source}")]
     Io {
         context: String,
         #[source]
         source: std::io::Error,
     },
-    #[error("database error: {0}")]
-    Db(String),
-    #[error("{0}")]
-    Invalid(String),
+    /// A broken invariant of this program (a bug): please report it.
+    #[error("internal error (please report it): {0}")]
+    Internal(String),
+}
+
+/// What kind of failure an [`Error`] is, for exit codes and for callers that retry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The user's request (options, arguments, a FEN or move given on the command line).
+    Usage,
+    /// An input file, or a file the store wrote for itself (staging), is not usable.
+    Input,
+    /// Another process holds the book (its writer lock, or the file open for writing).
+    Busy,
+    /// The book is damaged.
+    Corrupt,
+    /// The file is not a book, or one of a format version this build does not read.
+    NotABook,
+    /// The book does not exist.
+    NotFound,
+    /// The operating system or the database failed (I/O, disk full, permissions).
+    Io,
+    /// A bug.
+    Internal,
+}
+
+impl ErrorKind {
+    /// The kind of a store error (for callers that hold one without the ops-level wrapper).
+    pub fn of_store(e: &StoreError) -> ErrorKind {
+        match e {
+            StoreError::NotABook { .. } | StoreError::UnsupportedVersion { .. } => {
+                ErrorKind::NotABook
+            }
+            StoreError::BookNotFound { .. } => ErrorKind::NotFound,
+            StoreError::Corrupt(_) => ErrorKind::Corrupt,
+            StoreError::Busy { .. } => ErrorKind::Busy,
+            StoreError::Usage(_) => ErrorKind::Usage,
+            StoreError::Damaged(_) | StoreError::Codec(_) => ErrorKind::Input,
+            StoreError::Io { .. } | StoreError::Db { .. } => ErrorKind::Io,
+            StoreError::Internal(_) => ErrorKind::Internal,
+        }
+    }
 }
 
 impl Error {
@@ -104,23 +80,46 @@ impl Error {
             source,
         }
     }
+
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Store(e) => ErrorKind::of_store(e),
+            Error::Position(_) | Error::Pack(_) | Error::Usage(_) => ErrorKind::Usage,
+            Error::Input(_) => ErrorKind::Input,
+            Error::Io { .. } => ErrorKind::Io,
+            Error::Internal(_) => ErrorKind::Internal,
+        }
+    }
 }
 
-macro_rules! db_err {
+impl From<Corruption> for Error {
+    fn from(e: Corruption) -> Self {
+        Error::Store(e.into())
+    }
+}
+
+impl From<CodecError> for Error {
+    fn from(e: CodecError) -> Self {
+        Error::Store(e.into())
+    }
+}
+
+macro_rules! via_store {
     ($($t:ty),*) => {$(
         impl From<$t> for Error {
-            fn from(e: $t) -> Self { Error::Db(e.to_string()) }
+            fn from(e: $t) -> Self { Error::Store(e.into()) }
         }
     )*};
 }
-db_err!(
+via_store!(
     redb::Error,
     redb::DatabaseError,
     redb::TransactionError,
     redb::TableError,
     redb::StorageError,
     redb::CommitError,
-    redb::CompactionError
+    redb::CompactionError,
+    redb::SetDurabilityError
 );
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

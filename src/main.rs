@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use bookdb::chess::{PosState, to_hex};
+use bookdb::error::{ErrorKind, StoreError};
 
 // Imports allocate many small buffers across threads; mimalloc handles that far better than
 // glibc's malloc (measured in docs/PERFORMANCE.md).
@@ -573,15 +574,21 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // Library errors already name their cause; anyhow's chain would repeat it.
-            match e.downcast_ref::<bookdb::Error>() {
-                Some(le) => eprintln!("bookdb: error: {le}"),
+            let library = if let Some(le) = e.downcast_ref::<bookdb::Error>() {
+                Some((le.to_string(), le.kind()))
+            } else {
+                e.downcast_ref::<StoreError>()
+                    .map(|se| (se.to_string(), ErrorKind::of_store(se)))
+            };
+            match &library {
+                Some((msg, _)) => eprintln!("bookdb: error: {msg}"),
                 None => eprintln!("bookdb: error: {e:#}"),
             }
-            let code = match e.downcast_ref::<bookdb::Error>() {
-                Some(bookdb::Error::Corrupt(_)) => 3,
-                Some(bookdb::Error::NotABook { .. } | bookdb::Error::UnsupportedVersion { .. }) => {
-                    4
-                }
+            let code = match library.map(|(_, kind)| kind) {
+                Some(ErrorKind::Corrupt) => 3,
+                Some(ErrorKind::NotABook) => 4,
+                // Usage errors of the library (a bad FEN, an option value) keep exit code 1, as
+                // before; 2 is clap's, for arguments it cannot parse.
                 _ => 1,
             };
             ExitCode::from(code)

@@ -205,7 +205,7 @@ fn passing_coded_positions_through_writes_the_same_file_as_coding_them_again() {
         imports.extend(b.imports().unwrap());
     }
     w.add_imports(imports);
-    let streams: Vec<Box<dyn Iterator<Item = bookdb::error::Result<bookdb::store::Entry>>>> = vec![
+    let streams: Vec<Box<dyn Iterator<Item = bookdb::store::error::Result<bookdb::store::Entry>>>> = vec![
         Box::new(bp.iter_for_rewrite().unwrap()),
         Box::new(bk.iter_for_rewrite().unwrap()),
     ];

@@ -3,7 +3,6 @@
 
 use super::polyglot::{pg_to_legal, raw_pg_from_code};
 use super::{PosState, encode_move};
-use crate::error::Result;
 use crate::store::{Entry, MoveRec};
 
 /// Attaches key-only entries (Polyglot moves whose position was unknown when imported) to the
@@ -11,14 +10,14 @@ use crate::store::{Entry, MoveRec};
 /// position has the key, each key-only move that is a legal move there (Polyglot castling
 /// king-takes-rook or `e1g1` style) joins that position's moves with its counts, weight and
 /// learn; moves that are not legal there stay key-only. Used by every whole-book rewrite.
-pub struct AttachKeyOnly<I: Iterator<Item = Result<Entry>>> {
+pub struct AttachKeyOnly<I: Iterator<Item = Result<Entry, E>>, E> {
     inner: std::iter::Peekable<I>,
     ready: std::collections::VecDeque<Entry>,
     /// Key-only moves attached so far.
     pub attached: u64,
 }
 
-impl<I: Iterator<Item = Result<Entry>>> AttachKeyOnly<I> {
+impl<I: Iterator<Item = Result<Entry, E>>, E> AttachKeyOnly<I, E> {
     pub fn new(inner: I) -> Self {
         AttachKeyOnly {
             inner: inner.peekable(),
@@ -68,10 +67,10 @@ impl<I: Iterator<Item = Result<Entry>>> AttachKeyOnly<I> {
     }
 }
 
-impl<I: Iterator<Item = Result<Entry>>> Iterator for AttachKeyOnly<I> {
-    type Item = Result<Entry>;
+impl<I: Iterator<Item = Result<Entry, E>>, E> Iterator for AttachKeyOnly<I, E> {
+    type Item = Result<Entry, E>;
 
-    fn next(&mut self) -> Option<Result<Entry>> {
+    fn next(&mut self) -> Option<Result<Entry, E>> {
         if let Some(e) = self.ready.pop_front() {
             return Some(Ok(e));
         }
@@ -126,7 +125,7 @@ mod tests {
 
     fn attach_all(entries: Vec<Entry>) -> (Vec<Entry>, u64) {
         let mut it = AttachKeyOnly::new(entries.into_iter().map(Ok));
-        let out = it.by_ref().collect::<Result<Vec<_>>>().unwrap();
+        let out = it.by_ref().collect::<Result<Vec<_>, ()>>().unwrap();
         (out, it.attached)
     }
 

@@ -3,6 +3,7 @@
 //! game-independent store.
 
 pub mod attach;
+pub mod error;
 pub mod legal;
 pub mod model;
 pub mod packed;
@@ -19,7 +20,9 @@ pub use position::{
 
 use std::sync::Arc;
 
+use crate::store::error::CodecError;
 use crate::store::{PositionCodec, PositionModel, Restored, generic_prepare, generic_restore};
+use error::ChessCodecError;
 
 /// Chess positions in the packed format of DESIGN.md §2.
 #[derive(Clone, Copy, Debug, Default)]
@@ -31,18 +34,20 @@ impl PositionCodec for ChessCodec {
     fn name(&self) -> &'static str {
         CODEC_NAME
     }
-    fn key(&self, pos: &[u8]) -> Result<u64, String> {
-        Ok(PosState::unpack(pos).map_err(|e| e.to_string())?.key())
+    fn key(&self, pos: &[u8]) -> Result<u64, CodecError> {
+        Ok(PosState::unpack(pos)?.key())
     }
-    fn train(&self, samples: &[&[u8]]) -> Result<Vec<u8>, String> {
+    fn train(&self, samples: &[&[u8]]) -> Result<Vec<u8>, CodecError> {
         let states = samples
             .iter()
-            .map(|p| PosState::unpack(p).map_err(|e| e.to_string()))
+            .map(|p| PosState::unpack(p))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(model::ChessModel::train(&states).to_bytes())
     }
-    fn load_model(&self, bytes: &[u8]) -> Result<Arc<dyn PositionModel>, String> {
-        Ok(Arc::new(model::ChessModel::from_bytes(bytes)?))
+    fn load_model(&self, bytes: &[u8]) -> Result<Arc<dyn PositionModel>, CodecError> {
+        Ok(Arc::new(
+            model::ChessModel::from_bytes(bytes).map_err(ChessCodecError::Model)?,
+        ))
     }
     fn index_moves(&self, pos: &[u8], moves: &[u16]) -> Option<Vec<u8>> {
         index_moves_of(&PosState::unpack(pos).ok()?, moves)
@@ -53,29 +58,27 @@ impl PositionCodec for ChessCodec {
         pos: &[u8],
         moves: &[u16],
         coded: &mut Vec<u8>,
-    ) -> Result<Option<Vec<u8>>, String> {
+    ) -> Result<Option<Vec<u8>>, CodecError> {
         let Some(m) = model.as_any().downcast_ref::<ChessModel>() else {
             return generic_prepare(self, model, pos, moves, coded);
         };
-        let state = PosState::unpack(pos).map_err(|e| e.to_string())?;
+        let state = PosState::unpack(pos)?;
         coded.extend_from_slice(&m.encode_state(&state));
         Ok(index_moves_of(&state, moves))
     }
-    fn unindex_moves(&self, pos: &[u8], idx: &[u8]) -> Result<Vec<u16>, String> {
-        unindex_moves_of(&PosState::unpack(pos).map_err(|e| e.to_string())?, idx)
+    fn unindex_moves(&self, pos: &[u8], idx: &[u8]) -> Result<Vec<u16>, CodecError> {
+        unindex_moves_of(&PosState::unpack(pos)?, idx)
     }
     fn restore(
         &self,
         model: &dyn PositionModel,
         coded: &[u8],
         idx: Option<&[u8]>,
-    ) -> Result<Restored, String> {
+    ) -> Result<Restored, CodecError> {
         let Some(m) = model.as_any().downcast_ref::<ChessModel>() else {
             return generic_restore(self, model, coded, idx);
         };
-        let state = m
-            .decode_state(coded)
-            .ok_or_else(|| "position bytes do not decode under the book's model".to_string())?;
+        let state = m.decode_state(coded).ok_or(ChessCodecError::Undecodable)?;
         Ok(Restored {
             pos: state.pack().0,
             key: state.key(),
@@ -85,8 +88,8 @@ impl PositionCodec for ChessCodec {
 }
 
 /// The moves standing at the given ranks of a position's legal moves in move-code order.
-fn unindex_moves_of(state: &PosState, idx: &[u8]) -> Result<Vec<u16>, String> {
-    let chess = state.to_chess_unchecked().map_err(|e| e.to_string())?;
+fn unindex_moves_of(state: &PosState, idx: &[u8]) -> Result<Vec<u16>, CodecError> {
+    let chess = state.to_chess_unchecked()?;
     let mut codes = [0u16; 256];
     let mut n = 0;
     legal::for_each_legal_code(&chess, |c| {
@@ -99,10 +102,13 @@ fn unindex_moves_of(state: &PosState, idx: &[u8]) -> Result<Vec<u16>, String> {
     codes.sort_unstable();
     idx.iter()
         .map(|&i| {
-            codes
-                .get(usize::from(i))
-                .copied()
-                .ok_or_else(|| format!("move index {i} beyond the {} legal moves", codes.len()))
+            codes.get(usize::from(i)).copied().ok_or_else(|| {
+                ChessCodecError::MoveIndex {
+                    index: i,
+                    legal: codes.len(),
+                }
+                .into()
+            })
         })
         .collect()
 }

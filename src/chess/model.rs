@@ -5,9 +5,11 @@
 //! stored in the book (docs/FORMAT.md §6). Every table gives every symbol a non-zero frequency,
 //! so any position can be coded with any model.
 
+use super::error::ChessCodecError;
 use super::packed::{PLANES, PosState};
 use super::rangecoder::{Decoder, Encoder, FreqTable, TOTAL, TOTAL_BITS};
 use crate::store::PositionModel;
+use crate::store::error::CodecError;
 
 pub const MODEL_VERSION: u8 = 1;
 /// Square contents 0..=12 plus 13 for "off the board".
@@ -202,16 +204,16 @@ impl ChessModel {
 }
 
 impl PositionModel for ChessModel {
-    fn encode(&self, pos: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
-        let s = PosState::unpack(pos).map_err(|e| e.to_string())?;
+    fn encode(&self, pos: &[u8], out: &mut Vec<u8>) -> Result<(), CodecError> {
+        let s = PosState::unpack(pos)?;
         out.extend_from_slice(&self.encode_state(&s));
         Ok(())
     }
 
-    fn decode(&self, data: &[u8]) -> Result<Vec<u8>, String> {
+    fn decode(&self, data: &[u8]) -> Result<Vec<u8>, CodecError> {
         self.decode_state(data)
             .map(|s| s.pack().0)
-            .ok_or_else(|| "position bytes do not decode under the book's model".to_string())
+            .ok_or_else(|| ChessCodecError::Undecodable.into())
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self

@@ -9,11 +9,11 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::progress::Progress;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, StoreError};
 use crate::store::book::{FORMAT_VERSION, OLDEST_MIGRATABLE};
 use crate::store::entry::MergeIter;
 use crate::store::files::{WriterLock, remove_stale_temp_books};
-use crate::store::{Book, BookMeta, BookWriter, Entry, WriterOptions};
+use crate::store::{Book, BookMeta, BookWriter, WriterOptions};
 
 /// Options of `merge` and `compact`.
 #[derive(Clone, Debug, Default)]
@@ -71,10 +71,10 @@ fn same_file(a: &Path, b: &Path) -> bool {
 pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<MergeSummary> {
     let start = Instant::now();
     if inputs.is_empty() {
-        return Err(Error::Invalid("merge needs at least one input book".into()));
+        return Err(Error::Usage("merge needs at least one input book".into()));
     }
     if let Some(p) = inputs.iter().find(|p| same_file(p, out)) {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Usage(format!(
             "output {} is also an input ({}); write the merge to a new file",
             out.display(),
             p.display()
@@ -85,7 +85,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
     let books = inputs
         .iter()
         .map(|p| Book::open(p, crate::chess_codec()))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<crate::store::error::Result<Vec<_>>>()?;
     let mut w = BookWriter::create(out, crate::chess_codec(), opts.writer.clone())?;
     super::progress::Trace::new().attach(&mut w);
     // Code the output with the largest input's model and dictionary: no training pass, and the
@@ -119,9 +119,9 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
         .iter()
         .map(|b| {
             b.iter_for_rewrite_coded(reuse.as_ref())
-                .map(|i| Box::new(i) as Box<dyn Iterator<Item = Result<Entry>> + '_>)
+                .map(|i| Box::new(i) as crate::store::book::EntryStream<'_>)
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<crate::store::error::Result<Vec<_>>>()?;
     let total = books.iter().map(|b| input_entries(b.meta())).sum();
     let progress = Progress::rewrite(opts.show_progress, "merge", total);
     let mut n = 0u64;
@@ -243,22 +243,23 @@ fn rewrite_whole(
 /// checks the version and reports; see migrations/README.md.
 pub fn migrate(book: &Path) -> Result<String> {
     if !book.exists() {
-        return Err(Error::BookNotFound {
+        return Err(StoreError::BookNotFound {
             path: book.to_path_buf(),
-        });
+        }
+        .into());
     }
     // Under the lock, and through the reader that repairs a book a killed writer left.
     let _lock = WriterLock::acquire(book)?;
     remove_stale_temp_books(book);
     let old = match Book::open_for_migration(book, crate::chess_codec()) {
         Ok(b) => b,
-        Err(Error::UnsupportedVersion { found, .. }) if found < OLDEST_MIGRATABLE => {
-            return Err(Error::Invalid(format!(
+        Err(StoreError::UnsupportedVersion { found, .. }) if found < OLDEST_MIGRATABLE => {
+            return Err(Error::Input(format!(
                 "{}: format version {found} predates the first released format; no migration exists",
                 book.display()
             )));
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let version = old.format_version();
     if version == FORMAT_VERSION {

@@ -5,7 +5,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::chess::{PosState, legal_move, move_uci};
-use crate::error::{Corruption, Error, Result};
+use crate::error::{Corruption, Result, StoreError};
 use crate::store::{Book, BookMeta, Entry};
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -41,9 +41,10 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
     // and may change the file). The only write is redb's crash recovery when the last writer
     // was killed mid-transaction, which any reader needs before it can open the book.
     if !path.exists() {
-        return Err(Error::BookNotFound {
+        return Err(StoreError::BookNotFound {
             path: path.to_path_buf(),
-        });
+        }
+        .into());
     }
     let book = Book::open(path, crate::chess_codec())?;
     let mut counted = BookMeta::default();

@@ -33,7 +33,7 @@ impl From<&str> for CodecError {
 pub enum DecompressError {
     #[error("dictionary {0} missing from the meta table")]
     MissingDictionary(u16),
-    #[error("zstd: {0}")]
+    #[error("{0}")]
     Zstd(#[source] std::io::Error),
 }
 
@@ -100,6 +100,10 @@ pub enum Error {
     /// The caller asked for something the store cannot do (e.g. a path that names no file).
     #[error("{0}")]
     Usage(String),
+    /// A file the store wrote for itself (a sorted run, a fingerprint log of an import's
+    /// staging area) is damaged or not what it should be; the message names it and what to do.
+    #[error("{0}")]
+    Damaged(String),
     /// A codec rejected a position or moves handed to the store.
     #[error("position codec: {0}")]
     Codec(#[from] CodecError),

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::store::error::{Error, Result};
 
 /// Exclusive writer lock on a book (`<book>.lock`), held while importing, merging or compacting.
 pub struct WriterLock {
@@ -23,11 +23,13 @@ impl WriterLock {
             .map_err(|e| Error::io(format!("creating lock file {}", path.display()), e))?;
         match file.try_lock() {
             Ok(()) => Ok(WriterLock { _file: file }),
-            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Invalid(format!(
-                "{}: another bookdb process is writing this book (lock {} held); wait for it to finish",
-                book.display(),
-                path.display()
-            ))),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Busy {
+                path: book.to_path_buf(),
+                what: format!(
+                    "another bookdb process is writing this book (lock {} held); wait for it to finish",
+                    path.display()
+                ),
+            }),
             Err(std::fs::TryLockError::Error(e)) => {
                 Err(Error::io(format!("locking {}", path.display()), e))
             }
@@ -87,7 +89,7 @@ pub fn temp_sibling(path: &Path) -> Result<PathBuf> {
         .unwrap_or(Path::new("."));
     let name = path
         .file_name()
-        .ok_or_else(|| Error::Invalid(format!("{}: not a file path", path.display())))?;
+        .ok_or_else(|| Error::Usage(format!("{}: not a file path", path.display())))?;
     Ok(dir.join(format!(
         ".{}.tmp-{}",
         name.to_string_lossy(),

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::book::{GAMES, shield};
-use crate::error::{Error, Result};
+use crate::store::error::{Error, Result};
 
 /// redb's cache for a staging fingerprint table.
 const TABLE_CACHE_BYTES: usize = 4 << 20;
@@ -115,7 +115,7 @@ impl Run {
         for k in keys {
             let k = k?;
             if last.is_some_and(|l| l >= k) {
-                return Err(Error::Invalid(format!(
+                return Err(Error::Internal(format!(
                     "{}: fingerprints out of order",
                     path.display()
                 )));
@@ -362,7 +362,7 @@ pub fn sorted_table(
         .map_err(|e| Error::io(format!("reading {}", log.display()), e))?
         .len();
     if !len.is_multiple_of(16) {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Damaged(format!(
             "{} is damaged ({len} bytes, not a multiple of 16); remove the staging directory to start the import over",
             log.display()
         )));
@@ -389,12 +389,11 @@ pub fn sorted_table(
     let db = redb::Builder::new()
         .set_cache_size(TABLE_CACHE_BYTES)
         .create(out)
-        .map_err(|e| Error::Invalid(format!("creating {}: {e}", out.display())))?;
+        .map_err(|e| Error::db(format!("creating {}", out.display()), e))?;
     let mut n = 0u64;
     shield(&format!("writing {}", out.display()), || {
         let mut txn = db.begin_write()?;
-        txn.set_durability(redb::Durability::None)
-            .map_err(|e| Error::Invalid(e.to_string()))?;
+        txn.set_durability(redb::Durability::None)?;
         {
             let mut t = txn.open_table(GAMES)?;
             for fp in runs.merged()? {
@@ -410,7 +409,7 @@ pub fn sorted_table(
     let ro = redb::Builder::new()
         .set_cache_size(TABLE_CACHE_BYTES)
         .open_read_only(out)
-        .map_err(|e| Error::Invalid(format!("reopening {}: {e}", out.display())))?;
+        .map_err(|e| Error::db(format!("reopening {}", out.display()), e))?;
     Ok(Some((Arc::new(ro), n)))
 }
 

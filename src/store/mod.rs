@@ -5,11 +5,14 @@
 pub mod block;
 pub mod book;
 pub mod entry;
+pub mod error;
 pub mod files;
 pub mod fpset;
 pub mod record;
 pub mod run;
 pub mod varint;
+
+use error::CodecError;
 
 pub use block::{BlockHeader, BlockView, Compression};
 pub use book::BookIter;
@@ -36,11 +39,11 @@ pub trait PositionCodec: Send + Sync {
     /// Stable identifier recorded in the book's meta table.
     fn name(&self) -> &'static str;
     /// The 64-bit key of an encoded position.
-    fn key(&self, pos: &[u8]) -> Result<u64, String>;
+    fn key(&self, pos: &[u8]) -> Result<u64, CodecError>;
     /// Trains a storage model on sample positions; returns its serialized form.
-    fn train(&self, samples: &[&[u8]]) -> Result<Vec<u8>, String>;
+    fn train(&self, samples: &[&[u8]]) -> Result<Vec<u8>, CodecError>;
     /// Loads a serialized model.
-    fn load_model(&self, bytes: &[u8]) -> Result<std::sync::Arc<dyn PositionModel>, String>;
+    fn load_model(&self, bytes: &[u8]) -> Result<std::sync::Arc<dyn PositionModel>, CodecError>;
     /// Maps the moves of a position to one-byte indices (e.g. ranks in its legal move list);
     /// `None` if some move has no index (the moves are then stored as raw codes).
     fn index_moves(&self, _pos: &[u8], _moves: &[u16]) -> Option<Vec<u8>> {
@@ -55,7 +58,7 @@ pub trait PositionCodec: Send + Sync {
         pos: &[u8],
         moves: &[u16],
         coded: &mut Vec<u8>,
-    ) -> Result<Option<Vec<u8>>, String> {
+    ) -> Result<Option<Vec<u8>>, CodecError> {
         generic_prepare(self, model, pos, moves, coded)
     }
     /// Decodes a position coded by `model`: its encoded form and key, and, given move indices,
@@ -66,11 +69,11 @@ pub trait PositionCodec: Send + Sync {
         model: &dyn PositionModel,
         coded: &[u8],
         idx: Option<&[u8]>,
-    ) -> Result<Restored, String> {
+    ) -> Result<Restored, CodecError> {
         generic_restore(self, model, coded, idx)
     }
     /// Inverse of [`PositionCodec::index_moves`].
-    fn unindex_moves(&self, _pos: &[u8], _idx: &[u8]) -> Result<Vec<u16>, String> {
+    fn unindex_moves(&self, _pos: &[u8], _idx: &[u8]) -> Result<Vec<u16>, CodecError> {
         Err("this codec does not index moves".into())
     }
 }
@@ -83,7 +86,7 @@ pub fn generic_prepare<C: PositionCodec + ?Sized>(
     pos: &[u8],
     moves: &[u16],
     coded: &mut Vec<u8>,
-) -> Result<Option<Vec<u8>>, String> {
+) -> Result<Option<Vec<u8>>, CodecError> {
     model.encode(pos, coded)?;
     Ok(codec.index_moves(pos, moves))
 }
@@ -95,7 +98,7 @@ pub fn generic_restore<C: PositionCodec + ?Sized>(
     model: &dyn PositionModel,
     coded: &[u8],
     idx: Option<&[u8]>,
-) -> Result<Restored, String> {
+) -> Result<Restored, CodecError> {
     let pos = model.decode(coded)?;
     let key = codec.key(&pos)?;
     let moves = idx.map(|idx| codec.unindex_moves(&pos, idx));
@@ -107,13 +110,13 @@ pub struct Restored {
     pub pos: Vec<u8>,
     pub key: u64,
     /// The moves of the given indices, or why they are invalid.
-    pub moves: Option<Result<Vec<u16>, String>>,
+    pub moves: Option<Result<Vec<u16>, CodecError>>,
 }
 
 /// A storage transform of encoded positions (e.g. an entropy coder). Model id 0 is the identity.
 pub trait PositionModel: Send + Sync {
-    fn encode(&self, pos: &[u8], out: &mut Vec<u8>) -> Result<(), String>;
-    fn decode(&self, data: &[u8]) -> Result<Vec<u8>, String>;
+    fn encode(&self, pos: &[u8], out: &mut Vec<u8>) -> Result<(), CodecError>;
+    fn decode(&self, data: &[u8]) -> Result<Vec<u8>, CodecError>;
     /// For codecs that recognise their own model type (see [`PositionCodec::prepare`]).
     fn as_any(&self) -> &dyn std::any::Any;
 }
@@ -122,11 +125,11 @@ pub trait PositionModel: Send + Sync {
 pub struct IdentityModel;
 
 impl PositionModel for IdentityModel {
-    fn encode(&self, pos: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    fn encode(&self, pos: &[u8], out: &mut Vec<u8>) -> Result<(), CodecError> {
         out.extend_from_slice(pos);
         Ok(())
     }
-    fn decode(&self, data: &[u8]) -> Result<Vec<u8>, String> {
+    fn decode(&self, data: &[u8]) -> Result<Vec<u8>, CodecError> {
         Ok(data.to_vec())
     }
     fn as_any(&self) -> &dyn std::any::Any {

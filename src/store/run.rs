@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::entry::Entry;
 use super::record;
-use crate::error::{Error, Result};
+use crate::store::error::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"BDBRUN01";
 /// Largest frame a reader accepts.
@@ -87,7 +87,7 @@ impl RunWriter {
 
     pub fn push(&mut self, e: &Entry) -> Result<()> {
         if !self.last.advance(e) {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Internal(format!(
                 "run entries out of order at key {:016x}",
                 e.key
             )));
@@ -151,7 +151,7 @@ impl RunReader {
         dec.read_exact(&mut magic)
             .map_err(|e| Error::io(format!("run {name}: reading header"), e))?;
         if &magic != MAGIC {
-            return Err(Error::Invalid(format!("run {name}: not a bookdb run file")));
+            return Err(Error::Damaged(format!("run {name}: not a bookdb run file")));
         }
         Ok(RunReader {
             name,
@@ -165,7 +165,7 @@ impl RunReader {
     }
 
     fn damaged(&self, what: impl std::fmt::Display) -> Error {
-        Error::Invalid(format!("run {} is damaged: {what}", self.name))
+        Error::Damaged(format!("run {} is damaged: {what}", self.name))
     }
 
     fn next_entry(&mut self) -> Result<Option<Entry>> {

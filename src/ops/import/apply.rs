@@ -11,11 +11,11 @@ use super::record;
 use super::state::{COUNTED_TABLE, GAMES_LOG, ImportState, InputCounts, STATE_FILE, Staging};
 use crate::error::Result;
 use crate::ops::progress::Progress;
-use crate::store::book::{self, DeltaCommitError};
+use crate::store::book;
 use crate::store::entry::MergeIter;
 use crate::store::fpset;
 use crate::store::run::{RunReader, RunWriter};
-use crate::store::{Book, BookWriter, Entry, WriterOptions};
+use crate::store::{Book, BookWriter, WriterOptions};
 
 /// Staging run of the entries of an import that fit in memory, written before a delta commit.
 const MEMORY_RUN: &str = "run-memory.zst";
@@ -114,7 +114,7 @@ pub(super) fn reduce_runs(
         let readers = group
             .iter()
             .map(|(r, _)| RunReader::open(&staging.join(r)))
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<StoreResult<Vec<_>>>()?;
         let name = format!("run-{:06}.zst", state.next_run);
         state.next_run += 1;
         let mut w = RunWriter::create(&staging.join(&name))?;
@@ -131,7 +131,8 @@ pub(super) fn reduce_runs(
     Ok(())
 }
 
-type EntryStream<'a> = Box<dyn Iterator<Item = Result<Entry>> + 'a>;
+use crate::store::book::EntryStream;
+use crate::store::error::{Error as StoreError, Result as StoreResult};
 
 /// The workers' sorted aggregates of an import that fit in memory, as entry streams.
 fn memory_streams(parts: Vec<SortedAggregate>) -> Vec<EntryStream<'static>> {
@@ -142,7 +143,7 @@ fn memory_streams(parts: Vec<SortedAggregate>) -> Vec<EntryStream<'static>> {
 }
 
 /// Readers of spilled runs.
-fn open_run_files(paths: &[PathBuf]) -> Result<Vec<EntryStream<'static>>> {
+fn open_run_files(paths: &[PathBuf]) -> StoreResult<Vec<EntryStream<'static>>> {
     paths
         .iter()
         .map(|p| RunReader::open(p).map(|r| Box::new(r) as EntryStream<'static>))
@@ -204,8 +205,8 @@ fn apply(
             drop(old);
             match book::commit_delta(&path, &plan, writer_opts.cache_bytes) {
                 Ok(()) => return Ok(Applied::Delta),
-                Err(DeltaCommitError::Busy) => {}
-                Err(DeltaCommitError::Other(e)) => return Err(e),
+                Err(StoreError::Busy { .. }) => {}
+                Err(e) => return Err(e.into()),
             }
             // Another process holds the book open: write a new file instead.
             return rewrite(

@@ -110,7 +110,7 @@ impl Coordinator<'_> {
                     self.spare_chunks.push(spare);
                 }
                 let d = self.dedupe.as_mut().ok_or_else(|| {
-                    Error::Invalid("import worker parsed a chunk without --dedupe".into())
+                    Error::Internal("import worker parsed a chunk without --dedupe".into())
                 })?;
                 d.waiting.insert(seq, (worker, input, games));
                 self.decide_ready(state)?;
@@ -188,7 +188,7 @@ impl Coordinator<'_> {
                 return e;
             }
         }
-        Error::Invalid("import worker stopped".into())
+        Error::Internal("import worker stopped".into())
     }
 
     /// `--dedupe`: chunks sent to be parsed and not decided yet.
@@ -206,7 +206,7 @@ impl Coordinator<'_> {
                 return Err(self.worker_stopped());
             };
             if self.handle(reply, state)?.is_some() {
-                return Err(Error::Invalid(
+                return Err(Error::Internal(
                     "import worker answered a message it was not sent".into(),
                 ));
             }

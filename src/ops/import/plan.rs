@@ -119,7 +119,7 @@ pub(super) fn fingerprint_stdin(
     for (i, fp) in stdin_fp.into_iter().enumerate() {
         if let Some(fp) = fp {
             if done.contains(&fp) && !force {
-                return Err(Error::Invalid(format!(
+                return Err(Error::Usage(format!(
                     "input {} was already imported into this book (fingerprint {fp}); nothing was changed; use --force to count it again",
                     plan[i].name
                 )));

@@ -37,7 +37,7 @@ pub struct ImportRecord {
 impl ImportRecord {
     /// The record's bytes as stored: compact JSON.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        serde_json::to_vec(self).map_err(|e| Error::Invalid(e.to_string()))
+        serde_json::to_vec(self).map_err(|e| Error::Internal(e.to_string()))
     }
 
     /// A stored record; `None` if the bytes are not one (records of other kinds, such as a

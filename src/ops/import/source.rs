@@ -189,7 +189,7 @@ pub(super) fn skip_to_checkpoint(
         }
     }
     if prefix.limit() != 0 {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Input(format!(
             "{name}: input is shorter than when the interrupted import read it; remove {} to start over",
             staging.display()
         )));

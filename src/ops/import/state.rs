@@ -86,8 +86,8 @@ impl ImportState {
 
     /// Writes the state to `path` atomically (a checkpoint).
     pub(super) fn save(&self, path: &Path) -> Result<()> {
-        let bytes = serde_json::to_vec(self).map_err(|e| Error::Invalid(e.to_string()))?;
-        write_atomic(path, &bytes)
+        let bytes = serde_json::to_vec(self).map_err(|e| Error::Internal(e.to_string()))?;
+        Ok(write_atomic(path, &bytes)?)
     }
 }
 
@@ -215,7 +215,7 @@ impl Staging {
 
     /// Names the attempt about to commit (see [`APPLYING`]).
     pub(super) fn mark_applying(&self, attempt: &str) -> Result<()> {
-        write_atomic(&self.path(APPLYING), attempt.as_bytes())
+        Ok(write_atomic(&self.path(APPLYING), attempt.as_bytes())?)
     }
 
     /// Removes this import's staging area (not the staging root).
@@ -273,7 +273,7 @@ impl PendingLogs {
     pub(super) fn write(&mut self, sync: bool) -> Result<()> {
         let mut text = String::new();
         for sk in self.skips.drain(..) {
-            let line = serde_json::to_string(&sk).map_err(|e| Error::Invalid(e.to_string()))?;
+            let line = serde_json::to_string(&sk).map_err(|e| Error::Internal(e.to_string()))?;
             text.push_str(&line);
             text.push('\n');
         }
@@ -372,7 +372,7 @@ pub(super) fn collect_skipped(
             }
             let line = line.map_err(|e| Error::io("reading the skipped-games log", e))?;
             let s = serde_json::from_str::<SkippedGame>(&line).map_err(|e| {
-                Error::Invalid(format!(
+                Error::Input(format!(
                     "{}:{}: damaged skipped-games log ({e}); remove the staging directory to start the import over",
                     log.display(),
                     n + 1

@@ -209,7 +209,7 @@ fn worker(id: usize, rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, bu
             }
             Msg::Count { seq, keep } => {
                 let Some((input, games)) = parsed.remove(&seq) else {
-                    let _ = tx.send(Reply::Failed(Error::Invalid(format!(
+                    let _ = tx.send(Reply::Failed(Error::Internal(format!(
                         "import worker {id} has no parsed chunk {seq}"
                     ))));
                     return;
@@ -255,7 +255,7 @@ fn worker(id: usize, rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, bu
                     agg = sorted.into_aggregator();
                     match res {
                         Ok(n) => Reply::Flushed(path, n),
-                        Err(e) => Reply::Failed(e),
+                        Err(e) => Reply::Failed(e.into()),
                     }
                 }
             }
@@ -283,8 +283,8 @@ pub(super) fn spawn<'scope>(
     scope.spawn(move || {
         let run = std::panic::AssertUnwindSafe(|| worker(id, rx, res_tx, rules, budget));
         if std::panic::catch_unwind(run).is_err() {
-            let _ = panic_tx.send(Reply::Failed(Error::Invalid(format!(
-                "import worker {id} panicked (a bug; please report it)"
+            let _ = panic_tx.send(Reply::Failed(Error::Internal(format!(
+                "import worker {id} panicked"
             ))));
         }
     });

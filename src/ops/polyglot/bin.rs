@@ -126,7 +126,7 @@ pub(super) fn read_bin_fingerprinted(path: &Path) -> Result<(ParsedBin, String)>
     let data =
         std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
     let parsed = parse_bin(&data).map_err(|reason| {
-        Error::Invalid(format!("{}: not a Polyglot book: {reason}", path.display()))
+        Error::Input(format!("{}: not a Polyglot book: {reason}", path.display()))
     })?;
     Ok((
         parsed,

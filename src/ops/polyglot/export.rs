@@ -327,7 +327,7 @@ pub fn export_jsonl(book: &Book, out: &mut dyn Write) -> Result<u64> {
     let mut n = 0;
     for e in book.iter()? {
         let j = query::entry_json(&e?, false)?;
-        let mut line = serde_json::to_vec(&j).map_err(|e| Error::Invalid(e.to_string()))?;
+        let mut line = serde_json::to_vec(&j).map_err(|e| Error::Internal(e.to_string()))?;
         line.push(b'\n');
         out.write_all(&line)
             .map_err(|e| Error::io("writing JSON lines", e))?;
@@ -368,7 +368,7 @@ pub fn export(
 ) -> Result<ExportSummary> {
     let start = Instant::now();
     if !(0.0..=100.0).contains(&opts.min_score) {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Usage(format!(
             "--min-score {} is not a percentage (0 to 100)",
             opts.min_score
         )));

@@ -456,7 +456,7 @@ pub fn import_polyglot(
     drop(todo);
     let mut w = BookWriter::create(book_path, codec, opts.writer.clone())?;
     crate::ops::progress::Trace::new().attach(&mut w);
-    let mut streams: Vec<Box<dyn Iterator<Item = Result<Entry>> + '_>> = Vec::new();
+    let mut streams: Vec<crate::store::book::EntryStream<'_>> = Vec::new();
     if let Some(book) = &old {
         w.carry_over(book)?;
         streams.push(Box::new(book.iter()?));

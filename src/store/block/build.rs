@@ -4,6 +4,7 @@
 
 use super::{COLUMNS, FLAG_EXTRA, FLAG_KEY_ONLY, FLAG_RAW_MOVES, KIND_EXTRA, KIND_GENERAL};
 use crate::store::entry::{Entry, MoveRec};
+use crate::store::error::{CodecError, Error};
 use crate::store::{PositionCodec, PositionModel, varint};
 
 /// The two sections of an unsealed block: A (columns, to be compressed) and B (positions as
@@ -26,7 +27,7 @@ pub fn prepare(
     e: &Entry,
     codec: &dyn PositionCodec,
     model: &dyn PositionModel,
-) -> Result<Prepared, String> {
+) -> Result<Prepared, CodecError> {
     let mut p = Prepared::default();
     if let Some(pos) = &e.pos {
         if e.moves.first().is_some_and(|m| m.indexed) {
@@ -80,7 +81,7 @@ pub fn build_payload(
     entries: &[Entry],
     codec: &dyn PositionCodec,
     model: &dyn PositionModel,
-) -> Result<Payload, String> {
+) -> Result<Payload, Error> {
     let prepared = entries
         .iter()
         .map(|e| prepare(e, codec, model))
@@ -89,9 +90,11 @@ pub fn build_payload(
 }
 
 /// Builds the payload from entries and their prepared forms (same length).
-pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Payload, String> {
+pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Payload, Error> {
     if entries.len() != prepared.len() {
-        return Err("entries and prepared forms differ in number".into());
+        return Err(Error::Internal(
+            "entries and prepared forms differ in number".into(),
+        ));
     }
     let mut cols: [Vec<u8>; COLUMNS] = Default::default();
     let mut b = Vec::new();
@@ -113,11 +116,17 @@ pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Pa
         }
         match (&p.move_idx, raw_moves) {
             (Some(idx), false) if idx.len() == e.moves.len() => cols[5].extend_from_slice(idx),
-            (_, false) => return Err("move indices do not match the moves".into()),
+            (_, false) => {
+                return Err(Error::Internal(
+                    "move indices do not match the moves".into(),
+                ));
+            }
             (_, true) => {
                 for mv in &e.moves {
                     if mv.indexed {
-                        return Err("a move index cannot be stored as a raw move".into());
+                        return Err(Error::Internal(
+                            "a move index cannot be stored as a raw move".into(),
+                        ));
                     }
                     cols[6].extend_from_slice(&mv.mv.to_le_bytes());
                 }

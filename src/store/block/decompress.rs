@@ -1,18 +1,30 @@
 //! Section A decompression: the zstd contexts (one per dictionary) a block reader supplies.
 
+use crate::store::error::DecompressError;
+
 /// Reusable zstd decompression contexts, one per dictionary.
 pub trait Decompressors {
-    fn decompress(&self, dict_id: u16, src: &[u8], capacity: usize) -> Result<Vec<u8>, String>;
+    fn decompress(
+        &self,
+        dict_id: u16,
+        src: &[u8],
+        capacity: usize,
+    ) -> Result<Vec<u8>, DecompressError>;
 }
 
 /// No dictionaries; a fresh context per call (tests, tools).
 pub struct PlainDecompressor;
 
 impl Decompressors for PlainDecompressor {
-    fn decompress(&self, dict_id: u16, src: &[u8], capacity: usize) -> Result<Vec<u8>, String> {
+    fn decompress(
+        &self,
+        dict_id: u16,
+        src: &[u8],
+        capacity: usize,
+    ) -> Result<Vec<u8>, DecompressError> {
         if dict_id != 0 {
-            return Err(format!("dictionary {dict_id} not available"));
+            return Err(DecompressError::MissingDictionary(dict_id));
         }
-        zstd::bulk::decompress(src, capacity).map_err(|e| e.to_string())
+        zstd::bulk::decompress(src, capacity).map_err(DecompressError::Zstd)
     }
 }

@@ -4,7 +4,7 @@
 
 use super::build::Payload;
 use super::decompress::Decompressors;
-use crate::error::Corruption;
+use crate::store::error::Corruption;
 
 pub const BLOCK_VERSION: u8 = 1;
 pub const HEADER_LEN: usize = 24;

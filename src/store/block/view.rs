@@ -4,8 +4,8 @@
 
 use super::header::OpenBlock;
 use super::{COLUMNS, FLAG_EXTRA, FLAG_KEY_ONLY, FLAG_RAW_MOVES, KIND_EXTRA, KIND_GENERAL};
-use crate::error::Corruption;
 use crate::store::entry::{Entry, MoveExtra, MoveRec};
+use crate::store::error::Corruption;
 use crate::store::{PositionCodec, PositionModel, varint};
 
 /// Longest stored position handed on as it is (any model codes a position in fewer bytes: 67

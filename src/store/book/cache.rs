@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::error::Result;
 use crate::store::block::Decompressors;
+use crate::store::error::DecompressError;
 
 /// Opened blocks (checksum verified, section A decompressed), kept for repeated probes.
 pub(super) struct BlockCache {
@@ -76,7 +76,12 @@ impl DecompressorPool {
 }
 
 impl Decompressors for DecompressorPool {
-    fn decompress(&self, dict_id: u16, src: &[u8], capacity: usize) -> Result<Vec<u8>, String> {
+    fn decompress(
+        &self,
+        dict_id: u16,
+        src: &[u8],
+        capacity: usize,
+    ) -> Result<Vec<u8>, DecompressError> {
         let ctx = self
             .free
             .lock()
@@ -84,19 +89,21 @@ impl Decompressors for DecompressorPool {
             .and_then(|mut m| m.get_mut(&dict_id).and_then(Vec::pop));
         let mut ctx = match ctx {
             Some(c) => c,
-            None if dict_id == 0 => zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?,
+            None if dict_id == 0 => {
+                zstd::bulk::Decompressor::new().map_err(DecompressError::Zstd)?
+            }
             None => {
                 let d = self
                     .dicts
                     .get(&dict_id)
-                    .ok_or_else(|| format!("dictionary {dict_id} missing from the meta table"))?;
-                zstd::bulk::Decompressor::with_dictionary(d).map_err(|e| e.to_string())?
+                    .ok_or(DecompressError::MissingDictionary(dict_id))?;
+                zstd::bulk::Decompressor::with_dictionary(d).map_err(DecompressError::Zstd)?
             }
         };
         let mut out = Vec::with_capacity(capacity);
         let res = ctx
             .decompress_to_buffer(src, &mut out)
-            .map_err(|e| e.to_string());
+            .map_err(DecompressError::Zstd);
         if let Ok(mut m) = self.free.lock() {
             let v = m.entry(dict_id).or_default();
             if v.len() < 16 {

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use redb::ReadableDatabase;
 
 use super::*;
-use crate::error::{Corruption, Error, Result};
 use crate::store::entry::Entry;
+use crate::store::error::{Corruption, Error, Result};
 
 impl Book {
     /// The delta-tier entry with exactly this identity.
@@ -194,25 +194,20 @@ pub fn plan_delta(
     })
 }
 
-/// Why a delta commit could not happen.
-#[derive(Debug)]
-pub enum DeltaCommitError {
-    /// Another process has the book open; the caller may rewrite the file instead.
-    Busy,
-    Other(Error),
-}
-
 /// Writes a delta plan in one durable transaction, with a redb cache of `cache_bytes` (redb's
 /// default, 1 GiB, would let the transaction's dirty pages grow past an import's budget).
-pub fn commit_delta(
-    path: &Path,
-    plan: &DeltaPlan,
-    cache_bytes: usize,
-) -> Result<(), DeltaCommitError> {
+/// [`Error::Busy`] if another process has the book open (the caller may rewrite the file
+/// instead).
+pub fn commit_delta(path: &Path, plan: &DeltaPlan, cache_bytes: usize) -> Result<()> {
     let db = match redb::Builder::new().set_cache_size(cache_bytes).open(path) {
         Ok(db) => db,
-        Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(DeltaCommitError::Busy),
-        Err(e) => return Err(DeltaCommitError::Other(e.into())),
+        Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
+            return Err(Error::Busy {
+                path: path.to_path_buf(),
+                what: "the book is open in another process".into(),
+            });
+        }
+        Err(e) => return Err(e.into()),
     };
     let run = || -> Result<()> {
         let txn = db.begin_write()?;
@@ -230,13 +225,13 @@ pub fn commit_delta(
             copy_game_fingerprints(&txn, plan.games.as_slice())?;
             let mut m = txn.open_table(META)?;
             let counters =
-                serde_json::to_vec(&plan.meta).map_err(|e| Error::Invalid(e.to_string()))?;
+                serde_json::to_vec(&plan.meta).map_err(|e| Error::Internal(e.to_string()))?;
             m.insert(META_COUNTERS, counters.as_slice())?;
         }
         txn.commit()?;
         Ok(())
     };
-    run().map_err(DeltaCommitError::Other)?;
+    run()?;
     // Copy-on-write leaves the file with free pages; give them back (best effort: the
     // commit above is already durable).
     let mut db = db;

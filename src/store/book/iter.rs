@@ -7,9 +7,9 @@ use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
 use super::seal::*;
 use super::*;
-use crate::error::{Corruption, Result};
 use crate::store::block::{self, BlockView, Keep};
 use crate::store::entry::{Entry, MergeIter};
+use crate::store::error::{Corruption, Result};
 
 impl Book {
     /// Iterates all entries in (key, position) order: blocks and delta tier merged.

@@ -21,8 +21,8 @@ pub use reader::*;
 pub use schema::*;
 pub use writer::*;
 
-use crate::error::{Corruption, Error, Result};
 use crate::store::entry::{Entry, MergeIter};
+use crate::store::error::{Corruption, Error, Result};
 
 thread_local! {
     /// How many [`shield`] calls the current thread is inside.

@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
 use super::*;
-use crate::error::{Corruption, Error, Result};
 use crate::store::block::{self, BlockView};
 use crate::store::entry::{Entry, MergeIter};
+use crate::store::error::{Corruption, Error, Result};
 use crate::store::{IdentityModel, PositionCodec, PositionModel};
 
 fn not_a_book(path: &Path, reason: impl Into<String>) -> Error {
@@ -129,10 +129,10 @@ impl Book {
                 match redb::Database::open(path) {
                     Ok(db) => drop(db),
                     Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
-                        return Err(Error::Invalid(format!(
-                            "{}: the book is being written by another process; try again when it is done",
-                            path.display()
-                        )));
+                        return Err(Error::Busy {
+                            path: path.to_path_buf(),
+                            what: "the book is being written by another process; try again when it is done".into(),
+                        });
                     }
                     Err(e) => return Err(not_a_book(path, format!("recovery failed: {e}"))),
                 }
@@ -359,7 +359,7 @@ impl Book {
     /// # Ok(()) }
     /// ```
     pub fn lookup(&self, pos: &[u8]) -> Result<Option<Entry>> {
-        let key = self.codec.key(pos).map_err(Error::Invalid)?;
+        let key = self.codec.key(pos)?;
         let from_blocks = self.lookup_blocks(pos)?;
         if self.meta.delta_entries == 0 {
             // Readers see the book as it was when opened; reopen to see later imports.
@@ -464,27 +464,27 @@ impl Book {
 
     /// The entry holding exactly this encoded position in the blocks (decodes only that entry).
     pub fn lookup_blocks(&self, pos: &[u8]) -> Result<Option<Entry>> {
-        let key = self.codec.key(pos).map_err(Error::Invalid)?;
+        let key = self.codec.key(pos)?;
         let Some((block_key, blk)) = self.cached_block(key)? else {
             return Ok(None);
         };
         let view = BlockView::parse_parts(block_key, blk.count, &blk.a, &blk.b)?;
         let model = self.model(block_key, blk.model_id)?;
         let mut coded = Vec::with_capacity(32);
-        model.encode(pos, &mut coded).map_err(Error::Invalid)?;
+        model.encode(pos, &mut coded)?;
         Ok(view.find_coded_known(key, &coded, Some(pos), &*self.codec, model)?)
     }
 
     /// As [`Book::lookup_blocks`] without the cache and index: reads through redb each time.
     pub fn lookup_blocks_uncached(&self, pos: &[u8]) -> Result<Option<Entry>> {
-        let key = self.codec.key(pos).map_err(Error::Invalid)?;
+        let key = self.codec.key(pos)?;
         Ok(self
             .with_block(key, |block_key, bytes| {
                 let blk = block::open_block(block_key, bytes, &self.pool)?;
                 let view = BlockView::parse(block_key, &blk)?;
                 let model = self.model(block_key, blk.header.model_id)?;
                 let mut coded = Vec::with_capacity(32);
-                model.encode(pos, &mut coded).map_err(Error::Invalid)?;
+                model.encode(pos, &mut coded)?;
                 Ok(view.find_coded_known(key, &coded, Some(pos), &*self.codec, model)?)
             })?
             .flatten())

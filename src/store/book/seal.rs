@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
 use crate::store::block::{self};
 use crate::store::entry::Entry;
+use crate::store::error::{Error, Result};
 use crate::store::{PositionCodec, PositionModel};
 
 /// What a sealing thread needs besides the entries.
@@ -27,7 +27,7 @@ pub(super) struct SealedSegment {
 }
 
 pub(super) type SegmentJob = (u64, Vec<Entry>, Option<Vec<block::Prepared>>);
-pub(super) type SegmentDone = (u64, Result<SealedSegment, String>);
+pub(super) type SegmentDone = (u64, Result<SealedSegment>);
 
 /// Threads sealing segments; results are written in segment order.
 pub(super) struct SealPool {
@@ -82,7 +82,9 @@ impl SealPool {
                     let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         seal_segment(&ctx, &mut comp, dict_id, &entries, prepared, &mut scratch)
                     }))
-                    .unwrap_or_else(|_| Err("block sealing thread panicked".into()));
+                    .unwrap_or_else(|_| {
+                        Err(Error::Internal("block sealing thread panicked".into()))
+                    });
                     if done_tx.send((seq, res)).is_err() {
                         return;
                     }
@@ -108,8 +110,8 @@ impl SealPool {
         let (seq, res) = self
             .rx
             .recv()
-            .map_err(|_| Error::Invalid("block sealing threads stopped".into()))?;
-        self.done.insert(seq, res.map_err(Error::Invalid)?);
+            .map_err(|_| Error::Internal("block sealing threads stopped".into()))?;
+        self.done.insert(seq, res?);
         Ok(())
     }
 
@@ -138,7 +140,7 @@ pub(super) fn seal_segment(
     entries: &[Entry],
     prepared: Option<Vec<block::Prepared>>,
     scratch: &mut Vec<block::Prepared>,
-) -> Result<SealedSegment, String> {
+) -> Result<SealedSegment> {
     let prepared: &[block::Prepared] = match &prepared {
         Some(p) if p.len() == entries.len() => p,
         _ => {
@@ -173,7 +175,7 @@ pub(super) fn seal_segment(
                     out.seals += 1;
                     let payload = block::build_payload_with(es, ps)?;
                     let sealed = block::seal(&payload, ctx.model_id, Some((&mut *comp, dict_id)))
-                        .map_err(|e| format!("zstd: {e}"))?;
+                        .map_err(|e| Error::io("zstd", e))?;
                     let fits = sealed.len() <= ctx.limit;
                     // Never split entries of one key; a single oversized entry goes alone.
                     let can_shrink = (1..n).rev().find(|&k| es[k - 1].key != es[k].key);

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use super::seal::seal_threads;
 use super::*;
-use crate::error::{Error, Result};
 use crate::store::block::{self};
 use crate::store::entry::Entry;
+use crate::store::error::{CodecError, Error, Result};
 use crate::store::{PositionCodec, PositionModel};
 
 /// Entries per dictionary training sample.
@@ -42,11 +42,11 @@ pub(super) fn train_sample(s: TrainSettings, entries: Vec<Entry>) -> Result<Trai
         Some(c) => c.model.clone(),
         None => {
             let samples: Vec<&[u8]> = entries.iter().filter_map(|e| e.pos.as_deref()).collect();
-            s.codec.train(&samples).map_err(Error::Invalid)?
+            s.codec.train(&samples)?
         }
     };
     let t1 = t0.elapsed();
-    let model = s.codec.load_model(&bytes).map_err(Error::Invalid)?;
+    let model = s.codec.load_model(&bytes)?;
     let prepared = prepare_parallel(&entries, &*s.codec, &model)?;
     let t2 = t0.elapsed();
     let mut dict = None;
@@ -60,7 +60,7 @@ pub(super) fn train_sample(s: TrainSettings, entries: Vec<Entry>) -> Result<Trai
             .chunks_exact(DICT_SAMPLE_ENTRIES)
             .zip(prepared.chunks_exact(DICT_SAMPLE_ENTRIES))
         {
-            a_samples.push(block::build_payload_with(c, p).map_err(Error::Invalid)?.a);
+            a_samples.push(block::build_payload_with(c, p)?.a);
         }
         let refs: Vec<&[u8]> = a_samples.iter().map(Vec::as_slice).collect();
         dict = match reused_dict {
@@ -108,7 +108,7 @@ pub(super) fn prepare_parallel(
 ) -> Result<Vec<block::Prepared>> {
     let threads = seal_threads();
     let chunk = entries.len().div_ceil(threads).max(1);
-    let parts: Vec<Result<Vec<block::Prepared>, String>> = std::thread::scope(|s| {
+    let parts: Vec<Result<Vec<block::Prepared>>> = std::thread::scope(|s| {
         let handles: Vec<_> = entries
             .chunks(chunk)
             .map(|c| {
@@ -116,7 +116,8 @@ pub(super) fn prepare_parallel(
                 s.spawn(move || {
                     c.iter()
                         .map(|e| block::prepare(e, codec, &*model))
-                        .collect::<Result<Vec<_>, String>>()
+                        .collect::<Result<Vec<_>, CodecError>>()
+                        .map_err(Error::from)
                 })
             })
             .collect();
@@ -124,13 +125,13 @@ pub(super) fn prepare_parallel(
             .into_iter()
             .map(|h| {
                 h.join()
-                    .unwrap_or_else(|_| Err("prepare thread panicked".into()))
+                    .unwrap_or_else(|_| Err(Error::Internal("prepare thread panicked".into())))
             })
             .collect()
     });
     let mut out = Vec::with_capacity(entries.len());
     for p in parts {
-        out.extend(p.map_err(Error::Invalid)?);
+        out.extend(p?);
     }
     Ok(out)
 }

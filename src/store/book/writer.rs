@@ -8,9 +8,9 @@ use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
 use super::*;
 use super::{seal::*, train::*};
-use crate::error::{Error, Result};
 use crate::store::block;
 use crate::store::entry::Entry;
+use crate::store::error::{CodecError, Error, Result};
 use crate::store::files::temp_sibling;
 use crate::store::{PositionCodec, PositionModel};
 
@@ -131,7 +131,7 @@ impl BookWriter {
         let db = redb::Builder::new()
             .set_cache_size(opts.cache_bytes)
             .create(&tmp_path)
-            .map_err(|e| Error::Db(format!("creating {}: {e}", tmp_path.display())))?;
+            .map_err(|e| Error::db(format!("creating {}", tmp_path.display()), e))?;
         Ok(BookWriter {
             final_path: path.to_path_buf(),
             tmp_path,
@@ -163,11 +163,11 @@ impl BookWriter {
     /// largest input's; compaction retrains). Call before the first [`BookWriter::push`].
     pub fn reuse_compression(&mut self, c: BookCompression) -> Result<()> {
         if self.model.is_some() || !self.held_entries.is_empty() {
-            return Err(Error::Invalid(
+            return Err(Error::Internal(
                 "reuse_compression must come before the first entry".into(),
             ));
         }
-        self.codec.load_model(&c.model).map_err(Error::Invalid)?;
+        self.codec.load_model(&c.model)?;
         self.reuse = Some(c);
         self.takes_coded = true;
         Ok(())
@@ -218,7 +218,7 @@ impl BookWriter {
         if let Some((k, p)) = prev {
             let ord = k.cmp(&e.key).then_with(|| p.cmp(&e.pos.as_deref()));
             if ord != std::cmp::Ordering::Less {
-                return Err(Error::Invalid(format!(
+                return Err(Error::Internal(format!(
                     "entries out of order at key {:016x}",
                     e.key
                 )));
@@ -280,7 +280,7 @@ impl BookWriter {
             return Ok(e);
         }
         let pos = e.pos.as_deref().ok_or_else(|| {
-            Error::Invalid(format!(
+            Error::Internal(format!(
                 "key {:016x}: move indices without a position",
                 e.key
             ))
@@ -292,7 +292,7 @@ impl BookWriter {
             .map(|m| m.mv as u8)
             .collect();
         let codes = self.codec.unindex_moves(pos, &idx).map_err(|reason| {
-            Error::Invalid(format!(
+            CodecError::from(format!(
                 "key {:016x}: move indices invalid: {reason}",
                 e.key
             ))
@@ -338,16 +338,16 @@ impl BookWriter {
         let pool = self
             .pool
             .as_mut()
-            .ok_or_else(|| Error::Invalid("sealing pool not started".into()))?;
+            .ok_or_else(|| Error::Internal("sealing pool not started".into()))?;
         let seq = pool.sent;
         pool.sent += 1;
         pool.tx
             .as_ref()
-            .ok_or_else(|| Error::Invalid("sealing pool closed".into()))?
+            .ok_or_else(|| Error::Internal("sealing pool closed".into()))?
             .send((seq, entries, prepared))
-            .map_err(|_| Error::Invalid("block sealing threads stopped".into()))?;
+            .map_err(|_| Error::Internal("block sealing threads stopped".into()))?;
         while let Ok((seq, res)) = pool.rx.try_recv() {
-            pool.done.insert(seq, res.map_err(Error::Invalid)?);
+            pool.done.insert(seq, res?);
         }
         self.write_ready()
     }
@@ -445,10 +445,9 @@ impl BookWriter {
         let db = self
             .db
             .as_ref()
-            .ok_or_else(|| Error::Invalid("writer closed".into()))?;
+            .ok_or_else(|| Error::Internal("writer closed".into()))?;
         let mut txn = db.begin_write()?;
-        txn.set_durability(redb::Durability::None)
-            .map_err(|e| Error::Db(e.to_string()))?;
+        txn.set_durability(redb::Durability::None)?;
         {
             let mut t = txn.open_table(BLOCKS)?;
             for (k, v) in self.batch.drain(..) {
@@ -477,7 +476,7 @@ impl BookWriter {
         let db = self
             .db
             .take()
-            .ok_or_else(|| Error::Invalid("writer closed".into()))?;
+            .ok_or_else(|| Error::Internal("writer closed".into()))?;
         let res = (|| -> Result<()> {
             let txn = db.begin_write()?;
             {
@@ -490,7 +489,7 @@ impl BookWriter {
                 m.insert(META_VERSION, FORMAT_VERSION.to_le_bytes().as_slice())?;
                 m.insert(META_CODEC, self.codec.name().as_bytes())?;
                 let counters =
-                    serde_json::to_vec(&self.meta).map_err(|e| Error::Invalid(e.to_string()))?;
+                    serde_json::to_vec(&self.meta).map_err(|e| Error::Internal(e.to_string()))?;
                 m.insert(META_COUNTERS, counters.as_slice())?;
                 if let Some(d) = &self.dictionary {
                     m.insert(format!("{META_DICT_PREFIX}1").as_str(), d.as_slice())?;
