@@ -1,8 +1,11 @@
 //! bookdb: a persistent chess opening-book database.
 //!
-//! Layers, bottom up: [`chess`] (packed positions, Polyglot keys, moves) → [`store`] (value
-//! blocks and the redb book file, independent of chess) → [`ops`] (import, probe, dump, stats,
-//! verify) → the `bookdb` binary.
+//! Layers, bottom up (docs/ARCHITECTURE.md): [`store`] (the game-independent storage engine:
+//! value blocks, the redb book file, the delta tier, sorted runs; it defines the codec
+//! interface) ← [`chess`] (the chess codec: packed positions, Polyglot keys, moves, the
+//! position model) ← [`ops`] (import, probe, dump, stats, verify, merge, compact, Polyglot
+//! interop) ← the `bookdb` binary. [`error`] holds the errors of the operations, which wrap the
+//! store's and the chess layer's own.
 
 pub mod chess;
 pub mod error;

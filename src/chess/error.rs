@@ -1,7 +1,7 @@
 //! Errors of the chess layer: a packed position that does not decode, a FEN or position that
 //! is not a legal chess position.
 
-/// Errors of the packed-position codec (DESIGN.md §2). Decoding never panics.
+/// Errors of the packed-position codec (docs/CONTRACT.md §2). Decoding never panics.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PackError {
     #[error("packed position truncated: needed {needed} bits, only {available} available")]

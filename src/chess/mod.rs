@@ -24,7 +24,7 @@ use crate::store::error::CodecError;
 use crate::store::{PositionCodec, PositionModel, Restored, generic_prepare, generic_restore};
 use error::ChessCodecError;
 
-/// Chess positions in the packed format of DESIGN.md §2.
+/// Chess positions in the packed format of docs/CONTRACT.md §2.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ChessCodec;
 

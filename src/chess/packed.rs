@@ -1,11 +1,11 @@
-//! The packed position format of DESIGN.md §2: one prefix code per square (a1, a2, …, a8, b1, …,
+//! The packed position format of docs/CONTRACT.md §2: one prefix code per square (a1, a2, …, a8, b1, …,
 //! h8), then side to move, castling rights K Q k q, an en-passant flag and, if set, the file in
 //! three bits. Bits are written most-significant first; the last byte is zero-padded.
 //!
 //! [`PosState`] is the decoded form: a plain array of square contents plus the state bits. It is
 //! what the key, the FEN and the storage planes are computed from.
 
-use crate::error::PackError;
+use super::error::PackError;
 
 /// Square contents: 0 empty, 1..=6 white pawn, knight, bishop, rook, queen, king,
 /// 7..=12 the same for black.
@@ -106,7 +106,7 @@ pub const CASTLE_WQ: u8 = 0b0100;
 pub const CASTLE_BK: u8 = 0b0010;
 pub const CASTLE_BQ: u8 = 0b0001;
 
-/// A decoded position in the identity of DESIGN.md §2.
+/// A decoded position in the identity of docs/CONTRACT.md §2.
 ///
 /// `squares` is indexed by shakmaty square index (a1 = 0, b1 = 1, …, h8 = 63).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -9,11 +9,11 @@ use shakmaty::{
     File, Move, Piece, Position, Rank, Role, Setup, Square,
 };
 
+use super::error::PositionError;
 use super::packed::{
     CASTLE_BK, CASTLE_BQ, CASTLE_WK, CASTLE_WQ, EMPTY, PackedPos, PieceCode, PosState,
     pack_occupied,
 };
-use crate::error::PositionError;
 
 fn piece_code(p: Piece) -> PieceCode {
     let r = p.role as u8; // Pawn = 1 … King = 6
@@ -131,7 +131,7 @@ fn castling_bits(pos: &Chess) -> u8 {
 }
 
 impl PosState {
-    /// The identity of a chess position (DESIGN.md §2): placement, side to move, castling rights,
+    /// The identity of a chess position (docs/CONTRACT.md §2): placement, side to move, castling rights,
     /// en-passant file only if a pawn of the side to move stands beside the double-stepped pawn.
     pub fn from_chess(pos: &Chess) -> PosState {
         let mut squares = [EMPTY; 64];

@@ -1,5 +1,5 @@
 //! Reading games from PGN (tags and mainline SAN only, with the line each game starts on) and
-//! replaying them into (position, move) pairs under the counting rules of DESIGN.md §2.
+//! replaying them into (position, move) pairs under the counting rules of docs/CONTRACT.md §2.
 
 use std::cell::RefCell;
 use std::io::{self, Read};

@@ -1,4 +1,4 @@
-//! Reading answers out of a book: `probe` and `dump` (JSON shapes of DESIGN.md §3).
+//! Reading answers out of a book: `probe` and `dump` (JSON shapes of docs/CONTRACT.md §3).
 
 use serde::Serialize;
 use shakmaty::san::SanPlus;

@@ -239,8 +239,9 @@ fn rewrite_whole(
     })
 }
 
-/// Brings a book to the current format version. Version 1 is the first, so today this only
-/// checks the version and reports; see migrations/README.md.
+/// Brings a book to the current format version: a book at [`FORMAT_VERSION`] is left as it is
+/// (and the message says so); one at an older version down to [`OLDEST_MIGRATABLE`] is
+/// rewritten with the same content (migrations/README.md, migrations/v1-to-v2.md).
 pub fn migrate(book: &Path) -> Result<String> {
     if !book.exists() {
         return Err(StoreError::BookNotFound {

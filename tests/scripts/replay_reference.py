@@ -118,7 +118,7 @@ class MainlineCollector(chess.pgn.BaseVisitor):
 
 
 def ep_file_counts(board):
-    """The DESIGN rule: an en-passant square counts only if a pawn of the side to move stands
+    """The contract's rule (docs/CONTRACT.md §2): an en-passant square counts only if a pawn of the side to move stands
     beside the pawn that just double-stepped (legality of the capture is irrelevant)."""
     ep = board.ep_square
     if ep is None:

@@ -27,7 +27,7 @@ pub enum OnlySide {
     Black,
 }
 
-/// Options of polyglot's `make-book` (DESIGN §3 names).
+/// Options of polyglot's `make-book` (docs/CONTRACT.md §3 names).
 #[derive(Clone, Debug)]
 pub struct PolyglotExportOptions {
     /// `-min-game`: drop moves played in fewer games (after halving). Polyglot's default is 3;

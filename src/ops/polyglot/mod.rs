@@ -28,7 +28,7 @@
 //!   weights are written here by ascending move code (polyglot's `qsort` leaves them unordered).
 //!
 //! Polyglot counts a (position, move) every time it occurs in a game, while bookdb counts it at
-//! most once per game (DESIGN §2), so a game that repeats a position within `max_ply` gives
+//! most once per game (docs/CONTRACT.md §2), so a game that repeats a position within `max_ply` gives
 //! polyglot a higher `n`/`sum` for the repeated pairs. The (key, move) sets are the same.
 //!
 //! Moves imported from a Polyglot book (`MoveRec::extra = Some`) with no game counts are

@@ -33,7 +33,8 @@ pub struct BookMeta {
     pub games: u64,
     /// Entries that hold a position.
     pub positions: u64,
-    /// Entries that hold only a key (unplaceable Polyglot entries).
+    /// Entries that hold only a key, no position (e.g. moves imported from a Polyglot book whose
+    /// position could not be reconstructed).
     pub key_only: u64,
     /// (position, move) pairs over all entries.
     pub pairs: u64,
