@@ -74,7 +74,7 @@ impl ErrorKind {
 }
 
 impl Error {
-    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io {
             context: context.into(),
             source,

@@ -7,6 +7,12 @@
 //! interop) ← the `bookdb` binary. [`error`] holds the errors of the operations, which wrap the
 //! store's and the chess layer's own.
 
+// What holds today, locked in: no `unwrap`/`expect` outside tests (errors are returned, not panicked
+// on); every `unsafe` block carries a `// SAFETY:` note saying why it is sound.
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
 pub mod chess;
 pub mod error;
 pub mod ops;

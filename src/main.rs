@@ -3,6 +3,12 @@
 //! Exit codes: 0 success; 1 error; 2 usage; 3 the book is corrupt (or `verify` found a
 //! problem); 4 the file is not a book or has an unsupported version.
 
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::undocumented_unsafe_blocks
+)]
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -14,7 +14,7 @@ pub struct AttachKeyOnly<I: Iterator<Item = Result<Entry, E>>, E> {
     inner: std::iter::Peekable<I>,
     ready: std::collections::VecDeque<Entry>,
     /// Key-only moves attached so far.
-    pub attached: u64,
+    pub(crate) attached: u64,
 }
 
 impl<I: Iterator<Item = Result<Entry, E>>, E> AttachKeyOnly<I, E> {

@@ -27,7 +27,7 @@ pub enum PositionError {
 
 /// What the chess codec rejects besides a malformed packed position.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ChessCodecError {
+pub(crate) enum ChessCodecError {
     #[error("position bytes do not decode under the book's model")]
     Undecodable,
     #[error("move index {index} beyond the {legal} legal moves")]

@@ -37,7 +37,7 @@ fn slider_blockers(pos: &Chess, king: Square) -> Bitboard {
 /// here": the caller asks shakmaty's `San::to_move`, which also reports illegal and ambiguous
 /// SANs. Whenever this returns a move it is the one `San::to_move` returns (the replay's hot
 /// path: it avoids generating and filtering candidate moves; `tests` check the equality).
-pub fn fast_san_move(pos: &Chess, san: &San) -> Option<Move> {
+pub(crate) fn fast_san_move(pos: &Chess, san: &San) -> Option<Move> {
     let &San::Normal {
         role,
         file,
@@ -151,13 +151,13 @@ pub fn fast_san_move(pos: &Chess, san: &San) -> Option<Move> {
 }
 
 /// Calls `f` with the code of every legal move of `pos` (no particular order).
-pub fn for_each_legal_code(pos: &Chess, f: impl FnMut(u16)) {
+pub(crate) fn for_each_legal_code(pos: &Chess, f: impl FnMut(u16)) {
     for_each_legal_code_to(pos, Bitboard::FULL, f);
 }
 
 /// [`for_each_legal_code`] for the moves to the squares of `dests` only (ranking moves needs
 /// only the codes below the highest one, and a code orders by destination before origin).
-pub fn for_each_legal_code_to(pos: &Chess, dests: Bitboard, mut f: impl FnMut(u16)) {
+pub(crate) fn for_each_legal_code_to(pos: &Chess, dests: Bitboard, mut f: impl FnMut(u16)) {
     let board = pos.board();
     let turn = pos.turn();
     let us = pos.us();

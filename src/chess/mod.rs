@@ -2,15 +2,16 @@
 //! conversion, key-only attachment, and the [`ChessCodec`] that plugs chess into the
 //! game-independent store.
 
-pub mod attach;
-pub mod error;
-pub mod legal;
-pub mod model;
-pub mod packed;
-pub mod polyglot;
-pub mod position;
-pub mod rangecoder;
+pub(crate) mod attach;
+pub(crate) mod error;
+pub(crate) mod legal;
+pub(crate) mod model;
+pub(crate) mod packed;
+pub(crate) mod polyglot;
+pub(crate) mod position;
+pub(crate) mod rangecoder;
 
+#[doc(hidden)]
 pub use model::ChessModel;
 pub use packed::{MAX_PACKED, PLANES, PackedPos, PosState, to_hex};
 pub use position::{
@@ -28,7 +29,7 @@ use error::ChessCodecError;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ChessCodec;
 
-pub const CODEC_NAME: &str = "chess-packed-v1";
+pub(crate) const CODEC_NAME: &str = "chess-packed-v1";
 
 impl PositionCodec for ChessCodec {
     fn name(&self) -> &'static str {
@@ -149,7 +150,7 @@ pub(crate) mod tests_support {
     use shakmaty::{Chess, Position};
 
     /// Any bit-level position state (not necessarily legal chess).
-    pub fn arb_state() -> impl proptest::strategy::Strategy<Value = PosState> {
+    pub(crate) fn arb_state() -> impl proptest::strategy::Strategy<Value = PosState> {
         use proptest::prelude::*;
         (
             proptest::collection::vec(0u8..13, 64),
@@ -170,7 +171,7 @@ pub(crate) mod tests_support {
     }
 
     /// The position after a line of SAN or UCI moves from the start.
-    pub fn play(moves: &[&str]) -> Chess {
+    pub(crate) fn play(moves: &[&str]) -> Chess {
         let mut pos = Chess::default();
         for m in moves {
             let mv = parse_move(&pos, m).expect("legal move");
@@ -180,7 +181,7 @@ pub(crate) mod tests_support {
     }
 
     /// A few dozen real positions (a short game plus an en-passant case).
-    pub fn sample_positions() -> Vec<Vec<u8>> {
+    pub(crate) fn sample_positions() -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         for line in [
             "e4 c5 Nf3 d6 d4 cxd4 Nxd4 Nf6 Nc3 a6 Be3 e5 Nb3 Be6 f3 Be7 Qd2 O-O O-O-O Nbd7 g4 b5",

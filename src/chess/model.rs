@@ -11,7 +11,7 @@ use super::rangecoder::{Decoder, Encoder, FreqTable, TOTAL, TOTAL_BITS};
 use crate::store::PositionModel;
 use crate::store::error::CodecError;
 
-pub const MODEL_VERSION: u8 = 1;
+pub(crate) const MODEL_VERSION: u8 = 1;
 /// Square contents 0..=12 plus 13 for "off the board".
 const CTX: usize = 14;
 const SYMS: usize = 13;
@@ -22,6 +22,7 @@ const OBS_WEIGHT: u64 = 256;
 const PRIOR_WEIGHT: u64 = 4 * OBS_WEIGHT;
 
 /// Cumulative tables, flattened: table t occupies `cum[t * stride .. t * stride + n + 1]`.
+#[doc(hidden)]
 pub struct ChessModel {
     squares: Vec<u16>,
     castling: Vec<u16>,
@@ -76,6 +77,7 @@ fn smoothed(obs: &[u64], prior: &[u64]) -> Vec<u16> {
 
 impl ChessModel {
     /// Trains a model on sample positions.
+    #[doc(hidden)]
     pub fn train(samples: &[PosState]) -> ChessModel {
         let mut sq_counts = vec![0u64; SQUARE_TABLES * SYMS];
         let mut sq_prior = vec![0u64; 64 * SYMS];
@@ -115,7 +117,7 @@ impl ChessModel {
 
     /// Serialized form: version, TOTAL_BITS, then every table's frequencies as u16 LE,
     /// zstd-compressed (docs/FORMAT.md §6).
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let mut raw = vec![MODEL_VERSION, TOTAL_BITS as u8];
         for (cum, stride) in [
             (&self.squares, SQ_STRIDE),
@@ -131,6 +133,7 @@ impl ChessModel {
         zstd::bulk::compress(&raw, 6).unwrap_or_default()
     }
 
+    #[doc(hidden)]
     pub fn from_bytes(bytes: &[u8]) -> Result<ChessModel, String> {
         let expected = 2 + 2 * (SQUARE_TABLES * SYMS + 2 * 16 + 2 * 9);
         let raw =
@@ -163,6 +166,7 @@ impl ChessModel {
         })
     }
 
+    #[doc(hidden)]
     pub fn encode_state(&self, s: &PosState) -> Vec<u8> {
         let mut enc = Encoder::new();
         let mut v = [0u8; PLANES];
@@ -186,6 +190,7 @@ impl ChessModel {
         enc.finish()
     }
 
+    #[doc(hidden)]
     pub fn decode_state(&self, data: &[u8]) -> Option<PosState> {
         let mut dec = Decoder::new(data);
         let mut v = [0u8; PLANES];

@@ -9,9 +9,9 @@ use super::error::PackError;
 
 /// Square contents: 0 empty, 1..=6 white pawn, knight, bishop, rook, queen, king,
 /// 7..=12 the same for black.
-pub type PieceCode = u8;
+pub(crate) type PieceCode = u8;
 
-pub const EMPTY: PieceCode = 0;
+pub(crate) const EMPTY: PieceCode = 0;
 
 /// (code bits, code length) for piece codes 0..=12.
 const CODES: [(u8, u8); 13] = [
@@ -101,10 +101,10 @@ fn multi_table() -> &'static [MultiEntry] {
 }
 
 /// Castling right bits as stored in [`PosState::castling`] (written in this order: K, Q, k, q).
-pub const CASTLE_WK: u8 = 0b1000;
-pub const CASTLE_WQ: u8 = 0b0100;
-pub const CASTLE_BK: u8 = 0b0010;
-pub const CASTLE_BQ: u8 = 0b0001;
+pub(crate) const CASTLE_WK: u8 = 0b1000;
+pub(crate) const CASTLE_WQ: u8 = 0b0100;
+pub(crate) const CASTLE_BK: u8 = 0b0010;
+pub(crate) const CASTLE_BQ: u8 = 0b0001;
 
 /// A decoded position in the identity of docs/CONTRACT.md §2.
 ///
@@ -121,7 +121,7 @@ pub struct PosState {
 
 /// Index into `squares` of the i-th square in packing order (a1, a2, …, a8, b1, …).
 #[inline]
-pub const fn packing_order(i: usize) -> usize {
+pub(crate) const fn packing_order(i: usize) -> usize {
     (i % 8) * 8 + i / 8
 }
 
@@ -136,7 +136,7 @@ pub struct PackedPos {
 }
 
 impl PackedPos {
-    pub fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.bytes[..usize::from(self.len)]
     }
 }
@@ -232,7 +232,7 @@ impl FixedBits {
 
 /// Packs square contents (indexed a1 = 0 … h8 = 63; values above 12 are written as 12) and
 /// the state bits; returns the packed form and its number of significant bits.
-pub fn pack_parts(
+pub(crate) fn pack_parts(
     squares: &[PieceCode; 64],
     black_to_move: bool,
     castling: u8,
@@ -252,7 +252,7 @@ pub fn pack_parts(
 /// only the occupied squares (each with the run of empty squares before it in one write) and
 /// calls `visit(code, i)` for each.
 #[inline(always)]
-pub fn pack_occupied(
+pub(crate) fn pack_occupied(
     occupied: u64,
     planes: &[u64; 4],
     black_to_move: bool,
@@ -340,7 +340,7 @@ impl PosState {
     }
 
     /// [`PosState::pack`] into a fixed-size buffer.
-    pub fn pack_fixed(&self) -> (PackedPos, usize) {
+    pub(crate) fn pack_fixed(&self) -> (PackedPos, usize) {
         pack_parts(
             &self.squares,
             self.black_to_move,
@@ -363,6 +363,7 @@ impl PosState {
     /// assert!(PosState::unpack(&padded).is_err()); // a trailing byte
     /// # Ok::<(), bookdb::error::PackError>(())
     /// ```
+    #[doc(hidden)]
     pub fn unpack(data: &[u8]) -> Result<PosState, PackError> {
         let (state, used) = Self::unpack_prefix(data)?;
         if used < data.len() {
@@ -377,6 +378,7 @@ impl PosState {
     /// [`MULTI_BITS`] bits gives the codes of every square that starts and ends inside them
     /// (an empty square is one bit) and the bits they take. Bits past the end of `data` read
     /// as zeros (empty squares), so a truncated position is reported with the bits it needs.
+    #[doc(hidden)]
     pub fn unpack_prefix(data: &[u8]) -> Result<(PosState, usize), PackError> {
         if data.is_empty() {
             return Err(PackError::Empty);
@@ -422,6 +424,7 @@ impl PosState {
     }
 
     /// Number of significant bits of the packed form.
+    #[doc(hidden)]
     pub fn packed_bits(&self) -> usize {
         let board: usize = self
             .squares
@@ -438,6 +441,7 @@ pub const PLANES: usize = 66;
 impl PosState {
     /// Fixed-width storage form: byte i (< 64) is the piece code on square i in packing order;
     /// byte 64 is `black_to_move | castling << 1`; byte 65 is 0 or ep file + 1.
+    #[doc(hidden)]
     pub fn to_planes(&self, out: &mut [u8; PLANES]) {
         for (i, o) in out.iter_mut().take(64).enumerate() {
             *o = self.squares[packing_order(i)];
@@ -447,6 +451,7 @@ impl PosState {
     }
 
     /// Inverse of [`PosState::to_planes`]; rejects out-of-range values.
+    #[doc(hidden)]
     pub fn from_planes(p: &[u8]) -> Option<PosState> {
         if p.len() != PLANES || p[64] > 0x1f || p[65] > 8 {
             return None;

@@ -10,6 +10,7 @@ use shakmaty::{Chess, File, Move, Position, Role, Square};
 
 use super::{MoveCode, PosState};
 
+#[cfg(test)]
 fn promo_to_pg(role: Option<Role>) -> u16 {
     match role {
         Some(Role::Knight) => 1,
@@ -20,14 +21,16 @@ fn promo_to_pg(role: Option<Role>) -> u16 {
     }
 }
 
-/// A Polyglot move from its squares (castling must already be king-takes-rook).
-pub fn pg_encode(from: Square, to: Square, promotion: Option<Role>) -> u16 {
+/// A Polyglot move from its squares (castling must already be king-takes-rook). Tests build
+/// `.bin` entries with it; reading and export never need it.
+#[cfg(test)]
+pub(crate) fn pg_encode(from: Square, to: Square, promotion: Option<Role>) -> u16 {
     u16::from(to) | (u16::from(from) << 6) | (promo_to_pg(promotion) << 12)
 }
 
 /// The squares and promotion of a Polyglot move; `None` for impossible codes (from = to,
 /// promotion code above 4, bit 15 set).
-pub fn pg_decode(mv: u16) -> Option<(Square, Square, Option<Role>)> {
+pub(crate) fn pg_decode(mv: u16) -> Option<(Square, Square, Option<Role>)> {
     let to = Square::new(u32::from(mv & 63));
     let from = Square::new(u32::from((mv >> 6) & 63));
     let promotion = match mv >> 12 {
@@ -43,7 +46,8 @@ pub fn pg_decode(mv: u16) -> Option<(Square, Square, Option<Role>)> {
 
 /// Polyglot encoding of a legal move: castling as king-takes-rook (shakmaty's `Move::to()` of
 /// a castling move is the rook's square).
-pub fn pg_from_move(m: &Move) -> u16 {
+#[cfg(test)]
+pub(crate) fn pg_from_move(m: &Move) -> u16 {
     pg_encode(m.from().unwrap_or_else(|| m.to()), m.to(), m.promotion())
 }
 
@@ -55,12 +59,12 @@ const CODE_TO_PG_NIBBLE: [u16; 16] = [0, 5, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 
 /// The book's move code of a Polyglot move, read literally (no castling interpretation): from
 /// and to squares swap places, promotion 1..=4 becomes role code 2..=5. A bijection on `u16`;
 /// used for the moves of key-only entries.
-pub fn raw_code_from_pg(pg: u16) -> MoveCode {
+pub(crate) fn raw_code_from_pg(pg: u16) -> MoveCode {
     ((pg >> 6) & 63) | ((pg & 63) << 6) | (PG_TO_CODE_NIBBLE[usize::from(pg >> 12)] << 12)
 }
 
 /// Inverse of [`raw_code_from_pg`].
-pub fn raw_pg_from_code(code: MoveCode) -> u16 {
+pub(crate) fn raw_pg_from_code(code: MoveCode) -> u16 {
     ((code >> 6) & 63) | ((code & 63) << 6) | (CODE_TO_PG_NIBBLE[usize::from(code >> 12)] << 12)
 }
 
@@ -69,7 +73,7 @@ const BLACK_KING: u8 = 12;
 
 /// The Polyglot move of a book move code in a known position: castling (the side to move's king
 /// from e1/e8 two squares to g/c) becomes king-takes-rook; everything else keeps its squares.
-pub fn code_to_pg(code: MoveCode, state: &PosState) -> u16 {
+pub(crate) fn code_to_pg(code: MoveCode, state: &PosState) -> u16 {
     let from = usize::from(code & 63);
     let to = usize::from((code >> 6) & 63);
     let (king, home) = if state.black_to_move {
@@ -95,12 +99,12 @@ pub fn code_to_pg(code: MoveCode, state: &PosState) -> u16 {
 /// The legal move a Polyglot move denotes in a position. Castling is accepted as
 /// king-takes-rook (standard) and as the king's two-square move (`e1g1`, as Fox and many lichess
 /// books write it); the flag tells the latter.
-pub fn pg_to_legal(pos: &Chess, pg: u16) -> Option<(Move, bool)> {
+pub(crate) fn pg_to_legal(pos: &Chess, pg: u16) -> Option<(Move, bool)> {
     pg_in_moves(&pos.legal_moves(), pg)
 }
 
 /// [`pg_to_legal`] against a precomputed list of legal moves.
-pub fn pg_in_moves(legal: &[Move], pg: u16) -> Option<(Move, bool)> {
+pub(crate) fn pg_in_moves(legal: &[Move], pg: u16) -> Option<(Move, bool)> {
     let (from, to, promotion) = pg_decode(pg)?;
     for &m in legal {
         match m {

@@ -164,6 +164,7 @@ impl PosState {
 
     /// Rebuilds a legal shakmaty position (halfmove clock 0, fullmove 1), checking that the
     /// state survives the round trip exactly.
+    #[doc(hidden)]
     pub fn to_chess(&self) -> Result<Chess, PositionError> {
         let pos = self.to_chess_unchecked()?;
         // The identity must survive the round trip exactly (e.g. an ep flag without a pawn
@@ -178,6 +179,7 @@ impl PosState {
 
     /// Like [`PosState::to_chess`] without the round-trip check (for states known to come
     /// from legal positions, e.g. after a checksum-verified read).
+    #[doc(hidden)]
     pub fn to_chess_unchecked(&self) -> Result<Chess, PositionError> {
         // Branch-free: slot 0 of each array collects the empty squares and is ignored.
         const ROLE_SLOT: [usize; 13] = [0, 1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6];
@@ -246,6 +248,7 @@ impl PosState {
     }
 
     /// Four-field FEN (placement, side, castling, en passant under the identity rule).
+    #[doc(hidden)]
     pub fn fen(&self) -> String {
         let mut s = String::with_capacity(72);
         for rank in (0..8).rev() {

@@ -3,11 +3,11 @@
 //! ends with a minimal flush; the decoder reads past the end as zero bytes.
 
 /// Frequencies of a table sum to `1 << TOTAL_BITS`.
-pub const TOTAL_BITS: u32 = 15;
-pub const TOTAL: u32 = 1 << TOTAL_BITS;
+pub(crate) const TOTAL_BITS: u32 = 15;
+pub(crate) const TOTAL: u32 = 1 << TOTAL_BITS;
 const TOP: u32 = 1 << 24;
 
-pub struct Encoder {
+pub(crate) struct Encoder {
     low: u64,
     range: u32,
     cache: u8,
@@ -23,6 +23,7 @@ impl Default for Encoder {
 }
 
 impl Encoder {
+    #[doc(hidden)]
     pub fn new() -> Encoder {
         Encoder {
             low: 0,
@@ -36,7 +37,7 @@ impl Encoder {
 
     /// Encodes a symbol occupying `[cum, cum + freq)` of `TOTAL`; `freq > 0`.
     #[inline]
-    pub fn encode(&mut self, cum: u32, freq: u32) {
+    pub(crate) fn encode(&mut self, cum: u32, freq: u32) {
         debug_assert!(freq > 0 && cum + freq <= TOTAL);
         let r = self.range >> TOTAL_BITS;
         self.low += u64::from(r) * u64::from(cum);
@@ -76,7 +77,7 @@ impl Encoder {
 
     /// Ends the message with as few bytes as possible: picks the value in the final interval
     /// with the most trailing zero bits; trailing zero bytes are dropped.
-    pub fn finish(mut self) -> Vec<u8> {
+    pub(crate) fn finish(mut self) -> Vec<u8> {
         // range >= 2^24, so [low, low + range) holds a multiple of 2^24.
         self.low = (self.low + 0xFF_FFFF) & !0xFF_FFFFu64;
         self.shift_low();
@@ -88,7 +89,7 @@ impl Encoder {
     }
 }
 
-pub struct Decoder<'a> {
+pub(crate) struct Decoder<'a> {
     data: &'a [u8],
     pos: usize,
     code: u32,
@@ -96,6 +97,7 @@ pub struct Decoder<'a> {
 }
 
 impl<'a> Decoder<'a> {
+    #[doc(hidden)]
     pub fn new(data: &'a [u8]) -> Decoder<'a> {
         let mut d = Decoder {
             data,
@@ -117,8 +119,9 @@ impl<'a> Decoder<'a> {
     }
 
     /// The cumulative frequency the next symbol falls on; `None` if the data is invalid.
+    #[cfg(test)]
     #[inline]
-    pub fn peek(&mut self) -> Option<u32> {
+    pub(crate) fn peek(&mut self) -> Option<u32> {
         let r = self.range >> TOTAL_BITS;
         let v = self.code / r;
         (v < TOTAL).then_some(v)
@@ -129,7 +132,7 @@ impl<'a> Decoder<'a> {
     /// [`Decoder::peek`] plus a search and [`Decoder::consume`], without the division:
     /// `c <= code / r` is tested as `c * r <= code`.
     #[inline]
-    pub fn decode_symbol(&mut self, cum: &[u16], n: usize) -> Option<usize> {
+    pub(crate) fn decode_symbol(&mut self, cum: &[u16], n: usize) -> Option<usize> {
         let r = u64::from(self.range >> TOTAL_BITS);
         let code = u64::from(self.code);
         if code >= r * u64::from(TOTAL) {
@@ -147,7 +150,7 @@ impl<'a> Decoder<'a> {
 
     /// Consumes the symbol `[cum, cum + freq)` found via [`Decoder::peek`].
     #[inline]
-    pub fn consume(&mut self, cum: u32, freq: u32) {
+    pub(crate) fn consume(&mut self, cum: u32, freq: u32) {
         let r = self.range >> TOTAL_BITS;
         self.code = self.code.wrapping_sub(r.wrapping_mul(cum));
         self.range = r.wrapping_mul(freq);
@@ -156,27 +159,18 @@ impl<'a> Decoder<'a> {
             self.code = (self.code << 8) | u32::from(self.next_byte());
         }
     }
-
-    /// Bytes read, including the virtual zero bytes past the end.
-    pub fn consumed(&self) -> usize {
-        self.pos
-    }
-
-    /// True if the decoder state is consistent (code inside the current range).
-    pub fn consistent(&self) -> bool {
-        self.code < self.range
-    }
 }
 
 /// A static frequency table over `n` symbols with cumulative sums; every frequency is >= 1.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FreqTable {
-    pub cum: Vec<u16>,
+pub(crate) struct FreqTable {
+    pub(crate) cum: Vec<u16>,
 }
 
 impl FreqTable {
     /// Builds a table from frequencies that must sum to `TOTAL` with each >= 1.
-    pub fn from_freqs(freqs: &[u16]) -> Option<FreqTable> {
+    #[cfg(test)]
+    pub(crate) fn from_freqs(freqs: &[u16]) -> Option<FreqTable> {
         if freqs.contains(&0) {
             return None;
         }
@@ -194,6 +188,7 @@ impl FreqTable {
     }
 
     /// Scales counts to frequencies summing to `TOTAL`, every symbol at least 1. Deterministic.
+    #[doc(hidden)]
     pub fn normalize(counts: &[u64]) -> Vec<u16> {
         let n = counts.len() as u64;
         assert!(n > 0 && n <= u64::from(TOTAL));
@@ -216,23 +211,22 @@ impl FreqTable {
         freqs.into_iter().map(|f| f as u16).collect()
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.cum.len() - 1
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
+    #[cfg(test)]
     #[inline]
-    pub fn encode(&self, enc: &mut Encoder, sym: usize) {
+    pub(crate) fn encode(&self, enc: &mut Encoder, sym: usize) {
         let lo = u32::from(self.cum[sym]);
         let hi = u32::from(self.cum[sym + 1]);
         enc.encode(lo, hi - lo);
     }
 
     #[inline]
-    pub fn decode(&self, dec: &mut Decoder<'_>) -> Option<usize> {
+    #[cfg(test)]
+    pub(crate) fn decode(&self, dec: &mut Decoder<'_>) -> Option<usize> {
         let v = dec.peek()?;
         let n = self.len();
         let mut sym = 0;

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Plain,
     Zstd,
     Gzip,
@@ -15,7 +15,7 @@ pub enum Format {
 }
 
 impl Format {
-    pub fn sniff(head: &[u8], name: &str) -> Format {
+    pub(crate) fn sniff(head: &[u8], name: &str) -> Format {
         if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
             Format::Zstd
         } else if head.starts_with(&[0x1f, 0x8b]) {
@@ -31,14 +31,14 @@ impl Format {
 }
 
 /// Counts bytes read from the underlying (possibly compressed) source, for progress display.
-pub struct CountingReader<R> {
+pub(crate) struct CountingReader<R> {
     inner: R,
     counter: std::sync::Arc<std::sync::atomic::AtomicU64>,
     hasher: Option<RawHasher>,
 }
 
 /// xxh3-128 of the raw bytes read so far (the input's fingerprint once it is read to the end).
-pub type RawHasher = std::sync::Arc<std::sync::Mutex<xxhash_rust::xxh3::Xxh3>>;
+pub(crate) type RawHasher = std::sync::Arc<std::sync::Mutex<xxhash_rust::xxh3::Xxh3>>;
 
 impl<R: Read> Read for CountingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
@@ -55,19 +55,20 @@ impl<R: Read> Read for CountingReader<R> {
 }
 
 /// An opened input: a decompressed byte stream plus what is known of its size.
+#[doc(hidden)]
 pub struct Input {
-    pub name: String,
+    pub(crate) name: String,
     pub reader: Box<dyn Read + Send>,
     /// Size of the raw (possibly compressed) file, when it is a regular file.
-    pub raw_size: Option<u64>,
+    pub(crate) raw_size: Option<u64>,
     /// Raw bytes consumed so far.
-    pub raw_read: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    pub format: Format,
+    pub(crate) raw_read: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// For standard input: the running fingerprint of the raw bytes (files are fingerprinted
     /// before reading).
-    pub raw_hash: Option<RawHasher>,
+    pub(crate) raw_hash: Option<RawHasher>,
 }
 
+#[doc(hidden)]
 pub fn open(path: &str) -> Result<Input> {
     let counter = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let (raw, raw_size, name): (Box<dyn Read + Send>, Option<u64>, String) = if path == "-" {
@@ -107,7 +108,6 @@ pub fn open(path: &str) -> Result<Input> {
         reader,
         raw_size,
         raw_read: counter,
-        format,
         raw_hash,
     })
 }

@@ -1,10 +1,11 @@
 //! Book operations on top of the store: import, probe, dump, stats, verify.
 
 pub mod import;
+#[doc(hidden)]
 pub mod input;
 pub mod pgn;
 pub mod polyglot;
-pub mod progress;
+pub(crate) mod progress;
 pub mod query;
 pub mod rewrite;
 pub mod verify;

@@ -13,6 +13,7 @@ use crate::chess::{PackedPos, encode_move, key_and_pack, parse_fen};
 
 /// Result of a game by its `Result` tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[doc(hidden)]
 pub enum GameResult {
     White,
     Black,
@@ -21,7 +22,7 @@ pub enum GameResult {
 }
 
 impl GameResult {
-    pub fn from_tag(v: &[u8]) -> GameResult {
+    pub(crate) fn from_tag(v: &[u8]) -> GameResult {
         match v.trim_ascii() {
             b"1-0" => GameResult::White,
             b"0-1" => GameResult::Black,
@@ -33,19 +34,20 @@ impl GameResult {
 
 /// The tags the importer needs, and the raw mainline.
 #[derive(Clone, Debug, Default)]
+#[doc(hidden)]
 pub struct RawGame {
     /// 1-based line of the game's first tag (or first move for tagless games).
     pub line: u64,
-    pub variant: Option<String>,
-    pub fen: Option<String>,
-    pub result: Option<Vec<u8>>,
+    pub(crate) variant: Option<String>,
+    pub(crate) fen: Option<String>,
+    pub(crate) result: Option<Vec<u8>>,
     pub white_elo: Option<u32>,
     pub black_elo: Option<u32>,
     /// White, Black, Date, Round, Event: the identity used by `--dedupe`.
-    pub ident: Vec<u8>,
+    pub(crate) ident: Vec<u8>,
     pub sans: Vec<SanPlus>,
     /// Set if the PGN of this game could not be parsed (the game is skipped).
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 /// Builds [`RawGame`]s, reusing the buffers of games handed back by [`GameReader::recycle`].
@@ -139,6 +141,7 @@ impl<R: Read> Read for LineCounter<R> {
 }
 
 /// Streams [`RawGame`]s from a byte stream.
+#[doc(hidden)]
 pub struct GameReader<R: Read> {
     reader: Reader<LineCounter<R>>,
     tail: Rc<RefCell<Tail>>,
@@ -146,6 +149,7 @@ pub struct GameReader<R: Read> {
 }
 
 impl<R: Read> GameReader<R> {
+    #[doc(hidden)]
     pub fn new(inner: R) -> Self {
         let tail = Rc::new(RefCell::new(Tail::default()));
         let reader = Reader::build(LineCounter {
@@ -162,7 +166,7 @@ impl<R: Read> GameReader<R> {
     }
 
     /// Hands a game back so its buffers are reused for a later game.
-    pub fn recycle(&mut self, g: RawGame) {
+    pub(crate) fn recycle(&mut self, g: RawGame) {
         self.visitor.spare = Some(g);
     }
 
@@ -186,6 +190,7 @@ impl<R: Read> GameReader<R> {
     }
 
     /// The next game, `Ok(None)` at the end of input.
+    #[doc(hidden)]
     pub fn next_game(&mut self) -> io::Result<Option<RawGame>> {
         if !self.reader.has_more()? {
             return Ok(None);
@@ -212,6 +217,7 @@ impl<R: Read> GameReader<R> {
 
 /// Why a game was not counted.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[doc(hidden)]
 pub enum SkipReason {
     Variant(String),
     BadFen(String),
@@ -223,6 +229,7 @@ pub enum SkipReason {
 
 impl SkipReason {
     /// Short stable name used in summaries.
+    #[doc(hidden)]
     pub fn kind(&self) -> &'static str {
         match self {
             SkipReason::Variant(_) => "variant",
@@ -258,6 +265,7 @@ impl std::fmt::Display for SkipReason {
 
 /// One counted (position, move) occurrence.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[doc(hidden)]
 pub struct Pair {
     pub key: u64,
     pub pos: Vec<u8>,
@@ -266,10 +274,12 @@ pub struct Pair {
 
 /// A replayed game ready for aggregation.
 #[derive(Clone, Debug)]
+#[doc(hidden)]
 pub struct CountedGame {
-    pub result: GameResult,
-    pub white_elo: Option<u32>,
-    pub black_elo: Option<u32>,
+    // The import counts from its own replay (ops::import::worker); these are checked by the
+    // unit tests of this reference path.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) result: GameResult,
     /// Distinct pairs of the first `max_ply` plies; `white_moved` tells the mover.
     pub pairs: Vec<(Pair, bool)>,
 }
@@ -290,11 +300,12 @@ fn is_standard_variant(v: &str) -> bool {
 
 /// One counted ply: the position before the move (key and packed form) and the move.
 #[derive(Clone, Copy, Debug)]
+#[doc(hidden)]
 pub struct Ply {
-    pub key: u64,
-    pub pos: PackedPos,
-    pub mv: u16,
-    pub white_moved: bool,
+    pub(crate) key: u64,
+    pub(crate) pos: PackedPos,
+    pub(crate) mv: u16,
+    pub(crate) white_moved: bool,
 }
 
 /// Checks the game-level rules (unreadable, variant, rating); the start position if counted.
@@ -323,6 +334,7 @@ fn start_position(g: &RawGame, rules: &CountRules) -> Result<Chess, SkipReason> 
 /// Replays a game's whole mainline (every move must be legal) and writes the first
 /// `max_ply` plies into `plies` (cleared first). Repeated (position, move) pairs are left in;
 /// the aggregator counts each at most once per game.
+#[doc(hidden)]
 pub fn replay_into(
     g: &RawGame,
     rules: &CountRules,
@@ -353,6 +365,7 @@ pub fn replay_into(
 }
 
 /// The result of a game by its tag.
+#[doc(hidden)]
 pub fn game_result(g: &RawGame) -> GameResult {
     g.result
         .as_deref()
@@ -360,6 +373,7 @@ pub fn game_result(g: &RawGame) -> GameResult {
 }
 
 /// Replays a game's mainline and collects the pairs it counts, or says why it is skipped.
+#[doc(hidden)]
 pub fn replay(g: &RawGame, rules: &CountRules) -> Result<CountedGame, SkipReason> {
     let mut plies = Vec::new();
     replay_into(g, rules, &mut plies)?;
@@ -381,8 +395,6 @@ pub fn replay(g: &RawGame, rules: &CountRules) -> Result<CountedGame, SkipReason
     pairs.dedup_by(|a, b| a.0 == b.0);
     Ok(CountedGame {
         result: game_result(g),
-        white_elo: g.white_elo,
-        black_elo: g.black_elo,
         pairs,
     })
 }
@@ -391,6 +403,7 @@ pub fn replay(g: &RawGame, rules: &CountRules) -> Result<CountedGame, SkipReason
 /// of its identity tags as [`RawGame::ident`] holds them (name, 0, value, 0 per tag, in the
 /// order they appear), then the result tag's value, 0, the FEN tag's value, 0, and each
 /// mainline move in SAN as written by shakmaty followed by a space.
+#[doc(hidden)]
 pub fn game_fingerprint(g: &RawGame) -> u128 {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     h.update(&g.ident);

@@ -5,12 +5,13 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-pub struct Progress {
+pub(crate) struct Progress {
     bar: ProgressBar,
 }
 
 impl Progress {
     /// `wanted` is the caller's choice (not `--quiet`, not `--json`); the bar also needs a TTY.
+    #[doc(hidden)]
     pub fn new(wanted: bool) -> Progress {
         let bar = if wanted && std::io::stderr().is_terminal() {
             let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(4));
@@ -22,7 +23,7 @@ impl Progress {
         Progress { bar }
     }
 
-    pub fn start_input(&self, name: &str, size: Option<u64>) {
+    pub(crate) fn start_input(&self, name: &str, size: Option<u64>) {
         self.bar.set_position(0);
         match size {
             Some(len) => {
@@ -46,21 +47,21 @@ impl Progress {
         self.bar.set_prefix(name.to_string());
     }
 
-    pub fn update(&self, games: u64, raw_bytes: u64) {
+    pub(crate) fn update(&self, games: u64, raw_bytes: u64) {
         self.bar.set_position(raw_bytes);
         let secs = self.bar.elapsed().as_secs_f64().max(1e-3);
         self.bar
             .set_message(format!("{games} games, {:.0} games/s", games as f64 / secs));
     }
 
-    pub fn finish_reading(&self, games: u64) {
+    pub(crate) fn finish_reading(&self, games: u64) {
         self.bar
             .set_message(format!("{games} games read; writing book"));
     }
 
     /// A bar over the entries of a whole-book rewrite (merge, compact); `total` is the number
     /// of input entries, an upper bound of the entries written.
-    pub fn rewrite(wanted: bool, label: &str, total: u64) -> Progress {
+    pub(crate) fn rewrite(wanted: bool, label: &str, total: u64) -> Progress {
         let p = Progress::new(wanted);
         p.bar.set_length(total.max(1));
         p.bar.set_style(
@@ -75,15 +76,15 @@ impl Progress {
     }
 
     /// Counts `n` more entries written by a rewrite.
-    pub fn add(&self, n: u64) {
+    pub(crate) fn add(&self, n: u64) {
         self.bar.inc(n);
     }
 
-    pub fn phase(&self, msg: &str) {
+    pub(crate) fn phase(&self, msg: &str) {
         self.bar.set_message(msg.to_string());
     }
 
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         self.bar.finish_and_clear();
     }
 }
@@ -97,7 +98,7 @@ impl Drop for Progress {
 
 /// Phase timing for development (`BOOKDB_TRACE=1`): prints wall and process CPU seconds spent
 /// since the previous mark to stderr.
-pub struct Trace {
+pub(crate) struct Trace {
     on: bool,
     wall: std::time::Instant,
     cpu: f64,
@@ -124,6 +125,7 @@ impl Default for Trace {
 }
 
 impl Trace {
+    #[doc(hidden)]
     pub fn new() -> Trace {
         Trace {
             on: std::env::var_os("BOOKDB_TRACE").is_some(),
@@ -133,13 +135,13 @@ impl Trace {
     }
 
     /// Prints the writer's own trace lines (model training, sealing attempts) when tracing.
-    pub fn attach(&self, w: &mut crate::store::BookWriter) {
+    pub(crate) fn attach(&self, w: &mut crate::store::BookWriter) {
         if self.on {
             w.on_trace(|line| eprintln!("trace: {line}"));
         }
     }
 
-    pub fn mark(&mut self, label: &str) {
+    pub(crate) fn mark(&mut self, label: &str) {
         if !self.on {
             return;
         }

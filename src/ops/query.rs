@@ -9,31 +9,31 @@ use crate::error::{Error, PositionError, Result};
 use crate::store::{Book, Entry, MoveRec};
 
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
-pub struct MoveJson {
-    pub uci: String,
+pub(crate) struct MoveJson {
+    pub(crate) uci: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub san: Option<String>,
-    pub white: u64,
-    pub draws: u64,
-    pub black: u64,
-    pub unknown: u64,
-    pub games: u64,
+    pub(crate) san: Option<String>,
+    pub(crate) white: u64,
+    pub(crate) draws: u64,
+    pub(crate) black: u64,
+    pub(crate) unknown: u64,
+    pub(crate) games: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub avg_rating: Option<u64>,
+    pub(crate) avg_rating: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub weight: Option<u16>,
+    pub(crate) weight: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub learn: Option<u32>,
+    pub(crate) learn: Option<u32>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct EntryJson {
-    pub key: String,
+    pub(crate) key: String,
     /// Four-field FEN; `null` for key-only entries.
-    pub fen: Option<String>,
-    pub moves: Vec<MoveJson>,
+    pub(crate) fen: Option<String>,
+    pub(crate) moves: Vec<MoveJson>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub key_only: bool,
+    pub(crate) key_only: bool,
 }
 
 fn move_json(m: &MoveRec, pos: Option<&Chess>) -> MoveJson {
@@ -54,7 +54,7 @@ fn move_json(m: &MoveRec, pos: Option<&Chess>) -> MoveJson {
 }
 
 /// Moves ordered for display: most games first, then by UCI.
-pub fn sorted_moves(e: &Entry) -> Vec<&MoveRec> {
+pub(crate) fn sorted_moves(e: &Entry) -> Vec<&MoveRec> {
     let mut v: Vec<&MoveRec> = e.moves.iter().collect();
     v.sort_by(|a, b| {
         b.games()
@@ -113,8 +113,8 @@ pub fn resolve_position(fen: Option<&str>, moves: Option<&str>) -> Result<Chess>
 
 /// The probe answer for a position: its entry if the book holds it.
 pub struct ProbeAnswer {
-    pub key: u64,
-    pub state: PosState,
+    pub(crate) key: u64,
+    pub(crate) state: PosState,
     pub entry: Option<Entry>,
     /// Other positions sharing the key (collisions), for information.
     pub same_key_others: usize,

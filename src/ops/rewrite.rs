@@ -31,7 +31,7 @@ pub struct RewriteOptions {
 /// new ones: when the additions are at most half the book, a model trained on the book still
 /// fits its content (the two halves of the large set merged under one half's model come within
 /// 0.4% of a fresh build; docs/PERFORMANCE.md).
-pub fn keeps_model(m: &BookMeta, added: u64) -> bool {
+pub(crate) fn keeps_model(m: &BookMeta, added: u64) -> bool {
     let n = m.positions + m.key_only;
     n > 0 && added <= n / 2
 }

@@ -34,11 +34,11 @@ pub struct MoveRec {
 
 impl MoveRec {
     /// Moves sort and merge by code; a move index (`indexed`) never equals a code.
-    pub fn order_key(&self) -> (bool, u16) {
+    pub(crate) fn order_key(&self) -> (bool, u16) {
         (self.indexed, self.mv)
     }
 
-    pub fn games(&self) -> u64 {
+    pub(crate) fn games(&self) -> u64 {
         self.white
             .saturating_add(self.draws)
             .saturating_add(self.black)
@@ -47,7 +47,7 @@ impl MoveRec {
 
     /// Adds another record of the same move (counts are exact sums; saturating never triggers
     /// below 2^64 games).
-    pub fn add(&mut self, o: &MoveRec) {
+    pub(crate) fn add(&mut self, o: &MoveRec) {
         self.white = self.white.saturating_add(o.white);
         self.draws = self.draws.saturating_add(o.draws);
         self.black = self.black.saturating_add(o.black);
@@ -98,26 +98,26 @@ impl std::hash::Hash for Entry {
 }
 
 impl Entry {
+    #[doc(hidden)]
     pub fn cmp_id(&self, other: &Entry) -> Ordering {
         self.key
             .cmp(&other.key)
             .then_with(|| self.pos.cmp(&other.pos))
     }
 
+    #[doc(hidden)]
     pub fn same_id(&self, other: &Entry) -> bool {
         self.key == other.key && self.pos == other.pos
     }
 
-    pub fn games(&self) -> u64 {
-        self.moves.iter().map(MoveRec::games).sum()
-    }
-
     /// Whether some move carries a [`MoveExtra`].
+    #[doc(hidden)]
     pub fn has_extra(&self) -> bool {
         self.moves.iter().any(|m| m.extra.is_some())
     }
 
     /// Merges the moves of an entry with the same identity (sorted merge by move code).
+    #[doc(hidden)]
     pub fn merge(&mut self, other: Entry) {
         debug_assert!(self.same_id(&other));
         if self.coded.is_none() {
@@ -152,6 +152,7 @@ impl Entry {
     }
 
     /// Sorts moves and merges duplicates.
+    #[doc(hidden)]
     pub fn normalize(&mut self) {
         if self.moves.len() < 2 {
             return;

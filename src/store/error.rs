@@ -11,6 +11,7 @@ use std::path::PathBuf;
 pub struct CodecError(Box<dyn std::error::Error + Send + Sync>);
 
 impl CodecError {
+    #[doc(hidden)]
     pub fn new(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
         CodecError(e.into())
     }
@@ -127,14 +128,14 @@ pub enum Error {
 
 impl Error {
     /// A redb error with what the store was doing when it happened.
-    pub fn db(context: impl Into<String>, source: impl Into<redb::Error>) -> Self {
+    pub(crate) fn db(context: impl Into<String>, source: impl Into<redb::Error>) -> Self {
         Error::Db {
             context: Some(context.into()),
             source: source.into(),
         }
     }
 
-    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io {
             context: context.into(),
             source,

@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use crate::store::error::{Error, Result};
 
 /// Exclusive writer lock on a book (`<book>.lock`), held while importing, merging or compacting.
-pub struct WriterLock {
+pub(crate) struct WriterLock {
     _file: std::fs::File,
 }
 
 impl WriterLock {
-    pub fn acquire(book: &Path) -> Result<WriterLock> {
+    pub(crate) fn acquire(book: &Path) -> Result<WriterLock> {
         let path = sidecar(book, "lock");
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -38,14 +38,14 @@ impl WriterLock {
 }
 
 /// `<dir>/<name>.<suffix>` beside the book.
-pub fn sidecar(book: &Path, suffix: &str) -> PathBuf {
+pub(crate) fn sidecar(book: &Path, suffix: &str) -> PathBuf {
     let mut name = book.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".{suffix}"));
     book.with_file_name(name)
 }
 
 /// Removes temporary book files left by interrupted writers (the caller holds the lock).
-pub fn remove_stale_temp_books(book: &Path) {
+pub(crate) fn remove_stale_temp_books(book: &Path) {
     let dir = book
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -65,7 +65,7 @@ pub fn remove_stale_temp_books(book: &Path) {
 
 /// Writes `bytes` to `path` atomically: into `path` with the extension `tmp`, synced, then
 /// renamed over `path` (and the directory synced, best effort).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension("tmp");
     let ctx = |e| Error::io(format!("writing {}", path.display()), e);
     let mut f = std::fs::File::create(&tmp).map_err(ctx)?;
@@ -82,7 +82,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// The temporary file a new version of `path` is written to before it is renamed into place:
 /// `.<name>.tmp-<pid>` in the same directory (so the rename is atomic).
-pub fn temp_sibling(path: &Path) -> Result<PathBuf> {
+pub(crate) fn temp_sibling(path: &Path) -> Result<PathBuf> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

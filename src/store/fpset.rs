@@ -32,6 +32,7 @@ const PAGE_KEYS: usize = 1024;
 /// Fingerprints a set holds in memory before it spills, for a memory budget: a sixteenth of
 /// the budget at about 48 bytes per entry (hash set slots and growth, 32; the Bloom filter,
 /// 16), at least 1,024.
+#[doc(hidden)]
 pub fn capacity_for(memory_bytes: usize) -> usize {
     (memory_bytes / 16 / 48).max(1024)
 }
@@ -281,7 +282,7 @@ impl Drop for Runs {
 }
 
 /// A set of fingerprints in bounded memory, spilling to sorted runs (see the module docs).
-pub struct FingerprintSet {
+pub(crate) struct FingerprintSet {
     mem: HashSet<u128>,
     cap: usize,
     runs: Runs,
@@ -291,6 +292,7 @@ pub struct FingerprintSet {
 impl FingerprintSet {
     /// An empty set keeping up to `cap` fingerprints in memory and spilling to run files
     /// `seen-NNNNNN.fp` in `dir`.
+    #[doc(hidden)]
     pub fn new(dir: &Path, cap: usize) -> FingerprintSet {
         FingerprintSet {
             mem: HashSet::new(),
@@ -301,7 +303,7 @@ impl FingerprintSet {
     }
 
     /// Adds `fp`; true if it was not in the set.
-    pub fn insert(&mut self, fp: u128) -> Result<bool> {
+    pub(crate) fn insert(&mut self, fp: u128) -> Result<bool> {
         if self.contains(fp)? {
             return Ok(false);
         }
@@ -312,6 +314,7 @@ impl FingerprintSet {
         Ok(true)
     }
 
+    #[doc(hidden)]
     pub fn contains(&mut self, fp: u128) -> Result<bool> {
         if self.mem.contains(&fp) {
             return Ok(true);
@@ -323,7 +326,7 @@ impl FingerprintSet {
     }
 
     /// Whether the set has spilled to run files.
-    pub fn spilled(&self) -> bool {
+    pub(crate) fn spilled(&self) -> bool {
         self.bloom.is_some()
     }
 
@@ -347,7 +350,7 @@ impl FingerprintSet {
 /// runs (`counted-NNNNNN.fp` beside `out`), merged, and inserted in key order in one
 /// transaction (not durable: staging files are rebuilt after a crash). Returns the file opened
 /// read-only and the number of distinct fingerprints, or `None` if the log is absent or empty.
-pub fn sorted_table(
+pub(crate) fn sorted_table(
     log: &Path,
     out: &Path,
     cap: usize,

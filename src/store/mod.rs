@@ -6,16 +6,16 @@ pub mod block;
 pub mod book;
 pub mod entry;
 pub mod error;
-pub mod files;
-pub mod fpset;
-pub mod record;
-pub mod run;
+pub(crate) mod files;
+pub(crate) mod fpset;
+pub(crate) mod record;
+pub(crate) mod run;
+#[doc(hidden)]
 pub mod varint;
 
 use error::CodecError;
 
 pub use block::{BlockHeader, BlockView, Compression};
-pub use book::BookIter;
 pub use book::{Book, BookCompression, BookMeta, BookWriter, WriterOptions};
 pub use entry::{Entry, MoveExtra, MoveRec};
 

@@ -10,7 +10,7 @@ use super::varint;
 
 /// Moves as codes only: rewrites decode move indices (`MoveRec::indexed`) before anything
 /// reaches a run or the delta tier.
-pub fn encode_moves(moves: &[MoveRec], out: &mut Vec<u8>) {
+pub(crate) fn encode_moves(moves: &[MoveRec], out: &mut Vec<u8>) {
     varint::put(out, moves.len() as u64);
     for m in moves {
         debug_assert!(!m.indexed, "move index written as a code");
@@ -40,7 +40,7 @@ fn take<'a>(data: &'a [u8], pos: &mut usize, n: usize) -> Option<&'a [u8]> {
 }
 
 /// Decodes moves at `*pos`; `None` on malformed input (never panics).
-pub fn decode_moves(data: &[u8], pos: &mut usize) -> Option<Vec<MoveRec>> {
+pub(crate) fn decode_moves(data: &[u8], pos: &mut usize) -> Option<Vec<MoveRec>> {
     let n = varint::get(data, pos)?;
     // Each move takes at least 9 bytes; reject counts the data cannot hold.
     if n > (data.len() as u64) / 9 + 1 {
@@ -84,7 +84,7 @@ pub fn decode_moves(data: &[u8], pos: &mut usize) -> Option<Vec<MoveRec>> {
 }
 
 /// A whole entry: key:u64 LE, position length:varint (0 = key-only), position bytes, moves.
-pub fn encode_entry(e: &Entry, out: &mut Vec<u8>) {
+pub(crate) fn encode_entry(e: &Entry, out: &mut Vec<u8>) {
     out.extend_from_slice(&e.key.to_le_bytes());
     let pos = e.pos.as_deref().unwrap_or_default();
     varint::put(out, pos.len() as u64);
@@ -92,7 +92,7 @@ pub fn encode_entry(e: &Entry, out: &mut Vec<u8>) {
     encode_moves(&e.moves, out);
 }
 
-pub fn decode_entry(data: &[u8], pos: &mut usize) -> Option<Entry> {
+pub(crate) fn decode_entry(data: &[u8], pos: &mut usize) -> Option<Entry> {
     let k = take(data, pos, 8)?;
     let key = u64::from_le_bytes(k.try_into().ok()?);
     let len = varint::get(data, pos)?;

@@ -16,7 +16,7 @@ const MAGIC: &[u8; 8] = b"BDBRUN01";
 /// Largest frame a reader accepts.
 const MAX_FRAME: u32 = 1 << 24;
 
-pub struct RunWriter {
+pub(crate) struct RunWriter {
     tmp: PathBuf,
     path: PathBuf,
     /// Buffered in front of the encoder: zstd's streaming call costs the same for 4 bytes as
@@ -62,7 +62,7 @@ impl LastKey {
 const RUN_LEVEL: i32 = -1;
 
 impl RunWriter {
-    pub fn create(path: &Path) -> Result<RunWriter> {
+    pub(crate) fn create(path: &Path) -> Result<RunWriter> {
         let tmp = path.with_extension("tmp");
         let f = File::create(&tmp)
             .map_err(|e| Error::io(format!("creating run {}", tmp.display()), e))?;
@@ -85,7 +85,7 @@ impl RunWriter {
         })
     }
 
-    pub fn push(&mut self, e: &Entry) -> Result<()> {
+    pub(crate) fn push(&mut self, e: &Entry) -> Result<()> {
         if !self.last.advance(e) {
             return Err(Error::Internal(format!(
                 "run entries out of order at key {:016x}",
@@ -108,7 +108,7 @@ impl RunWriter {
     }
 
     /// Ends the run durably and moves it to its final name. Returns the entry count.
-    pub fn finish(mut self) -> Result<u64> {
+    pub(crate) fn finish(mut self) -> Result<u64> {
         let ctx = |e| Error::io("finishing run", e);
         self.enc.write_all(&0u32.to_le_bytes()).map_err(ctx)?;
         self.enc.write_all(&self.count.to_le_bytes()).map_err(ctx)?;
@@ -129,7 +129,7 @@ impl RunWriter {
 }
 
 /// Reads a run back, checking order, count and checksums.
-pub struct RunReader {
+pub(crate) struct RunReader {
     name: String,
     /// Buffered after the decoder, so each small read is a copy, not a zstd call.
     dec: BufReader<zstd::stream::read::Decoder<'static, BufReader<File>>>,
@@ -141,6 +141,7 @@ pub struct RunReader {
 }
 
 impl RunReader {
+    #[doc(hidden)]
     pub fn open(path: &Path) -> Result<RunReader> {
         let name = path.display().to_string();
         let f = File::open(path).map_err(|e| Error::io(format!("opening run {name}"), e))?;

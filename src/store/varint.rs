@@ -1,6 +1,7 @@
 //! LEB128 unsigned varints, the integer encoding of the block columns.
 
 #[inline]
+#[doc(hidden)]
 pub fn put(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
@@ -12,6 +13,7 @@ pub fn put(out: &mut Vec<u8>, mut v: u64) {
 /// Reads one varint at `*pos`, advancing it. `None` on truncation or overflow (> 10 bytes or
 /// bits beyond 64).
 #[inline]
+#[doc(hidden)]
 pub fn get(data: &[u8], pos: &mut usize) -> Option<u64> {
     let mut v: u64 = 0;
     let mut shift = 0u32;
@@ -34,6 +36,7 @@ pub fn get(data: &[u8], pos: &mut usize) -> Option<u64> {
 
 /// Byte offset of the `n`-th varint in a column (counts terminator bytes only).
 #[inline]
+#[doc(hidden)]
 pub fn skip(data: &[u8], n: usize) -> Option<usize> {
     if n == 0 {
         return Some(0);

@@ -136,6 +136,7 @@ const TYPICAL_PACKED: usize = 24;
 const BATCH_PLIES: usize = 1 << 17;
 
 impl Aggregator {
+    #[doc(hidden)]
     pub fn with_capacity(positions: usize) -> Aggregator {
         Aggregator {
             map: KeyTable::with_capacity(positions),
@@ -152,7 +153,7 @@ impl Aggregator {
     /// capacity costs no resident memory, while growing a vector of millions of records copies
     /// it into fresh pages (and briefly holds both). The hash table, touched at random, is
     /// sized for the typical position mix and doubles only if a batch of unusual games needs it.
-    pub fn for_budget(budget: usize) -> Aggregator {
+    pub(crate) fn for_budget(budget: usize) -> Aggregator {
         let slack = BATCH_PLIES;
         Aggregator {
             map: KeyTable::with_capacity(Self::capacity_for(budget)),
@@ -166,6 +167,7 @@ impl Aggregator {
 
     /// Positions that fit a memory budget (bytes) with a typical mix (packed size, moves per
     /// position).
+    #[doc(hidden)]
     pub fn capacity_for(budget: usize) -> usize {
         budget / (POS_OVERHEAD + TYPICAL_PACKED + MOVE_BYTES + MOVE_BYTES / 8)
     }
@@ -223,6 +225,7 @@ impl Aggregator {
     /// Counts one replayed game. The game's hash slots, then its position records, then their
     /// bytes and first moves are prefetched in stages, so the cache misses of all its plies
     /// overlap instead of following one another.
+    #[doc(hidden)]
     pub fn add_game(&mut self, result: GameResult, elos: [Option<u32>; 2], plies: &[Ply]) {
         self.games += 1;
         let game = self.games;
@@ -285,7 +288,7 @@ impl Aggregator {
     }
 
     /// Heap bytes in use (exact up to allocator rounding and unused capacity).
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.positions.len() * POS_OVERHEAD + self.arena.len() + self.moves.len() * MOVE_BYTES
     }
 
@@ -293,7 +296,7 @@ impl Aggregator {
     /// range (the arena offset, record indices, the game counter that bounds every move
     /// counter). Checked between batches; one batch (at most 64 MiB of PGN, fewer plies than
     /// bytes, at most 50 arena bytes a ply) cannot use the other half.
-    pub fn full(&self, budget: usize) -> bool {
+    pub(crate) fn full(&self, budget: usize) -> bool {
         let limit = (u32::MAX / 2) as usize;
         self.bytes() >= budget
             || self.arena.len() >= limit
@@ -302,16 +305,19 @@ impl Aggregator {
             || self.games as usize >= limit
     }
 
+    #[doc(hidden)]
     pub fn len(&self) -> usize {
         self.positions.len()
     }
 
+    #[doc(hidden)]
     pub fn is_empty(&self) -> bool {
         self.positions.is_empty()
     }
 
     /// Drains into a stream of entries sorted by (key, position); each entry is built only
     /// when the stream reaches it.
+    #[doc(hidden)]
     pub fn into_sorted(mut self) -> SortedAggregate {
         let mut order = std::mem::take(&mut self.spare_order);
         order.clear();
@@ -345,7 +351,7 @@ impl Aggregator {
     }
 
     /// Empties the aggregator, keeping its allocations for the next round.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.map.clear();
         self.positions.clear();
         self.moves.clear();
@@ -379,16 +385,18 @@ fn prefetch<T>(p: *const T) {
 }
 
 impl SortedAggregate {
+    #[doc(hidden)]
     pub fn len(&self) -> usize {
         self.order.len() - self.next
     }
 
+    #[doc(hidden)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The emptied aggregator, for reuse (its allocations are kept).
-    pub fn into_aggregator(self) -> Aggregator {
+    pub(crate) fn into_aggregator(self) -> Aggregator {
         let mut agg = self.agg;
         agg.clear();
         agg.spare_order = self.order;
@@ -397,7 +405,7 @@ impl SortedAggregate {
 
     /// The next entry written into `e` (its buffers reused: spilling a run allocates nothing
     /// per entry); false at the end.
-    pub fn next_into(&mut self, e: &mut Entry) -> bool {
+    pub(crate) fn next_into(&mut self, e: &mut Entry) -> bool {
         let Some(&(key, i)) = self.order.get(self.next) else {
             return false;
         };

@@ -37,8 +37,6 @@ use state::{ImportState, SKIPPED_LOG, Staging, collect_skipped};
 
 pub use aggregate::{Aggregator, SortedAggregate};
 pub use options::*;
-pub use plan::fingerprint_file;
-pub use record::ImportRecord;
 
 /// Imports PGN inputs into the book at `book_path` (created if absent).
 pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Result<ImportSummary> {

@@ -60,7 +60,7 @@ impl Default for ImportOptions {
 pub struct SkippedGame {
     pub file: String,
     pub line: u64,
-    pub reason: String,
+    pub(crate) reason: String,
     pub detail: String,
 }
 
@@ -77,17 +77,17 @@ pub struct ImportSummary {
     /// True if this run continued an interrupted import.
     pub resumed: bool,
     /// Sorted runs spilled to staging.
-    pub runs: usize,
+    pub(crate) runs: usize,
     /// `--dedupe`: the fingerprints of the games read outgrew their share of `--memory` and
     /// went to sorted runs in staging.
-    pub dedupe_spilled: bool,
+    pub(crate) dedupe_spilled: bool,
     /// How the book was changed.
-    pub applied: Applied,
+    pub(crate) applied: Applied,
     pub elapsed_secs: f64,
     /// Time spent reading and replaying games, and merging runs into the book.
-    pub read_secs: f64,
-    pub apply_secs: f64,
-    pub peak_rss_bytes: Option<u64>,
+    pub(crate) read_secs: f64,
+    pub(crate) apply_secs: f64,
+    pub(crate) peak_rss_bytes: Option<u64>,
     pub book: BookMeta,
     pub book_bytes: u64,
     #[serde(skip)]
@@ -98,7 +98,7 @@ pub struct ImportSummary {
 /// strings its serde names and [`Applied::as_str`] give.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Applied {
+pub(crate) enum Applied {
     /// Not at all: every input was counted before.
     #[default]
     None,
@@ -114,7 +114,7 @@ pub enum Applied {
 }
 
 impl Applied {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Applied::None => "none",
             Applied::Delta => "delta",

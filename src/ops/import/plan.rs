@@ -131,7 +131,7 @@ pub(super) fn fingerprint_stdin(
 }
 
 /// xxh3-128 of a file's bytes, as 32 hex digits.
-pub fn fingerprint_file(path: &str) -> Result<String> {
+pub(crate) fn fingerprint_file(path: &str) -> Result<String> {
     let f = std::fs::File::open(path)
         .map_err(|e| Error::io(format!("cannot open PGN input {path}"), e))?;
     let mut r = std::io::BufReader::with_capacity(1 << 20, f);

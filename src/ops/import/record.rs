@@ -12,37 +12,37 @@ use crate::error::{Error, Result};
 /// alphabetical order, and FORMAT §4.2 documents that order: the fields are declared in it, so
 /// that the bytes stay the same (pinned by a test). Do not reorder them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ImportRecord {
+pub(crate) struct ImportRecord {
     /// The import run that committed the record (16 hex digits); absent in records written
     /// before attempts were recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempt: Option<String>,
+    pub(crate) attempt: Option<String>,
     /// Size of the input file; `None` (`null`) for stdin.
-    pub bytes: Option<u64>,
+    pub(crate) bytes: Option<u64>,
     /// `--dedupe` was given.
-    pub dedupe: bool,
-    pub games_imported: u64,
-    pub games_read: u64,
-    pub games_skipped: u64,
+    pub(crate) dedupe: bool,
+    pub(crate) games_imported: u64,
+    pub(crate) games_read: u64,
+    pub(crate) games_skipped: u64,
     /// Unix time, seconds.
-    pub imported_at: u64,
+    pub(crate) imported_at: u64,
     /// `--max-ply`.
-    pub max_ply: usize,
+    pub(crate) max_ply: usize,
     /// `--min-rating`.
-    pub min_rating: Option<u32>,
+    pub(crate) min_rating: Option<u32>,
     /// The path as given, or `<stdin>`.
-    pub name: String,
+    pub(crate) name: String,
 }
 
 impl ImportRecord {
     /// The record's bytes as stored: compact JSON.
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+    pub(crate) fn to_bytes(&self) -> Result<Vec<u8>> {
         serde_json::to_vec(self).map_err(|e| Error::Internal(e.to_string()))
     }
 
     /// A stored record; `None` if the bytes are not one (records of other kinds, such as a
     /// Polyglot import's, share the table).
-    pub fn parse(bytes: &[u8]) -> Option<ImportRecord> {
+    pub(crate) fn parse(bytes: &[u8]) -> Option<ImportRecord> {
         serde_json::from_slice(bytes).ok()
     }
 }

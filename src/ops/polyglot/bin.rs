@@ -14,14 +14,14 @@ pub const SENTINEL_KEY: u64 = u64::MAX;
 /// One 16-byte Polyglot entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PgEntry {
-    pub key: u64,
-    pub mv: u16,
-    pub weight: u16,
-    pub learn: u32,
+    pub(crate) key: u64,
+    pub(crate) mv: u16,
+    pub(crate) weight: u16,
+    pub(crate) learn: u32,
 }
 
 impl PgEntry {
-    pub fn to_bytes(&self) -> [u8; ENTRY_BYTES] {
+    pub(crate) fn to_bytes(self) -> [u8; ENTRY_BYTES] {
         let mut b = [0u8; ENTRY_BYTES];
         b[0..8].copy_from_slice(&self.key.to_be_bytes());
         b[8..10].copy_from_slice(&self.mv.to_be_bytes());
@@ -30,6 +30,7 @@ impl PgEntry {
         b
     }
 
+    #[doc(hidden)]
     pub fn from_bytes(b: &[u8; ENTRY_BYTES]) -> PgEntry {
         PgEntry {
             key: u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
@@ -43,13 +44,13 @@ impl PgEntry {
 /// The complete entries of a Polyglot file, in file order.
 #[derive(Clone, Debug, Default)]
 pub struct ParsedBin {
-    pub entries: Vec<PgEntry>,
+    pub(crate) entries: Vec<PgEntry>,
     /// Bytes after the last complete entry (a partial entry), ignored.
-    pub trailing_bytes: usize,
+    pub(crate) trailing_bytes: usize,
     /// Entries whose key is smaller than the previous entry's.
-    pub out_of_order: u64,
+    pub(crate) out_of_order: u64,
     /// Entries (other than sentinels) with an impossible move code.
-    pub invalid_moves: u64,
+    pub(crate) invalid_moves: u64,
 }
 
 /// Parses a Polyglot book, or says why the bytes are not one.

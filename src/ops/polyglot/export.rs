@@ -52,21 +52,21 @@ impl Default for PolyglotExportOptions {
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ExportSummary {
-    pub format: String,
-    pub out: String,
+    pub(crate) format: String,
+    pub(crate) out: String,
     /// Lines (jsonl) or keys (polyglot) written.
-    pub keys: u64,
+    pub(crate) keys: u64,
     /// Polyglot entries written.
-    pub entries: u64,
+    pub(crate) entries: u64,
     /// Entries weighted from game counts / written with a stored Polyglot weight.
-    pub from_games: u64,
-    pub from_polyglot: u64,
+    pub(crate) from_games: u64,
+    pub(crate) from_polyglot: u64,
     /// Keys whose counts were halved to fit (polyglot's COUNT_MAX rule).
-    pub halved_keys: u64,
+    pub(crate) halved_keys: u64,
     /// Moves left out, by reason: `min_games`, `zero_score`, `min_score`, `side`, `no_data`.
-    pub dropped: BTreeMap<String, u64>,
-    pub bytes: u64,
-    pub elapsed_secs: f64,
+    pub(crate) dropped: BTreeMap<String, u64>,
+    pub(crate) bytes: u64,
+    pub(crate) elapsed_secs: f64,
 }
 
 impl std::fmt::Display for ExportSummary {
@@ -98,14 +98,14 @@ impl std::fmt::Display for ExportSummary {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MakeBookCounts {
     /// Games (`n`).
-    pub n: u64,
+    pub(crate) n: u64,
     /// `2·wins + draws + unknown` of the side to move (`sum`).
-    pub sum: u64,
+    pub(crate) sum: u64,
 }
 
 impl MakeBookCounts {
     /// The counts of a move record for the side to move.
-    pub fn of(m: &MoveRec, white_to_move: bool) -> MakeBookCounts {
+    pub(crate) fn of(m: &MoveRec, white_to_move: bool) -> MakeBookCounts {
         let wins = if white_to_move { m.white } else { m.black };
         MakeBookCounts {
             n: m.games(),

@@ -34,26 +34,26 @@ pub const IMPORT_KEY_PREFIX: &str = "polyglot:";
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FileSummary {
     pub file: String,
-    pub bytes: u64,
-    pub entries_read: u64,
+    pub(crate) bytes: u64,
+    pub(crate) entries_read: u64,
     /// Entries placed as moves of reconstructed positions.
-    pub placed: u64,
+    pub(crate) placed: u64,
     /// Entries stored in key-only entries (key never reached, or move illegal where reached).
-    pub key_only: u64,
+    pub(crate) key_only: u64,
     /// Entries dropped, by reason: `sentinel`, `invalid_move`, `duplicate`.
-    pub skipped: BTreeMap<String, u64>,
+    pub(crate) skipped: BTreeMap<String, u64>,
     /// Distinct keys in the file (after skipping).
-    pub keys: u64,
+    pub(crate) keys: u64,
     /// Positions reconstructed.
-    pub positions: u64,
+    pub(crate) positions: u64,
     /// Positions reached through one move that is not in the file (see [`place_file`]).
-    pub bridged_positions: u64,
+    pub(crate) bridged_positions: u64,
     /// Keys whose entries went into a key-only entry (some or all of their moves).
-    pub key_only_entries: u64,
+    pub(crate) key_only_entries: u64,
     /// Castling moves written as the king's two-square move (`e1g1`) instead of `e1h1`.
-    pub castling_king_two_squares: u64,
-    pub trailing_bytes: u64,
-    pub out_of_order: u64,
+    pub(crate) castling_king_two_squares: u64,
+    pub(crate) trailing_bytes: u64,
+    pub(crate) out_of_order: u64,
     pub warnings: Vec<String>,
 }
 
@@ -61,14 +61,14 @@ pub struct FileSummary {
 pub struct PolyglotImportSummary {
     pub files: Vec<FileSummary>,
     /// Inputs skipped because the book lists them as imported already (see `--force`).
-    pub already_imported: Vec<String>,
-    pub entries_read: u64,
-    pub placed: u64,
-    pub key_only: u64,
-    pub skipped_by_reason: BTreeMap<String, u64>,
-    pub book: BookMeta,
-    pub book_bytes: u64,
-    pub elapsed_secs: f64,
+    pub(crate) already_imported: Vec<String>,
+    pub(crate) entries_read: u64,
+    pub(crate) placed: u64,
+    pub(crate) key_only: u64,
+    pub(crate) skipped_by_reason: BTreeMap<String, u64>,
+    pub(crate) book: BookMeta,
+    pub(crate) book_bytes: u64,
+    pub(crate) elapsed_secs: f64,
 }
 
 impl std::fmt::Display for PolyglotImportSummary {

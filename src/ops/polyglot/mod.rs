@@ -86,12 +86,6 @@ pub use import::{
     FileSummary, IMPORT_KEY_PREFIX, PolyglotImportOptions, PolyglotImportSummary, import_polyglot,
 };
 
-// The move encoding lives in the chess layer; re-exported under its old paths.
-pub use crate::chess::polyglot::{
-    code_to_pg, pg_decode, pg_encode, pg_from_move, pg_in_moves, pg_to_legal, raw_code_from_pg,
-    raw_pg_from_code,
-};
-
 use std::collections::BTreeMap;
 
 /// " (reason: n, ...)" for the non-zero counts of a summary's reasons, or nothing.

@@ -9,6 +9,7 @@ use crate::store::{PositionCodec, PositionModel, varint};
 
 /// The two sections of an unsealed block: A (columns, to be compressed) and B (positions as
 /// coded by the block's model).
+#[doc(hidden)]
 pub struct Payload {
     pub count: usize,
     pub a: Vec<u8>,
@@ -18,11 +19,13 @@ pub struct Payload {
 /// What the writer computes once per entry: its coded position and, if the codec can index
 /// its moves, their small indices.
 #[derive(Clone, Debug, Default)]
+#[doc(hidden)]
 pub struct Prepared {
-    pub coded: Vec<u8>,
-    pub move_idx: Option<Vec<u8>>,
+    pub(crate) coded: Vec<u8>,
+    pub(crate) move_idx: Option<Vec<u8>>,
 }
 
+#[doc(hidden)]
 pub fn prepare(
     e: &Entry,
     codec: &dyn PositionCodec,
@@ -77,6 +80,7 @@ fn move_kind(m: &MoveRec) -> u8 {
 }
 
 /// Builds the payload of sorted entries, preparing each with `codec` and `model`.
+#[doc(hidden)]
 pub fn build_payload(
     entries: &[Entry],
     codec: &dyn PositionCodec,
@@ -90,6 +94,7 @@ pub fn build_payload(
 }
 
 /// Builds the payload from entries and their prepared forms (same length).
+#[doc(hidden)]
 pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Payload, Error> {
     if entries.len() != prepared.len() {
         return Err(Error::Internal(

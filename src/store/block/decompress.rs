@@ -3,6 +3,7 @@
 use crate::store::error::DecompressError;
 
 /// Reusable zstd decompression contexts, one per dictionary.
+#[doc(hidden)]
 pub trait Decompressors {
     fn decompress(
         &self,
@@ -13,6 +14,7 @@ pub trait Decompressors {
 }
 
 /// No dictionaries; a fresh context per call (tests, tools).
+#[doc(hidden)]
 pub struct PlainDecompressor;
 
 impl Decompressors for PlainDecompressor {

@@ -34,7 +34,7 @@ pub struct BlockHeader {
 }
 
 impl BlockHeader {
-    pub fn parse(block_key: u64, bytes: &[u8]) -> Result<BlockHeader, Corruption> {
+    pub(crate) fn parse(block_key: u64, bytes: &[u8]) -> Result<BlockHeader, Corruption> {
         let bad = |reason: String| Corruption::Header { block_key, reason };
         if bytes.len() < HEADER_LEN {
             return Err(bad(format!(

@@ -12,28 +12,31 @@ mod decompress;
 mod header;
 mod view;
 
+#[doc(hidden)]
 pub use build::{Payload, Prepared, build_payload, build_payload_with, prepare};
+#[doc(hidden)]
 pub use decompress::{Decompressors, PlainDecompressor};
 pub use header::{
     BLOCK_VERSION, BlockHeader, Compression, HEADER_LEN, MAX_RAW_LEN, OpenBlock, open_block, seal,
 };
 pub use view::{BlockView, Keep};
 
+#[doc(hidden)]
 pub const COLUMNS: usize = 16;
 
-pub const FLAG_KEY_ONLY: u8 = 1;
+pub(crate) const FLAG_KEY_ONLY: u8 = 1;
 /// Some move of the entry carries a [`MoveExtra`](crate::store::MoveExtra) (its kind has
 /// [`KIND_EXTRA`]; columns 14 and 15).
-pub const FLAG_EXTRA: u8 = 2;
+pub(crate) const FLAG_EXTRA: u8 = 2;
 /// The entry's moves are stored as raw codes (column 6), not as indices (column 5).
-pub const FLAG_RAW_MOVES: u8 = 4;
+pub(crate) const FLAG_RAW_MOVES: u8 = 4;
 
 /// Per-move record kinds (column 7): a single game without rating (result W/D/B/U = 0..3), a
 /// single rated game (4..7, the rating in column 12), or general (8: all six counters).
-pub const KIND_GENERAL: u8 = 8;
+pub(crate) const KIND_GENERAL: u8 = 8;
 /// Added to a kind when the move carries an extra (`MoveExtra`: weight and opaque value, columns
 /// 14 and 15).
-pub const KIND_EXTRA: u8 = 0x10;
+pub(crate) const KIND_EXTRA: u8 = 0x10;
 
 #[cfg(test)]
 mod tests {

@@ -17,15 +17,15 @@ const MAX_PASSED_CODE: usize = 128;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Keep {
     /// Indexed moves come back as indices (`MoveRec::indexed`).
-    pub indices: bool,
+    pub(crate) indices: bool,
     /// Positions also come back as stored (`Entry::coded`); only for a writer that codes
     /// with this block's model.
-    pub coded: bool,
+    pub(crate) coded: bool,
 }
 
 /// A parsed view of an opened block: column slices, validated for size.
 pub struct BlockView<'a> {
-    pub block_key: u64,
+    pub(crate) block_key: u64,
     pub count: usize,
     cols: [&'a [u8]; COLUMNS],
     b: &'a [u8],
@@ -40,7 +40,7 @@ impl<'a> BlockView<'a> {
     }
 
     /// Parses a block from its entry count, decompressed section A and section B.
-    pub fn parse_parts(
+    pub(crate) fn parse_parts(
         block_key: u64,
         count: usize,
         raw: &'a [u8],
@@ -114,7 +114,7 @@ impl<'a> BlockView<'a> {
     }
 
     /// Like [`BlockView::entries`], keeping what `keep` says as stored (for rewrites).
-    pub fn entries_as(
+    pub(crate) fn entries_as(
         &self,
         codec: &dyn PositionCodec,
         model: &dyn PositionModel,
@@ -168,7 +168,7 @@ impl<'a> BlockView<'a> {
 
     /// As [`BlockView::find_coded`]; with `pos` (the position `coded` encodes, with key `key`)
     /// the matching entry's position is not decoded again.
-    pub fn find_coded_known(
+    pub(crate) fn find_coded_known(
         &self,
         key: u64,
         coded: &[u8],

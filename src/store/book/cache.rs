@@ -55,18 +55,19 @@ impl BlockCache {
 }
 
 /// redb page cache of a book opened for reading.
-pub const READER_CACHE_BYTES: usize = 64 << 20;
+pub(crate) const READER_CACHE_BYTES: usize = 64 << 20;
 
 /// Default size of the block cache of a [`Book`].
-pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
+pub(crate) const DEFAULT_CACHE_BYTES: usize = 64 << 20;
 
 /// Pooled zstd contexts with their dictionary loaded, so a probe does not pay for setup.
-pub struct DecompressorPool {
+pub(crate) struct DecompressorPool {
     dicts: HashMap<u16, Arc<Vec<u8>>>,
     free: Mutex<HashMap<u16, Vec<zstd::bulk::Decompressor<'static>>>>,
 }
 
 impl DecompressorPool {
+    #[doc(hidden)]
     pub fn new(dicts: HashMap<u16, Arc<Vec<u8>>>) -> Self {
         DecompressorPool {
             dicts,

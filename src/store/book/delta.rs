@@ -13,7 +13,7 @@ use crate::store::error::{Corruption, Error, Result};
 
 impl Book {
     /// The delta-tier entry with exactly this identity.
-    pub fn delta_get(&self, key: u64, pos: Option<&[u8]>) -> Result<Option<Entry>> {
+    pub(crate) fn delta_get(&self, key: u64, pos: Option<&[u8]>) -> Result<Option<Entry>> {
         shield("reading the delta tier", || self.delta_get_inner(key, pos))
     }
 
@@ -32,7 +32,7 @@ impl Book {
     }
 
     /// Delta-tier entries with this key.
-    pub fn delta_range(&self, key: u64) -> Result<Vec<Entry>> {
+    pub(crate) fn delta_range(&self, key: u64) -> Result<Vec<Entry>> {
         shield("reading the delta tier", || self.delta_range_inner(key))
     }
 
@@ -57,7 +57,7 @@ impl Book {
     }
 
     /// Iterates the delta tier in (key, position) order.
-    pub fn delta_iter(&self) -> Result<DeltaIter<'_>> {
+    pub(crate) fn delta_iter(&self) -> Result<DeltaIter<'_>> {
         Ok(DeltaIter {
             book: self,
             after: None,
@@ -68,7 +68,7 @@ impl Book {
 }
 
 /// Encodes a delta-tier value: crc32 over key, position and records, then the records.
-pub fn encode_delta(e: &Entry) -> Vec<u8> {
+pub(crate) fn encode_delta(e: &Entry) -> Vec<u8> {
     let mut payload = Vec::with_capacity(16 + 12 * e.moves.len());
     crate::store::record::encode_moves(&e.moves, &mut payload);
     let mut h = crc32fast::Hasher::new();
@@ -80,7 +80,7 @@ pub fn encode_delta(e: &Entry) -> Vec<u8> {
     out
 }
 
-pub fn decode_delta(key: u64, pos: &[u8], value: &[u8]) -> Result<Entry, Corruption> {
+pub(crate) fn decode_delta(key: u64, pos: &[u8], value: &[u8]) -> Result<Entry, Corruption> {
     let bad = |reason: String| Corruption::Delta(format!("entry {key:016x}: {reason}"));
     if value.len() < 4 {
         return Err(bad("value shorter than its checksum".into()));
@@ -110,19 +110,19 @@ pub fn decode_delta(key: u64, pos: &[u8], value: &[u8]) -> Result<Entry, Corrupt
 
 /// A planned change to the delta tier: the merged values to write (in a run file, so that
 /// memory stays bounded whatever the import's size) and the counters after it.
-pub struct DeltaPlan {
+pub(crate) struct DeltaPlan {
     /// Run file (FORMAT §8.4) of the delta values to write, in key order.
-    pub values: PathBuf,
-    pub meta: BookMeta,
-    pub imports: Vec<(String, Vec<u8>)>,
+    pub(crate) values: PathBuf,
+    pub(crate) meta: BookMeta,
+    pub(crate) imports: Vec<(String, Vec<u8>)>,
     /// Game fingerprints to record (`--dedupe`): a file holding them in a `games` table
     /// ([`crate::store::fpset::sorted_table`]).
-    pub games: Option<Arc<redb::ReadOnlyDatabase>>,
+    pub(crate) games: Option<Arc<redb::ReadOnlyDatabase>>,
 }
 
 /// Computes, with read-only lookups, what adding `new` (sorted by identity, each identity
 /// once) to the book's delta tier changes. The delta values go to a run file at `values`.
-pub fn plan_delta(
+pub(crate) fn plan_delta(
     book: &Book,
     new: impl IntoIterator<Item = Result<Entry>>,
     games: u64,
@@ -198,7 +198,7 @@ pub fn plan_delta(
 /// default, 1 GiB, would let the transaction's dirty pages grow past an import's budget).
 /// [`Error::Busy`] if another process has the book open (the caller may rewrite the file
 /// instead).
-pub fn commit_delta(path: &Path, plan: &DeltaPlan, cache_bytes: usize) -> Result<()> {
+pub(crate) fn commit_delta(path: &Path, plan: &DeltaPlan, cache_bytes: usize) -> Result<()> {
     let db = match redb::Builder::new().set_cache_size(cache_bytes).open(path) {
         Ok(db) => db,
         Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
@@ -240,7 +240,7 @@ pub fn commit_delta(path: &Path, plan: &DeltaPlan, cache_bytes: usize) -> Result
 }
 
 /// Iterator over the delta tier, reading it in chunks.
-pub struct DeltaIter<'a> {
+pub(crate) struct DeltaIter<'a> {
     pub(super) book: &'a Book,
     pub(super) after: Option<(u64, Vec<u8>)>,
     pub(super) buf: VecDeque<Entry>,

@@ -27,6 +27,7 @@ impl Book {
     /// Like [`Book::iter_for_rewrite`], for a writer told to reuse `writer` (see
     /// [`BookWriter::reuse_compression`]): if that is this book's model, block entries also
     /// carry their positions as stored (`Entry::coded`), so the writer skips coding them again.
+    #[doc(hidden)]
     pub fn iter_for_rewrite_coded(
         &self,
         writer: Option<&BookCompression>,
@@ -53,7 +54,7 @@ impl Book {
     }
 
     /// Iterates the blocks' entries in (key, position) order, block by block.
-    pub fn iter_blocks(&self) -> Result<BookIter<'_>> {
+    pub(crate) fn iter_blocks(&self) -> Result<BookIter<'_>> {
         shield("reading blocks", || self.iter_blocks_inner())
     }
 
@@ -74,6 +75,7 @@ impl Book {
     }
 
     /// Iterates raw blocks: (first key, stored bytes). Used by `verify` and `stats`.
+    #[doc(hidden)]
     pub fn for_each_block(&self, f: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<()> {
         shield("reading blocks", || self.for_each_block_inner(f))
     }
@@ -92,6 +94,7 @@ impl Book {
         Ok(())
     }
 
+    #[doc(hidden)]
     pub fn block_count(&self) -> Result<u64> {
         let txn = self.db.begin_read()?;
         match txn.open_table(BLOCKS) {
@@ -102,6 +105,7 @@ impl Book {
     }
 
     /// Decodes one stored block completely (for iteration and `verify`).
+    #[doc(hidden)]
     pub fn decode_block(&self, block_key: u64, bytes: &[u8]) -> Result<Vec<Entry>, Corruption> {
         self.decode_block_as(block_key, bytes, Keep::default())
     }
@@ -125,7 +129,7 @@ impl Book {
 }
 
 /// Iterator over all entries of a book in key order.
-pub struct BookIter<'a> {
+pub(crate) struct BookIter<'a> {
     book: &'a Book,
     table: Option<redb::ReadOnlyTable<u64, &'static [u8]>>,
     next_key: Option<u64>,

@@ -14,9 +14,8 @@ mod seal;
 mod train;
 mod writer;
 
-pub use cache::*;
-pub use delta::*;
-pub use iter::*;
+pub(crate) use cache::*;
+pub(crate) use delta::*;
 pub use reader::*;
 pub use schema::*;
 pub use writer::*;
@@ -37,7 +36,7 @@ pub fn in_shield() -> bool {
 
 /// Runs redb calls so that a panic inside redb on a damaged file (it has `unreachable!()`s on
 /// unknown page types) becomes a corruption error instead of a crash.
-pub fn shield<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+pub(crate) fn shield<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
     struct Depth;
     impl Drop for Depth {
         fn drop(&mut self) {
@@ -64,6 +63,6 @@ pub fn shield<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
 }
 
 /// A boxed stream of entries in (key, position) order.
-pub type EntryStream<'a> = Box<dyn Iterator<Item = Result<Entry>> + 'a>;
+pub(crate) type EntryStream<'a> = Box<dyn Iterator<Item = Result<Entry>> + 'a>;
 /// The merged view of a book's blocks and delta tier.
-pub type EntryIter<'a> = MergeIter<EntryStream<'a>, Error>;
+pub(crate) type EntryIter<'a> = MergeIter<EntryStream<'a>, Error>;

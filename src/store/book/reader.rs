@@ -85,7 +85,7 @@ impl Book {
 
     /// [`Book::open`] with both caches (redb's pages, opened blocks) at `cache_bytes` each
     /// instead of 64 MiB: for an import's lookups, which must stay within its memory budget.
-    pub fn open_with_cache(
+    pub(crate) fn open_with_cache(
         path: &Path,
         codec: Arc<dyn PositionCodec>,
         cache_bytes: usize,
@@ -100,7 +100,7 @@ impl Book {
     /// Opens a book of format version [`OLDEST_MIGRATABLE`] up to the current one, for
     /// `bookdb migrate` only: versions 1 and 2 differ only in the optional `games` table
     /// (migrations/v1-to-v2.md), so the same reader serves both.
-    pub fn open_for_migration(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
+    pub(crate) fn open_for_migration(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
         shield("opening the book", || {
             Self::open_inner(path, codec, true, READER_CACHE_BYTES)
         })
@@ -240,7 +240,7 @@ impl Book {
         })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
     pub fn meta(&self) -> &BookMeta {
@@ -249,7 +249,7 @@ impl Book {
 
     /// The format version the book was written with ([`FORMAT_VERSION`], or an older one for
     /// a book opened by [`Book::open_for_migration`]).
-    pub fn format_version(&self) -> u32 {
+    pub(crate) fn format_version(&self) -> u32 {
         self.format_version
     }
 
@@ -270,13 +270,15 @@ impl Book {
         (self.model_bytes.len() == 1 && self.dicts.keys().all(|&id| id == 1))
             .then_some(model.as_slice())
     }
+    #[doc(hidden)]
     pub fn codec(&self) -> &dyn PositionCodec {
         &*self.codec
     }
-    pub fn dictionaries(&self) -> &HashMap<u16, Arc<Vec<u8>>> {
+    pub(crate) fn dictionaries(&self) -> &HashMap<u16, Arc<Vec<u8>>> {
         &self.dicts
     }
 
+    #[doc(hidden)]
     pub fn file_bytes(&self) -> u64 {
         std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
     }
@@ -320,6 +322,7 @@ impl Book {
 
     /// All entries with this key (more than one only on a key collision), blocks and delta
     /// tier merged.
+    #[doc(hidden)]
     pub fn get(&self, key: u64) -> Result<Vec<Entry>> {
         let blocks = self.get_blocks(key)?;
         let delta = self.delta_range(key)?;
@@ -358,6 +361,7 @@ impl Book {
     /// assert!(book.lookup(&PosState::from_chess(&after_e4).pack().0)?.is_none());
     /// # Ok(()) }
     /// ```
+    #[doc(hidden)]
     pub fn lookup(&self, pos: &[u8]) -> Result<Option<Entry>> {
         let key = self.codec.key(pos)?;
         let from_blocks = self.lookup_blocks(pos)?;
@@ -375,7 +379,7 @@ impl Book {
     }
 
     /// Entries with this key in the blocks only.
-    pub fn get_blocks(&self, key: u64) -> Result<Vec<Entry>> {
+    pub(crate) fn get_blocks(&self, key: u64) -> Result<Vec<Entry>> {
         let Some((block_key, blk)) = self.cached_block(key)? else {
             return Ok(Vec::new());
         };
@@ -384,20 +388,8 @@ impl Book {
         Ok(view.find(key, &*self.codec, model)?)
     }
 
-    /// As [`Book::get_blocks`] without the cache and index: reads through redb each time.
-    pub fn get_blocks_uncached(&self, key: u64) -> Result<Vec<Entry>> {
-        Ok(self
-            .with_block(key, |block_key, bytes| {
-                let blk = block::open_block(block_key, bytes, &self.pool)?;
-                let view = BlockView::parse(block_key, &blk)?;
-                let model = self.model(block_key, blk.header.model_id)?;
-                Ok(view.find(key, &*self.codec, model)?)
-            })?
-            .unwrap_or_default())
-    }
-
     /// Sets the size of the cache of opened blocks (0 disables it).
-    pub fn set_cache_bytes(&mut self, bytes: usize) {
+    pub(crate) fn set_cache_bytes(&mut self, bytes: usize) {
         self.cache.limit = bytes;
         if let Ok(mut g) = self.cache.map.lock() {
             g.0.clear();
@@ -463,7 +455,7 @@ impl Book {
     }
 
     /// The entry holding exactly this encoded position in the blocks (decodes only that entry).
-    pub fn lookup_blocks(&self, pos: &[u8]) -> Result<Option<Entry>> {
+    pub(crate) fn lookup_blocks(&self, pos: &[u8]) -> Result<Option<Entry>> {
         let key = self.codec.key(pos)?;
         let Some((block_key, blk)) = self.cached_block(key)? else {
             return Ok(None);
@@ -476,6 +468,7 @@ impl Book {
     }
 
     /// As [`Book::lookup_blocks`] without the cache and index: reads through redb each time.
+    #[doc(hidden)]
     pub fn lookup_blocks_uncached(&self, pos: &[u8]) -> Result<Option<Entry>> {
         let key = self.codec.key(pos)?;
         Ok(self
@@ -491,6 +484,7 @@ impl Book {
     }
 
     /// How many game fingerprints `--dedupe` imports recorded in this book.
+    #[doc(hidden)]
     pub fn game_fingerprint_count(&self) -> Result<u64> {
         shield("counting game fingerprints", || {
             let txn = self.db.begin_read()?;
@@ -503,6 +497,7 @@ impl Book {
     }
 
     /// A handle that tells whether a game fingerprint is recorded in this book.
+    #[doc(hidden)]
     pub fn game_index(&self) -> Result<GameIndex> {
         shield("opening game fingerprints", || {
             let txn = self.db.begin_read()?;
@@ -546,11 +541,13 @@ impl Book {
 }
 
 /// Looks game fingerprints up in a book's `games` table (a read snapshot).
+#[doc(hidden)]
 pub struct GameIndex {
     pub(super) table: Option<redb::ReadOnlyTable<u128, ()>>,
 }
 
 impl GameIndex {
+    #[doc(hidden)]
     pub fn contains(&self, fingerprint: u128) -> Result<bool> {
         match &self.table {
             None => Ok(false),

@@ -3,28 +3,28 @@
 use redb::TableDefinition;
 use serde::{Deserialize, Serialize};
 
-pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
-pub const BLOCKS: TableDefinition<u64, &[u8]> = TableDefinition::new("blocks");
+pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+pub(crate) const BLOCKS: TableDefinition<u64, &[u8]> = TableDefinition::new("blocks");
 /// The delta tier: (key, packed position; empty for key-only) → crc32 + move records.
-pub const DELTA: TableDefinition<(u64, &[u8]), &[u8]> = TableDefinition::new("delta");
+pub(crate) const DELTA: TableDefinition<(u64, &[u8]), &[u8]> = TableDefinition::new("delta");
 /// What was imported: input fingerprint → JSON record.
-pub const IMPORTS: TableDefinition<&str, &[u8]> = TableDefinition::new("imports");
+pub(crate) const IMPORTS: TableDefinition<&str, &[u8]> = TableDefinition::new("imports");
 /// Fingerprints of the games `--dedupe` imports counted (docs/FORMAT.md §4.6); later `--dedupe`
 /// imports skip games found here. Absent in books never imported with `--dedupe`.
-pub const GAMES: TableDefinition<u128, ()> = TableDefinition::new("games");
+pub(crate) const GAMES: TableDefinition<u128, ()> = TableDefinition::new("games");
 
-pub const MAGIC: &[u8] = b"bookdb";
+pub(crate) const MAGIC: &[u8] = b"bookdb";
 /// Book format version written by this build. See migrations/README.md.
-pub const FORMAT_VERSION: u32 = 2;
+pub(crate) const FORMAT_VERSION: u32 = 2;
 /// Oldest format version `bookdb migrate` converts (migrations/README.md).
-pub const OLDEST_MIGRATABLE: u32 = 1;
+pub(crate) const OLDEST_MIGRATABLE: u32 = 1;
 
-pub const META_MAGIC: &str = "magic";
-pub const META_VERSION: &str = "format_version";
-pub const META_CODEC: &str = "codec";
-pub const META_COUNTERS: &str = "counters";
-pub const META_DICT_PREFIX: &str = "dict/";
-pub const META_MODEL_PREFIX: &str = "model/";
+pub(crate) const META_MAGIC: &str = "magic";
+pub(crate) const META_VERSION: &str = "format_version";
+pub(crate) const META_CODEC: &str = "codec";
+pub(crate) const META_COUNTERS: &str = "counters";
+pub(crate) const META_DICT_PREFIX: &str = "dict/";
+pub(crate) const META_MODEL_PREFIX: &str = "model/";
 
 /// Counters kept in the meta table (JSON), maintained by every writer and checked by `verify`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,13 +39,13 @@ pub struct BookMeta {
     /// (position, move) pairs over all entries.
     pub pairs: u64,
     /// Entries that share their key with an earlier entry holding a different position.
-    pub collisions: u64,
+    pub(crate) collisions: u64,
     /// Number of value blocks.
     pub blocks: u64,
     /// Raw (uncompressed) payload bytes over all blocks.
-    pub raw_bytes: u64,
+    pub(crate) raw_bytes: u64,
     /// Stored block bytes (headers + compressed payloads).
-    pub stored_bytes: u64,
+    pub(crate) stored_bytes: u64,
     /// Entries in the delta tier (not yet folded into blocks).
     #[serde(default)]
     pub delta_entries: u64,

@@ -35,7 +35,7 @@ pub struct WriterOptions {
 
 impl WriterOptions {
     /// Options that keep the writer within about a quarter of `memory` bytes.
-    pub fn for_memory(memory: usize) -> WriterOptions {
+    pub(crate) fn for_memory(memory: usize) -> WriterOptions {
         WriterOptions {
             model_sample: (memory / 8 / 200).clamp(20_000, MODEL_SAMPLE),
             commit_bytes: (memory / 16).clamp(1 << 20, COMMIT_BYTES),
@@ -118,7 +118,7 @@ const REUSE_SAMPLE: usize = 16 * DICT_SAMPLE_ENTRIES;
 const SEGMENT_ENTRIES: usize = 65_536;
 /// A redb leaf page holding one block value has this much room for it (4 KiB page minus the
 /// page header, one fixed-width key and its offset, with a margin).
-pub const PAGE_FIT: usize = 4096 - 48;
+pub(crate) const PAGE_FIT: usize = 4096 - 48;
 
 impl BookWriter {
     pub fn create(
@@ -175,7 +175,7 @@ impl BookWriter {
 
     /// Records in the new book the game fingerprints (`--dedupe`) that `db` holds in a `games`
     /// table ([`crate::store::fpset::sorted_table`]), copied in the last transaction.
-    pub fn add_game_fingerprints_from(&mut self, db: Arc<redb::ReadOnlyDatabase>) {
+    pub(crate) fn add_game_fingerprints_from(&mut self, db: Arc<redb::ReadOnlyDatabase>) {
         self.games_from.push(db);
     }
 
@@ -185,7 +185,7 @@ impl BookWriter {
     /// an import or `import-polyglot` that rewrites, each input of a merge) calls this, so no
     /// table is forgotten. When several books list the same import, one record is kept: the
     /// least by bytes, so that the result does not depend on the order of the books.
-    pub fn carry_over(&mut self, book: &Book) -> Result<()> {
+    pub(crate) fn carry_over(&mut self, book: &Book) -> Result<()> {
         self.meta.games += book.meta().games;
         for (k, v) in book.imports()? {
             match self.imports.entry(k) {
@@ -423,7 +423,7 @@ impl BookWriter {
 
     /// Reports the writer's internal timings (training, sealing attempts) to `f`, a line each.
     /// The store never prints; callers that trace (`BOOKDB_TRACE`) pass a printer here.
-    pub fn on_trace(&mut self, f: impl FnMut(&str) + Send + 'static) {
+    pub(crate) fn on_trace(&mut self, f: impl FnMut(&str) + Send + 'static) {
         self.trace = Some(Box::new(f));
     }
 
