@@ -149,6 +149,11 @@ pub(crate) mod tests_support {
     use super::*;
     use shakmaty::{Chess, Position};
 
+    /// A square from its name (`"e4"`).
+    pub(crate) fn sq(name: &str) -> shakmaty::Square {
+        name.parse().unwrap()
+    }
+
     /// Any bit-level position state (not necessarily legal chess).
     pub(crate) fn arb_state() -> impl proptest::strategy::Strategy<Value = PosState> {
         use proptest::prelude::*;

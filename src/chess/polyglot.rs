@@ -135,9 +135,7 @@ mod tests {
     use crate::chess::tests_support::play;
     use crate::chess::{encode_move, move_uci};
 
-    fn sq(name: &str) -> Square {
-        name.parse().unwrap()
-    }
+    use crate::chess::tests_support::sq;
 
     #[test]
     fn pg_move_layout() {

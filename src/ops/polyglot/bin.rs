@@ -139,11 +139,8 @@ pub(super) fn read_bin_fingerprinted(path: &Path) -> Result<(ParsedBin, String)>
 mod tests {
     use super::*;
     use crate::chess::polyglot::pg_encode;
-    use shakmaty::Square;
 
-    fn sq(name: &str) -> Square {
-        name.parse().unwrap()
-    }
+    use crate::chess::tests_support::sq;
 
     fn bin(entries: &[PgEntry]) -> Vec<u8> {
         entries.iter().flat_map(|e| e.to_bytes()).collect()

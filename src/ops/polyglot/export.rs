@@ -433,11 +433,9 @@ mod tests {
     use super::*;
     use crate::chess::polyglot::pg_encode;
     use crate::chess::{encode_move, parse_move};
-    use shakmaty::{Chess, Square};
+    use shakmaty::Chess;
 
-    fn sq(name: &str) -> Square {
-        name.parse().unwrap()
-    }
+    use crate::chess::tests_support::sq;
 
     #[test]
     fn halving_follows_count_max() {

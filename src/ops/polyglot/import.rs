@@ -482,11 +482,8 @@ mod tests {
     use crate::chess::polyglot::pg_encode;
     use crate::chess::tests_support::play;
     use crate::ops::polyglot::export::{ExportSummary, PolyglotExportOptions, export_key};
-    use shakmaty::Square;
 
-    fn sq(name: &str) -> Square {
-        name.parse().unwrap()
-    }
+    use crate::chess::tests_support::sq;
 
     #[test]
     fn placement_walks_the_book_and_keeps_the_rest_key_only() {
