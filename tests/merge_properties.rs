@@ -147,7 +147,7 @@ fn merge_output_does_not_depend_on_input_order() {
 /// same model and dictionary, and it verifies.
 #[test]
 fn passing_coded_positions_through_writes_the_same_file_as_coding_them_again() {
-    use bookdb::ops::rewrite::AttachKeyOnly;
+    use bookdb::chess::attach::AttachKeyOnly;
     use bookdb::store::BookWriter;
     use bookdb::store::entry::MergeIter;
     let (Some(medium), Some(bin)) = (

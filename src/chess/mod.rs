@@ -2,7 +2,7 @@
 //! conversion, key-only attachment, and the [`ChessCodec`] that plugs chess into the
 //! game-independent store.
 
-pub(crate) mod attach;
+pub mod attach;
 pub(crate) mod error;
 pub(crate) mod legal;
 pub(crate) mod model;

@@ -50,9 +50,7 @@ pub struct MergeSummary {
     pub elapsed_secs: f64,
 }
 
-/// Joins key-only moves to their position in every whole-book rewrite; it lives in the chess
-/// layer (it reads Polyglot moves) and is re-exported here for the rewrites' callers.
-pub use crate::chess::attach::AttachKeyOnly;
+use crate::chess::attach::AttachKeyOnly;
 
 /// Entries a rewrite reads from a book (positions and key-only entries, delta tier merged),
 /// for a progress bar's length.

@@ -268,7 +268,7 @@ fn rewrite(
     w.add_imports(records);
     sources.push(Box::new(MergeIter::new(runs)));
     let mut trace = crate::ops::progress::Trace::new();
-    for e in crate::ops::rewrite::AttachKeyOnly::new(MergeIter::new(sources)) {
+    for e in crate::chess::attach::AttachKeyOnly::new(MergeIter::new(sources)) {
         w.push(e?)?;
     }
     trace.mark("rewrite: merge and write blocks");
