@@ -372,7 +372,7 @@ fn main() -> Result<()> {
         ),
         (
             "bookdb_lookup_uncached",
-            "Book::lookup_blocks_uncached: no block cache, no in-memory index (cold path)",
+            "Book::lookup_blocks_uncached: the base without the block cache (redb range lookup, decompress)",
             Box::new(|p: &Probe| {
                 Ok(book
                     .lookup_blocks_uncached(&p.pos)?
@@ -386,6 +386,11 @@ fn main() -> Result<()> {
                 let a = query::probe(&book, &p.chess)?;
                 Ok(a.entry.map_or(0, |e| e.moves.len()) + a.same_key_others)
             }),
+        ),
+        (
+            "bookdb_changed",
+            "Book::changed() when nothing changed: a stat of the base and a read of the manifest",
+            Box::new(|_: &Probe| Ok(usize::from(book.changed()?))),
         ),
     ];
 

@@ -376,6 +376,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     "file              {} bytes ({:.2} per pair)",
                     s.file_bytes, s.bytes_per_pair
                 );
+                println!("generation        {}", s.generation);
+                println!(
+                    "delta segments    {} ({} entries)",
+                    s.segments, s.segment_entries
+                );
             }
         }
         Cmd::Verify { book, json } => {

@@ -228,11 +228,11 @@ fn migrate_reports_current_version() {
     let dir = tempfile::tempdir().unwrap();
     let book = sample_book(dir.path());
     let out = ok(&["migrate", "--book", book.to_str().unwrap()]);
-    assert!(out.contains("already at format version 2"), "{out}");
+    assert!(out.contains("already at format version 3"), "{out}");
 }
 
 /// A version-1 book (format 1 had no `games` table) is refused by every command but
-/// `migrate`, which rewrites it as version 2 with the same content; migrating again is a no-op.
+/// `migrate`, which rewrites it as version 3 with the same content; migrating again is a no-op.
 #[test]
 fn migrate_converts_a_version_1_book() {
     let dir = tempfile::tempdir().unwrap();
@@ -244,11 +244,11 @@ fn migrate_converts_a_version_1_book() {
     assert_eq!(out.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&out.stderr).contains("migrate"));
     let msg = ok(&["migrate", "--book", p]);
-    assert!(msg.contains("migrated from format version 1 to 2"), "{msg}");
+    assert!(msg.contains("migrated from format version 1 to 3"), "{msg}");
     assert_eq!(ok(&["dump", "--book", p]), before);
     ok(&["verify", "--book", p]);
     let again = ok(&["migrate", "--book", p]);
-    assert!(again.contains("already at format version 2"), "{again}");
+    assert!(again.contains("already at format version 3"), "{again}");
 }
 
 /// A book file with one damaged redb page (found by fuzzing): every command reports corruption

@@ -233,8 +233,8 @@ fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
     let whole3 = dir.path().join("whole3.book");
     import(&[&a, &b, &tiny], &whole3, &[]);
     assert_eq!(with_tiny, dump(&whole3));
-    // A reader holding the book open (a server, say) blocks the delta commit: the import
-    // writes a new file instead, reading its entries again from the run written for the plan.
+    // A reader holding the book open (a server, say) does not get in the way: the import
+    // still publishes a delta segment; the reader keeps its snapshot until it refreshes.
     let tiny2 = dir.path().join("tiny2.pgn");
     std::fs::write(
         &tiny2,
@@ -245,15 +245,29 @@ fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
     import(&[&a, &b, &tiny, &tiny2], &whole4, &[]);
     for extra in [&[][..], &["--dedupe"][..]] {
         let busy = dir.path().join("busy.book");
-        std::fs::copy(&inc, &busy).unwrap();
+        copy_live_book(&inc, &busy);
         let reader = bookdb::store::Book::open(&busy, bookdb::chess_codec()).unwrap();
+        let before = reader.meta().clone();
         let r = import(&[&tiny2], &busy, extra);
+        assert_eq!(r["applied"], "delta", "{extra:?}: {r}");
+        assert_eq!(
+            reader.meta(),
+            &before,
+            "a snapshot does not change under its reader"
+        );
+        assert!(reader.changed().unwrap());
+        let now = reader
+            .refresh()
+            .unwrap()
+            .expect("the import is visible after a refresh");
+        assert!(now.meta().games > before.games);
+        assert!(now.refresh().unwrap().is_none());
         drop(reader);
-        assert_eq!(r["applied"], "rewrite", "{extra:?}: {r}");
         assert_eq!(dump(&busy), dump(&whole4), "{extra:?}");
-        // With --dedupe the rewrite records the game's fingerprint too.
+        // With --dedupe the segment records the game's fingerprint too.
         let st = json(&["stats", "--book", s(&busy), "--json"]);
         assert_eq!(st["dedupe_games"], extra.len(), "{extra:?}: {st}");
+        ok(&["verify", "--book", s(&busy)]);
     }
     // An import past the delta threshold that adds less than half the book rewrites it with
     // the book's own model (its coded positions pass through): games 60–80% of the file into

@@ -46,6 +46,8 @@ impl Out {
     }
 }
 
+use bookdb::store::book::Manifest;
+
 fn main() {
     let root = std::env::args_os()
         .nth(1)
@@ -53,6 +55,15 @@ fn main() {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds"));
     let mut out = Out { root, written: 0 };
     let samples = samples();
+
+    // manifest: a book without segments, one with two, and the largest the policy keeps.
+    for (name, m) in [
+        ("no-segments", Manifest { generation: 4, base: 4, segments: vec![] }),
+        ("two-segments", Manifest { generation: 7, base: 3, segments: vec![5, 7] }),
+        ("eight-segments", Manifest { generation: 20, base: 9, segments: (13..=20).collect() }),
+    ] {
+        out.put("manifest", name, &m.encode());
+    }
 
     // packed_position: the start position (docs/CONTRACT.md §2 test vector), the e4 d5 e5 f5
     // en-passant vector, a few sample positions, plus trailing, truncated and padded forms.

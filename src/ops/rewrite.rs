@@ -12,7 +12,6 @@ use super::progress::Progress;
 use crate::error::{Error, Result, StoreError};
 use crate::store::book::{FORMAT_VERSION, OLDEST_MIGRATABLE};
 use crate::store::entry::MergeIter;
-use crate::store::files::{WriterLock, remove_stale_temp_books};
 use crate::store::{Book, BookMeta, BookWriter, WriterOptions};
 
 /// Options of `merge` and `compact`.
@@ -78,8 +77,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
             p.display()
         )));
     }
-    let _lock = WriterLock::acquire(out)?;
-    remove_stale_temp_books(out);
+    let _lock = crate::store::book::lock_for_writing(out)?;
     let books = inputs
         .iter()
         .map(|p| Book::open(p, crate::chess_codec()))
@@ -159,7 +157,7 @@ pub struct CompactSummary {
     pub elapsed_secs: f64,
 }
 
-/// Rewrites a book: folds the delta tier into blocks, drops moves with fewer than `min_games`
+/// Rewrites a book: folds its delta segments into a new base (removing them), drops moves with fewer than `min_games`
 /// games (moves known only from a Polyglot import are kept), retrains the position model and
 /// the dictionary when useful (pruning, a delta tier larger than half the book, or
 /// `opts.retrain`; otherwise the book's own are kept, [`keeps_model`]), and returns the space
@@ -169,8 +167,7 @@ pub fn compact(
     min_games: Option<u64>,
     opts: &RewriteOptions,
 ) -> Result<CompactSummary> {
-    let _lock = WriterLock::acquire(book)?;
-    remove_stale_temp_books(book);
+    let _lock = crate::store::book::lock_for_writing(book)?;
     let old = Book::open(book, crate::chess_codec())?;
     rewrite_whole(book, old, min_games, opts, "compact")
 }
@@ -239,7 +236,8 @@ fn rewrite_whole(
 
 /// Brings a book to the current format version: a book at [`FORMAT_VERSION`] is left as it is
 /// (and the message says so); one at an older version down to [`OLDEST_MIGRATABLE`] is
-/// rewritten with the same content (migrations/README.md, migrations/v1-to-v2.md).
+/// rewritten with the same content (migrations/README.md, migrations/v1-to-v2.md,
+/// migrations/v2-to-v3.md).
 pub fn migrate(book: &Path) -> Result<String> {
     if !book.exists() {
         return Err(StoreError::BookNotFound {
@@ -248,8 +246,7 @@ pub fn migrate(book: &Path) -> Result<String> {
         .into());
     }
     // Under the lock, and through the reader that repairs a book a killed writer left.
-    let _lock = WriterLock::acquire(book)?;
-    remove_stale_temp_books(book);
+    let _lock = crate::store::book::lock_for_writing(book)?;
     let old = match Book::open_for_migration(book, crate::chess_codec()) {
         Ok(b) => b,
         Err(StoreError::UnsupportedVersion { found, .. }) if found < OLDEST_MIGRATABLE => {
@@ -267,8 +264,10 @@ pub fn migrate(book: &Path) -> Result<String> {
             book.display()
         ));
     }
-    // v1 → v2 (migrations/v1-to-v2.md): the same content, rewritten as every whole-book
-    // rewrite is (temp file, fsync, rename), now marked version 2.
+    // v1 → v2 → v3 (migrations/v1-to-v2.md, v2-to-v3.md): the same content, the delta tier
+    // folded in, rewritten as every whole-book rewrite is (temp file, fsync, rename), now
+    // marked version 3 with a generation. Each step only adds or drops tables, so one
+    // rewrite from any older version does them all.
     let s = rewrite_whole(book, old, None, &RewriteOptions::default(), "migrate")?;
     Ok(format!(
         "{}: migrated from format version {version} to {FORMAT_VERSION} ({} positions, {} pairs; {} -> {} bytes)",

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::chess::{PosState, legal_move, move_uci};
 use crate::error::{Corruption, Result, StoreError};
+use crate::store::book::BookFile;
 use crate::store::{Book, BookMeta, Entry};
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -33,8 +34,9 @@ impl VerifyReport {
 
 const MAX_PROBLEMS: usize = 200;
 
-/// Checks everything: redb integrity, block checksums and headers, every entry decodes, keys
-/// recompute to the stored ones, global order, positions legal, moves legal, meta counters.
+/// Checks everything: every file of the book (block checksums and headers, every entry
+/// decodes, keys recompute to the stored ones, order, positions legal, moves legal, the file's
+/// counters) and, when it has delta segments, the merged view against the book's counters.
 pub fn verify(path: &Path) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
     // Verify reads through a read-only handle (redb's own check_integrity needs a writable one
@@ -47,8 +49,85 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
         .into());
     }
     let book = Book::open(path, crate::chess_codec())?;
+    let several = book.files().len() > 1;
+    for file in book.files() {
+        let name = file_name(file.path());
+        let place = |p: String| if several { format!("{name}: {p}") } else { p };
+        let mut sub = VerifyReport::default();
+        verify_file(file, &mut sub)?;
+        report.blocks += sub.blocks;
+        report.entries += sub.entries;
+        report.pairs += sub.pairs;
+        report.problems_total += sub.problems_total - sub.problems.len() as u64;
+        for p in sub.problems {
+            report.problem(place(p));
+        }
+    }
+    if several {
+        // The merged view the book answers with: the newest segment's counters describe it.
+        let mut counted = BookMeta::default();
+        let mut last_key = None;
+        for item in book.iter()? {
+            match item {
+                Ok(e) => {
+                    count_entry(&e, &mut counted, &mut last_key);
+                }
+                Err(err) => {
+                    report.problem(err.to_string());
+                    break;
+                }
+            }
+        }
+        let stored = logical(book.meta());
+        counted.games = stored.games;
+        if stored != counted {
+            report.problem(format!(
+                "the book's counters (newest segment) disagree with its merged content: stored \
+                 {stored:?}, counted {counted:?}"
+            ));
+        }
+    }
+    Ok(report)
+}
+
+/// The file name of `path`, for problem reports.
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+/// The counters that describe content (not storage).
+fn logical(m: &BookMeta) -> BookMeta {
+    BookMeta {
+        games: m.games,
+        positions: m.positions,
+        key_only: m.key_only,
+        pairs: m.pairs,
+        collisions: m.collisions,
+        ..BookMeta::default()
+    }
+}
+
+fn count_entry(e: &Entry, counted: &mut BookMeta, last_key: &mut Option<u64>) {
+    if e.pos.is_some() {
+        counted.positions += 1;
+    } else {
+        counted.key_only += 1;
+    }
+    counted.pairs += e.moves.len() as u64;
+    if *last_key == Some(e.key) {
+        counted.collisions += 1;
+    }
+    *last_key = Some(e.key);
+}
+
+/// Checks one file of a book: block checksums and headers, every entry decodes, keys recompute
+/// to the stored ones, order, legality, and the file's own counters.
+fn verify_file(book: &BookFile, report: &mut VerifyReport) -> Result<()> {
     let mut counted = BookMeta::default();
     let mut last: Option<(u64, Option<Vec<u8>>)> = None;
+    let mut last_key = None;
     book.for_each_block(|block_key, bytes| {
         report.blocks += 1;
         counted.blocks += 1;
@@ -95,63 +174,12 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
                     ));
                 }
             }
-            check_entry(&format!("block {block_key:016x}, entry {i}"), e, &mut report);
+            check_entry(&format!("block {block_key:016x}, entry {i}"), e, report);
+            count_entry(e, &mut counted, &mut last_key);
             last = Some((e.key, e.pos.clone()));
         }
         Ok(())
     })?;
-    // The delta tier: checksums, decoding, order, legality.
-    let mut last: Option<(u64, Option<Vec<u8>>)> = None;
-    for item in book.delta_iter()? {
-        match item {
-            Ok(e) => {
-                counted.delta_entries += 1;
-                if let Some((k, p)) = &last
-                    && (k, p.as_deref()) >= (&e.key, e.pos.as_deref())
-                {
-                    report.problem(format!("delta tier: key {:016x} out of order", e.key));
-                }
-                check_entry(&format!("delta entry {:016x}", e.key), &e, &mut report);
-                if let Some(p) = &e.pos {
-                    match book.codec().key(p) {
-                        Ok(k) if k == e.key => {}
-                        Ok(k) => report.problem(format!(
-                            "delta entry {:016x}: its position's key is {k:016x}",
-                            e.key
-                        )),
-                        Err(err) => report.problem(format!("delta entry {:016x}: {err}", e.key)),
-                    }
-                }
-                last = Some((e.key, e.pos.clone()));
-            }
-            Err(err) => {
-                report.problem(err.to_string());
-                break;
-            }
-        }
-    }
-    // The merged view the book answers with: the counters describe it.
-    let mut last_key = None;
-    for item in book.iter()? {
-        match item {
-            Ok(e) => {
-                if e.pos.is_some() {
-                    counted.positions += 1;
-                } else {
-                    counted.key_only += 1;
-                }
-                counted.pairs += e.moves.len() as u64;
-                if last_key == Some(e.key) {
-                    counted.collisions += 1;
-                }
-                last_key = Some(e.key);
-            }
-            Err(err) => {
-                report.problem(err.to_string());
-                break;
-            }
-        }
-    }
     let meta = book.meta();
     counted.games = meta.games;
     if *meta != counted {
@@ -159,7 +187,7 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
             "meta counters disagree with the blocks: stored {meta:?}, counted {counted:?}"
         ));
     }
-    Ok(report)
+    Ok(())
 }
 
 fn check_entry(place: &str, e: &Entry, report: &mut VerifyReport) {
@@ -233,9 +261,16 @@ pub struct Stats {
     pub dictionary_bytes: u64,
     /// Game fingerprints recorded by `--dedupe` imports.
     pub dedupe_games: u64,
+    /// Bytes of all the book's files (base and delta segments).
     pub file_bytes: u64,
     pub bytes_per_pair: f64,
     pub stored_bytes_per_pair: f64,
+    /// The generation of the state shown (docs/FORMAT.md §10).
+    pub generation: u64,
+    /// Delta segments over the base, and the entries they hold (folded into the base by
+    /// `compact` or automatically).
+    pub segments: u64,
+    pub segment_entries: u64,
 }
 
 pub fn stats(path: &Path) -> Result<Stats> {
@@ -265,5 +300,8 @@ pub fn stats(path: &Path) -> Result<Stats> {
         file_bytes,
         bytes_per_pair: per(file_bytes),
         stored_bytes_per_pair: per(m.stored_bytes),
+        generation: book.generation(),
+        segments: book.files().len() as u64 - 1,
+        segment_entries: m.delta_entries,
     })
 }

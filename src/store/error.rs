@@ -72,6 +72,9 @@ pub enum Corruption {
     Meta(String),
     #[error("delta tier: {0}")]
     Delta(String),
+    /// The live book's manifest (`<book>.live`) or the files it names.
+    #[error("manifest: {0}")]
+    Manifest(String),
     #[error("database pages: {0}")]
     Storage(String),
 }

@@ -16,7 +16,7 @@ pub mod varint;
 use error::CodecError;
 
 pub use block::{BlockHeader, BlockView, Compression};
-pub use book::{Book, BookCompression, BookMeta, BookWriter, WriterOptions};
+pub use book::{Book, BookCompression, BookMeta, BookWriter, LiveBook, WriterOptions};
 pub use entry::{Entry, MoveExtra, MoveRec};
 
 /// Writes to every page of a freshly allocated zeroed vector. Lookups read slots before any

@@ -92,3 +92,23 @@ pub fn json(args: &[&str]) -> serde_json::Value {
 pub fn sample_pgn() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sample.pgn")
 }
+
+/// Copies a live book (its base, manifest and delta segments: every `<name>` and `<name>.*`
+/// file but the lock) to `dst`, keeping the names' suffixes.
+pub fn copy_live_book(src: &Path, dst: &Path) {
+    let name = src.file_name().unwrap().to_string_lossy().into_owned();
+    let dst_name = dst.file_name().unwrap().to_string_lossy().into_owned();
+    for e in std::fs::read_dir(src.parent().unwrap()).unwrap().flatten() {
+        let f = e.file_name().to_string_lossy().into_owned();
+        let suffix = if f == name {
+            Some(String::new())
+        } else {
+            f.strip_prefix(&format!("{name}."))
+                .filter(|s| *s != "lock" && !s.contains("tmp-"))
+                .map(|s| format!(".{s}"))
+        };
+        if let Some(suffix) = suffix {
+            std::fs::copy(e.path(), dst.with_file_name(format!("{dst_name}{suffix}"))).unwrap();
+        }
+    }
+}

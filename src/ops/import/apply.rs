@@ -1,6 +1,6 @@
 //! Applying an import to the book: the spilled runs merged in passes ([`reduce_runs`]), then
-//! the new entries merged into the book atomically, into its delta tier in one transaction or
-//! by rewriting it into a new file ([`apply`], [`rewrite`]), together with the import records.
+//! the new entries added to the book atomically, as a new delta segment or by rewriting its
+//! base with everything folded in ([`apply`], [`rewrite`]), together with the import records.
 
 use std::path::{Path, PathBuf};
 
@@ -17,10 +17,6 @@ use crate::store::fpset;
 use crate::store::run::{RunReader, RunWriter};
 use crate::store::{Book, BookWriter, WriterOptions};
 
-/// Staging run of the entries of an import that fit in memory, written before a delta commit.
-const MEMORY_RUN: &str = "run-memory.zst";
-/// Staging run of the values a delta commit writes.
-const DELTA_RUN: &str = "delta-values.zst";
 /// Most runs merged at once; more are merged in passes.
 const MAX_FAN_IN: usize = 48;
 
@@ -132,7 +128,7 @@ pub(super) fn reduce_runs(
 }
 
 use crate::store::book::EntryStream;
-use crate::store::error::{Error as StoreError, Result as StoreResult};
+use crate::store::error::Result as StoreResult;
 
 /// The workers' sorted aggregates of an import that fit in memory, as entry streams.
 fn memory_streams(parts: Vec<SortedAggregate>) -> Vec<EntryStream<'static>> {
@@ -176,48 +172,25 @@ fn apply(
     };
     if let Some(book) = &old {
         let m = book.meta();
+        // The folding policy (store::book::fold): new entries go to a delta segment while
+        // the segments hold at most an eighth of the base; past that the base is rewritten
+        // with everything folded in.
         let threshold = delta_min.max(m.positions / 8);
         if m.positions + m.key_only > 0 && run_entries + m.delta_entries <= threshold {
-            // Nothing is held in memory (the delta tier may take an eighth of a large book):
-            // the new entries stream from runs and the values to write go to a run. Entries
-            // still in memory go to a run first, to be read again if the book is busy.
-            let runs: Vec<PathBuf> = match in_memory.take() {
-                Some(parts) => {
-                    let p = staging.join(MEMORY_RUN);
-                    let mut w = RunWriter::create(&p)?;
-                    for e in MergeIter::new(memory_streams(parts)) {
-                        w.push(&e?)?;
-                    }
-                    w.finish()?;
-                    vec![p]
-                }
-                None => run_files,
+            let sources = match in_memory.take() {
+                Some(parts) => memory_streams(parts),
+                None => open_run_files(&run_files)?,
             };
-            let mut plan = book::plan_delta(
+            book::publish_segment(
                 book,
-                MergeIter::new(open_run_files(&runs)?),
+                MergeIter::new(sources),
                 games,
-                &staging.join(DELTA_RUN),
-            )?;
-            plan.imports = records.clone();
-            plan.games = new_games.clone();
-            let path = book.path().to_path_buf();
-            drop(old);
-            match book::commit_delta(&path, &plan, writer_opts.cache_bytes) {
-                Ok(()) => return Ok(Applied::Delta),
-                Err(StoreError::Busy { .. }) => {}
-                Err(e) => return Err(e.into()),
-            }
-            // Another process holds the book open: write a new file instead.
-            return rewrite(
-                book_path,
-                Some(Book::open(book_path, crate::chess_codec())?),
-                open_run_files(&runs)?,
-                run_entries,
-                games,
-                (records, new_games),
+                records,
+                new_games,
+                crate::chess_codec(),
                 writer_opts,
-            );
+            )?;
+            return Ok(Applied::Delta);
         }
     }
     let sources = match in_memory {

@@ -9,10 +9,11 @@
 //!    into the staging directory beside the book and the coordinator records a checkpoint
 //!    (runs, input position, counters) in `state.json` (written atomically). A crash loses at
 //!    most the work since the last checkpoint; the same command resumes from it.
-//! 4. The runs are merged in key order and applied to the book atomically: into the delta tier
-//!    in one transaction (small imports into large books), or by rewriting the book into a new
-//!    file that replaces the old one (first import, or when the delta tier would grow past its
-//!    threshold: automatic compaction). The import records go into the same transaction/file.
+//! 4. The runs are merged in key order and applied to the book atomically: as a new delta
+//!    segment published by the book's manifest (small imports into large books; readers keep
+//!    reading meanwhile), or by rewriting the base into a new file that replaces the old one
+//!    (first import, or when the segments would grow past their threshold: automatic
+//!    compaction). The import records go into the same file.
 //! 5. The staging directory is removed.
 
 mod aggregate;
@@ -30,7 +31,6 @@ use std::time::Instant;
 
 use super::progress::{Progress, Trace};
 use crate::error::Result;
-use crate::store::files::{WriterLock, remove_stale_temp_books};
 use crate::store::{Book, BookMeta};
 use plan::Recorded;
 use state::{ImportState, SKIPPED_LOG, Staging, collect_skipped};
@@ -42,8 +42,18 @@ pub use options::*;
 pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Result<ImportSummary> {
     let start = Instant::now();
     let mut trace = Trace::new();
-    let _lock = WriterLock::acquire(book_path)?;
-    remove_stale_temp_books(book_path);
+    let _lock = crate::store::book::lock_for_writing(book_path)?;
+    // A writer killed before the folding policy ran leaves too many segments: fold now.
+    if book_path.exists() {
+        let book = crate::store::Book::open(book_path, crate::chess_codec())?;
+        if book.segments().len() > crate::store::book::MAX_SEGMENTS {
+            crate::store::book::fold_segments(
+                &book,
+                crate::store::book::MAX_SEGMENTS / 2,
+                &opts.writer,
+            )?;
+        }
+    }
     let mut summary = ImportSummary {
         applied: Applied::None,
         ..Default::default()

@@ -11,8 +11,8 @@ use crate::store::{BookMeta, WriterOptions};
 
 /// Default `--max-ply`, as the lichess opening explorer.
 pub const DEFAULT_MAX_PLY: usize = 50;
-/// The delta tier may hold this many entries, or an eighth of the blocks' entries if more,
-/// before an import rewrites the book instead (automatic compaction).
+/// The delta segments may hold this many entries, or an eighth of the base's entries if more,
+/// before an import rewrites the base with everything folded in (automatic compaction).
 pub const DELTA_MIN_THRESHOLD: u64 = 100_000;
 
 #[derive(Clone, Debug)]
@@ -31,8 +31,8 @@ pub struct ImportOptions {
     /// Writes every skipped game to this file, one `file:line<TAB>reason<TAB>detail` line each
     /// (streamed from the staging log, never all held in memory).
     pub report: Option<PathBuf>,
-    /// The delta tier may hold this many entries (or an eighth of the book's, if more) before
-    /// an import rewrites the book instead; [`DELTA_MIN_THRESHOLD`] by default.
+    /// The delta segments may hold this many entries (or an eighth of the base's, if more)
+    /// before an import rewrites the base instead; [`DELTA_MIN_THRESHOLD`] by default.
     pub delta_min: u64,
 }
 
@@ -102,10 +102,11 @@ pub(crate) enum Applied {
     /// Not at all: every input was counted before.
     #[default]
     None,
-    /// The new counts went into the delta tier, in one transaction.
+    /// The new counts went into a new delta segment, published atomically (the folding policy
+    /// may have merged small segments after it).
     Delta,
-    /// The book was rewritten into a new file with the new counts (a first import, a delta
-    /// tier past its threshold, or a book another process held open).
+    /// The book's base was rewritten into a new file with the new counts and every segment
+    /// folded in (a first import, or segments past their threshold).
     Rewrite,
     /// An earlier run of the same import committed and was killed before it cleaned up; this
     /// run only finished the cleanup.

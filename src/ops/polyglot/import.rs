@@ -15,7 +15,6 @@ use crate::chess::polyglot::{pg_decode, pg_in_moves, raw_code_from_pg};
 use crate::chess::{PosState, encode_move, polyglot_key};
 use crate::error::Result;
 use crate::store::entry::MergeIter;
-use crate::store::files::{WriterLock, remove_stale_temp_books};
 use crate::store::{Book, BookMeta, BookWriter, Entry, MoveExtra, MoveRec, WriterOptions};
 
 #[derive(Clone, Debug, Default)]
@@ -356,8 +355,7 @@ pub fn import_polyglot(
     for p in inputs {
         read.push(read_bin_fingerprinted(p)?);
     }
-    let _lock = WriterLock::acquire(book_path)?;
-    remove_stale_temp_books(book_path);
+    let _lock = crate::store::book::lock_for_writing(book_path)?;
     let old = if book_path.exists() {
         Some(Book::open(book_path, codec.clone())?)
     } else {

@@ -1,15 +1,26 @@
 //! Read caches of an open book: opened blocks and pooled zstd decompressors.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use crate::store::block::Decompressors;
 use crate::store::error::DecompressError;
 
-/// Opened blocks (checksum verified, section A decompressed), kept for repeated probes.
+/// Opened blocks (checksum verified, section A decompressed), kept for repeated probes. Keyed
+/// by first key, each with the first key of the next block, so a lookup whose key falls in a
+/// cached block's range needs no redb read at all (the lazy index that replaced reading every
+/// block's first key at open, docs/FORMAT.md §10.4).
 pub(super) struct BlockCache {
     pub(super) limit: usize,
-    pub(super) map: Mutex<(HashMap<u64, Arc<CachedBlock>>, usize)>,
+    pub(super) map: Mutex<CacheMap>,
+}
+
+#[derive(Default)]
+pub(super) struct CacheMap {
+    blocks: BTreeMap<u64, Arc<CachedBlock>>,
+    used: usize,
+    /// State of the pseudo-random choice of the block to evict.
+    evict: u64,
 }
 
 pub(super) struct CachedBlock {
@@ -17,6 +28,9 @@ pub(super) struct CachedBlock {
     pub(super) model_id: u16,
     pub(super) a: Vec<u8>,
     pub(super) b: Vec<u8>,
+    /// First key of the next block (`None`: the last block): the block covers the keys from
+    /// its own first key up to this one, exclusive.
+    pub(super) next_first: Option<u64>,
 }
 
 impl CachedBlock {
@@ -26,11 +40,31 @@ impl CachedBlock {
 }
 
 impl BlockCache {
-    pub(super) fn get(&self, key: u64) -> Option<Arc<CachedBlock>> {
+    pub(super) fn new(limit: usize) -> BlockCache {
+        BlockCache {
+            limit,
+            map: Mutex::new(CacheMap::default()),
+        }
+    }
+
+    /// The cached block whose key range holds `key`: (its first key, the block).
+    pub(super) fn covering(&self, key: u64) -> Option<(u64, Arc<CachedBlock>)> {
         if self.limit == 0 {
             return None;
         }
-        self.map.lock().ok()?.0.get(&key).cloned()
+        let g = self.map.lock().ok()?;
+        let (&first, b) = g.blocks.range(..=key).next_back()?;
+        b.next_first
+            .is_none_or(|next| key < next)
+            .then(|| (first, b.clone()))
+    }
+
+    /// The cached block starting at `first`.
+    pub(super) fn get(&self, first: u64) -> Option<Arc<CachedBlock>> {
+        if self.limit == 0 {
+            return None;
+        }
+        self.map.lock().ok()?.blocks.get(&first).cloned()
     }
 
     pub(super) fn put(&self, key: u64, b: Arc<CachedBlock>) {
@@ -38,18 +72,34 @@ impl BlockCache {
             return;
         }
         if let Ok(mut g) = self.map.lock() {
-            let (map, used) = &mut *g;
-            // Random eviction (hash order) until the new block fits.
-            while *used + b.bytes() > self.limit {
-                let Some(&k) = map.keys().next() else { break };
-                if let Some(old) = map.remove(&k) {
-                    *used -= old.bytes();
+            let g = &mut *g;
+            // Pseudo-random eviction until the new block fits.
+            while g.used + b.bytes() > self.limit && !g.blocks.is_empty() {
+                g.evict = g
+                    .evict
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let victim = g
+                    .blocks
+                    .range(g.evict..)
+                    .next()
+                    .or_else(|| g.blocks.iter().next())
+                    .map(|(&k, _)| k);
+                if let Some(old) = victim.and_then(|k| g.blocks.remove(&k)) {
+                    g.used -= old.bytes();
                 }
             }
-            *used += b.bytes();
-            if let Some(old) = map.insert(key, b) {
-                *used -= old.bytes();
+            g.used += b.bytes();
+            if let Some(old) = g.blocks.insert(key, b) {
+                g.used -= old.bytes();
             }
+        }
+    }
+
+    pub(super) fn clear(&self) {
+        if let Ok(mut g) = self.map.lock() {
+            g.blocks.clear();
+            g.used = 0;
         }
     }
 }

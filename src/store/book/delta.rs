@@ -1,17 +1,17 @@
-//! The delta tier: small incremental imports as checksummed per-entry values beside the
-//! blocks, merged on read, planned read-only and committed in one transaction.
+//! The delta tier of format versions 1 and 2: small incremental imports as checksummed
+//! per-entry values beside the blocks, merged on read. Version 3 writes delta segments
+//! (separate immutable files, [`super::live`]) instead; this reader remains so that `bookdb
+//! migrate` can fold an old book's delta tier into its new base (migrations/v2-to-v3.md).
 
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use redb::ReadableDatabase;
 
 use super::*;
 use crate::store::entry::Entry;
-use crate::store::error::{Corruption, Error, Result};
+use crate::store::error::{Corruption, Result};
 
-impl Book {
+impl BookFile {
     /// The delta-tier entry with exactly this identity.
     pub(crate) fn delta_get(&self, key: u64, pos: Option<&[u8]>) -> Result<Option<Entry>> {
         shield("reading the delta tier", || self.delta_get_inner(key, pos))
@@ -67,19 +67,7 @@ impl Book {
     }
 }
 
-/// Encodes a delta-tier value: crc32 over key, position and records, then the records.
-pub(crate) fn encode_delta(e: &Entry) -> Vec<u8> {
-    let mut payload = Vec::with_capacity(16 + 12 * e.moves.len());
-    crate::store::record::encode_moves(&e.moves, &mut payload);
-    let mut h = crc32fast::Hasher::new();
-    h.update(&e.key.to_le_bytes());
-    h.update(e.pos.as_deref().unwrap_or_default());
-    h.update(&payload);
-    let mut out = h.finalize().to_le_bytes().to_vec();
-    out.extend_from_slice(&payload);
-    out
-}
-
+/// Decodes a delta-tier value: crc32 over key, position and records, then the records.
 pub(crate) fn decode_delta(key: u64, pos: &[u8], value: &[u8]) -> Result<Entry, Corruption> {
     let bad = |reason: String| Corruption::Delta(format!("entry {key:016x}: {reason}"));
     if value.len() < 4 {
@@ -108,140 +96,9 @@ pub(crate) fn decode_delta(key: u64, pos: &[u8], value: &[u8]) -> Result<Entry, 
     })
 }
 
-/// A planned change to the delta tier: the merged values to write (in a run file, so that
-/// memory stays bounded whatever the import's size) and the counters after it.
-pub(crate) struct DeltaPlan {
-    /// Run file (FORMAT §8.4) of the delta values to write, in key order.
-    pub(crate) values: PathBuf,
-    pub(crate) meta: BookMeta,
-    pub(crate) imports: Vec<(String, Vec<u8>)>,
-    /// Game fingerprints to record (`--dedupe`): a file holding them in a `games` table
-    /// ([`crate::store::fpset::sorted_table`]).
-    pub(crate) games: Option<Arc<redb::ReadOnlyDatabase>>,
-}
-
-/// Computes, with read-only lookups, what adding `new` (sorted by identity, each identity
-/// once) to the book's delta tier changes. The delta values go to a run file at `values`.
-pub(crate) fn plan_delta(
-    book: &Book,
-    new: impl IntoIterator<Item = Result<Entry>>,
-    games: u64,
-    values: &Path,
-) -> Result<DeltaPlan> {
-    let mut meta = book.meta().clone();
-    meta.games += games;
-    let mut out = crate::store::run::RunWriter::create(values)?;
-    let mut prev_key: Option<u64> = None;
-    for e in new {
-        let e = e?;
-        let in_blocks = match &e.pos {
-            Some(p) => book.lookup_blocks(p)?,
-            None => book
-                .get_blocks(e.key)?
-                .into_iter()
-                .find(|x| x.pos.is_none()),
-        };
-        let in_delta = book.delta_get(e.key, e.pos.as_deref())?;
-        let old_pairs = match (&in_blocks, &in_delta) {
-            (None, None) => None,
-            (a, b) => {
-                let mut m = a.clone().or_else(|| b.clone()).unwrap_or_default();
-                if let (Some(_), Some(b)) = (a, b) {
-                    m.merge(b.clone());
-                }
-                Some(m)
-            }
-        };
-        let mut merged = old_pairs.clone().unwrap_or_else(|| Entry {
-            coded: None,
-            key: e.key,
-            pos: e.pos.clone(),
-            moves: Vec::new(),
-        });
-        merged.merge(e.clone());
-        let old_len = old_pairs.as_ref().map_or(0, |o| o.moves.len());
-        meta.pairs += (merged.moves.len() - old_len) as u64;
-        if old_pairs.is_none() {
-            if e.pos.is_some() {
-                meta.positions += 1;
-            } else {
-                meta.key_only += 1;
-            }
-            let key_taken = prev_key == Some(e.key) || !book.get(e.key)?.is_empty();
-            if key_taken {
-                meta.collisions += 1;
-            }
-        }
-        prev_key = Some(e.key);
-        let mut value = in_delta.clone().unwrap_or_else(|| Entry {
-            coded: None,
-            key: e.key,
-            pos: e.pos.clone(),
-            moves: Vec::new(),
-        });
-        if in_delta.is_none() {
-            meta.delta_entries += 1;
-        }
-        value.merge(e);
-        out.push(&value)?;
-    }
-    out.finish()?;
-    Ok(DeltaPlan {
-        values: values.to_path_buf(),
-        meta,
-        imports: Vec::new(),
-        games: None,
-    })
-}
-
-/// Writes a delta plan in one durable transaction, with a redb cache of `cache_bytes` (redb's
-/// default, 1 GiB, would let the transaction's dirty pages grow past an import's budget).
-/// [`Error::Busy`] if another process has the book open (the caller may rewrite the file
-/// instead).
-pub(crate) fn commit_delta(path: &Path, plan: &DeltaPlan, cache_bytes: usize) -> Result<()> {
-    let db = match redb::Builder::new().set_cache_size(cache_bytes).open(path) {
-        Ok(db) => db,
-        Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
-            return Err(Error::Busy {
-                path: path.to_path_buf(),
-                what: "the book is open in another process".into(),
-            });
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let run = || -> Result<()> {
-        let txn = db.begin_write()?;
-        {
-            let mut d = txn.open_table(DELTA)?;
-            for e in crate::store::run::RunReader::open(&plan.values)? {
-                let e = e?;
-                let v = encode_delta(&e);
-                d.insert((e.key, e.pos.as_deref().unwrap_or_default()), v.as_slice())?;
-            }
-            let mut imp = txn.open_table(IMPORTS)?;
-            for (k, v) in &plan.imports {
-                imp.insert(k.as_str(), v.as_slice())?;
-            }
-            copy_game_fingerprints(&txn, plan.games.as_slice())?;
-            let mut m = txn.open_table(META)?;
-            let counters =
-                serde_json::to_vec(&plan.meta).map_err(|e| Error::Internal(e.to_string()))?;
-            m.insert(META_COUNTERS, counters.as_slice())?;
-        }
-        txn.commit()?;
-        Ok(())
-    };
-    run()?;
-    // Copy-on-write leaves the file with free pages; give them back (best effort: the
-    // commit above is already durable).
-    let mut db = db;
-    while let Ok(true) = db.compact() {}
-    Ok(())
-}
-
 /// Iterator over the delta tier, reading it in chunks.
 pub(crate) struct DeltaIter<'a> {
-    pub(super) book: &'a Book,
+    pub(super) book: &'a BookFile,
     pub(super) after: Option<(u64, Vec<u8>)>,
     pub(super) buf: VecDeque<Entry>,
     pub(super) done: bool,

@@ -1,5 +1,5 @@
-//! Iteration over a book in key order: blocks (decoded in parallel batches), the delta tier,
-//! and both merged.
+//! Iteration over a book file in key order: blocks (decoded in parallel batches), the delta
+//! tier of older books, and both merged.
 
 use std::collections::VecDeque;
 
@@ -11,38 +11,10 @@ use crate::store::block::{self, BlockView, Keep};
 use crate::store::entry::{Entry, MergeIter};
 use crate::store::error::{Corruption, Result};
 
-impl Book {
-    /// Iterates all entries in (key, position) order: blocks and delta tier merged.
-    pub fn iter(&self) -> Result<EntryIter<'_>> {
-        self.iter_as(Keep::default())
-    }
-
-    /// Like [`Book::iter`], but indexed moves of block entries stay indices
-    /// (`MoveRec::indexed`): for rewrites into a [`BookWriter`], which takes them as they
-    /// are and so skips decoding and re-indexing every move.
-    pub fn iter_for_rewrite(&self) -> Result<EntryIter<'_>> {
-        self.iter_for_rewrite_coded(None)
-    }
-
-    /// Like [`Book::iter_for_rewrite`], for a writer told to reuse `writer` (see
-    /// [`BookWriter::reuse_compression`]): if that is this book's model, block entries also
-    /// carry their positions as stored (`Entry::coded`), so the writer skips coding them again.
-    #[doc(hidden)]
-    pub fn iter_for_rewrite_coded(
-        &self,
-        writer: Option<&BookCompression>,
-    ) -> Result<EntryIter<'_>> {
-        let coded = match (writer, self.writer_model()) {
-            (Some(w), Some(mine)) => w.model == mine,
-            _ => false,
-        };
-        self.iter_as(Keep {
-            indices: true,
-            coded,
-        })
-    }
-
-    fn iter_as(&self, keep: Keep) -> Result<EntryIter<'_>> {
+impl BookFile {
+    /// Iterates this file's entries in (key, position) order: blocks and (before version 3)
+    /// delta tier merged.
+    pub(super) fn iter_as(&self, keep: Keep) -> Result<EntryIter<'_>> {
         let mut blocks = self.iter_blocks()?;
         blocks.keep = keep;
         let blocks: Box<dyn Iterator<Item = Result<Entry>> + '_> = Box::new(blocks);
@@ -130,7 +102,7 @@ impl Book {
 
 /// Iterator over all entries of a book in key order.
 pub(crate) struct BookIter<'a> {
-    book: &'a Book,
+    book: &'a BookFile,
     table: Option<redb::ReadOnlyTable<u64, &'static [u8]>>,
     next_key: Option<u64>,
     buf: VecDeque<Entry>,

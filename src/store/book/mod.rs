@@ -1,23 +1,34 @@
-//! The book file: a redb database with a `meta` table and a `blocks` table (first key of a
-//! block → block). See docs/FORMAT.md.
+//! The book: a base file and delta segments, each a redb database with a `meta` table and a
+//! `blocks` table (first key of a block → block), named by a manifest. See docs/FORMAT.md.
 //!
-//! One concept per file: [`schema`] (tables and meta keys), [`reader`] ([`Book`]), [`cache`]
-//! (opened blocks, decompressors), [`iter`] (key-order iteration), [`delta`] (the delta tier),
-//! [`writer`] ([`BookWriter`]), [`seal`] (sealing threads), [`train`] (model and dictionary).
+//! One concept per file: [`schema`] (tables and meta keys), [`reader`] ([`BookFile`], one
+//! file), [`view`] ([`Book`], the files merged; [`LiveBook`]), [`live`] (manifest, file names,
+//! recovery), [`fold`] (publishing delta segments and the folding policy), [`cache`] (opened
+//! blocks, decompressors), [`iter`] (key-order iteration), [`delta`] (the delta tier of older
+//! versions), [`writer`] ([`BookWriter`]), [`options`] ([`WriterOptions`]), [`seal`] (sealing threads), [`train`] (model and
+//! dictionary).
 
 mod cache;
 mod delta;
+mod fold;
 mod iter;
+mod live;
+mod options;
 mod reader;
 mod schema;
 mod seal;
 mod train;
+mod view;
 mod writer;
 
 pub(crate) use cache::*;
-pub(crate) use delta::*;
+pub(crate) use fold::*;
+pub use live::Manifest;
+pub(crate) use live::lock_for_writing;
+pub use options::WriterOptions;
 pub use reader::*;
 pub use schema::*;
+pub use view::*;
 pub use writer::*;
 
 use crate::store::entry::{Entry, MergeIter};
@@ -64,5 +75,5 @@ pub(crate) fn shield<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> 
 
 /// A boxed stream of entries in (key, position) order.
 pub(crate) type EntryStream<'a> = Box<dyn Iterator<Item = Result<Entry>> + 'a>;
-/// The merged view of a book's blocks and delta tier.
+/// The merged view of a book's files (each its blocks and, before version 3, delta tier).
 pub(crate) type EntryIter<'a> = MergeIter<EntryStream<'a>, Error>;

@@ -1,9 +1,10 @@
-//! [`Book`]: a book opened for reading — open checks, point lookups through the block index
-//! and cache, import records and game fingerprints.
+//! [`BookFile`]: one immutable file of a book (its base or a delta segment) opened for
+//! reading — open checks, point lookups through redb range lookups and the block cache, import
+//! records and game fingerprints.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
@@ -20,8 +21,10 @@ fn not_a_book(path: &Path, reason: impl Into<String>) -> Error {
     }
 }
 
-/// A book opened for reading.
-pub struct Book {
+/// One file of a book (the base or a delta segment, docs/FORMAT.md §10) opened for reading.
+/// [`Book`] merges a book's files into the view commands answer from.
+#[doc(hidden)]
+pub struct BookFile {
     pub(super) path: PathBuf,
     /// Shared with writers that copy this book's `games` table at their end
     /// ([`BookWriter::carry_over`]).
@@ -34,76 +37,42 @@ pub struct Book {
     pub(super) model_bytes: HashMap<u16, Arc<Vec<u8>>>,
     pub(super) format_version: u32,
     pub(super) pool: DecompressorPool,
-    /// First key of every block, sorted; read at the first lookup ([`Book::block_index`]).
-    pub(super) index: std::sync::OnceLock<Vec<u64>>,
     pub(super) cache: BlockCache,
+    /// The `blocks` table, open for the file's life (the file never changes once published).
+    pub(super) blocks: Option<redb::ReadOnlyTable<u64, &'static [u8]>>,
+    /// The generation this file was published under (0 in books older than version 3).
+    pub(super) generation: u64,
+    /// In a delta segment: the counters of the whole book as this segment left it.
+    pub(super) view: Option<BookMeta>,
 }
 
-impl std::fmt::Debug for Book {
+impl std::fmt::Debug for BookFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Book")
+        f.debug_struct("BookFile")
             .field("path", &self.path)
             .field("meta", &self.meta)
             .finish()
     }
 }
 
-impl Book {
-    /// Opens an existing book read-only, checking magic, version and codec. Opening reads the
-    /// meta table only; blocks are read on demand.
-    ///
-    /// ```
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// use bookdb::chess::{PosState, encode_move, parse_move};
-    /// use bookdb::store::{Book, BookWriter, Entry, MoveRec, WriterOptions};
-    ///
-    /// let dir = tempfile::tempdir()?;
-    /// let path = dir.path().join("tiny.book");
-    /// // A book of one position: the start position, where 1.e4 scored +3 =1 -2.
-    /// let start = shakmaty::Chess::default();
-    /// let state = PosState::from_chess(&start);
-    /// let (packed, _bits) = state.pack();
-    /// let e4 = encode_move(&parse_move(&start, "e4")?);
-    /// let mut w = BookWriter::create(&path, bookdb::chess_codec(), WriterOptions::default())?;
-    /// w.push(Entry {
-    ///     key: state.key(),
-    ///     pos: Some(packed.clone()),
-    ///     moves: vec![MoveRec { mv: e4, white: 3, draws: 1, black: 2, ..Default::default() }],
-    ///     coded: None,
-    /// })?;
-    /// w.finish()?;
-    ///
-    /// let book = Book::open(&path, bookdb::chess_codec())?;
-    /// assert_eq!(book.meta().positions, 1);
-    /// # Ok(()) }
-    /// ```
-    pub fn open(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
-        shield("opening the book", || {
-            Self::open_inner(path, codec, false, READER_CACHE_BYTES)
-        })
-    }
-
-    /// [`Book::open`] with both caches (redb's pages, opened blocks) at `cache_bytes` each
-    /// instead of 64 MiB: for an import's lookups, which must stay within its memory budget.
-    pub(crate) fn open_with_cache(
+impl BookFile {
+    /// Opens one file of a book read-only, checking magic, version (`older`: any from
+    /// [`OLDEST_MIGRATABLE`], for `bookdb migrate`) and codec, with both caches (redb's pages,
+    /// opened blocks) at `cache_bytes`. Opening reads the meta table only; blocks are read on
+    /// demand.
+    pub(crate) fn open_file(
         path: &Path,
         codec: Arc<dyn PositionCodec>,
+        older: bool,
         cache_bytes: usize,
-    ) -> Result<Book> {
-        let mut b = shield("opening the book", || {
-            Self::open_inner(path, codec, false, cache_bytes)
+    ) -> Result<BookFile> {
+        let mut f = shield("opening the book", || {
+            Self::open_inner(path, codec, older, cache_bytes)
         })?;
-        b.set_cache_bytes(cache_bytes);
-        Ok(b)
-    }
-
-    /// Opens a book of format version [`OLDEST_MIGRATABLE`] up to the current one, for
-    /// `bookdb migrate` only: versions 1 and 2 differ only in the optional `games` table
-    /// (migrations/v1-to-v2.md), so the same reader serves both.
-    pub(crate) fn open_for_migration(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
-        shield("opening the book", || {
-            Self::open_inner(path, codec, true, READER_CACHE_BYTES)
-        })
+        if cache_bytes != READER_CACHE_BYTES {
+            f.set_cache_bytes(cache_bytes);
+        }
+        Ok(f)
     }
 
     fn open_inner(
@@ -111,7 +80,7 @@ impl Book {
         codec: Arc<dyn PositionCodec>,
         older: bool,
         redb_cache: usize,
-    ) -> Result<Book> {
+    ) -> Result<BookFile> {
         if !path.exists() {
             return Err(Error::BookNotFound {
                 path: path.to_path_buf(),
@@ -196,6 +165,23 @@ impl Book {
             })?,
             None => return Err(Error::Corrupt(Corruption::Meta("counters missing".into()))),
         };
+        let generation = match get(META_GENERATION)? {
+            Some(v) => <[u8; 8]>::try_from(v.as_slice())
+                .map(u64::from_le_bytes)
+                .map_err(|_| Error::Corrupt(Corruption::Meta("generation malformed".into())))?,
+            None if version < 3 => 0,
+            None => {
+                return Err(Error::Corrupt(Corruption::Meta(
+                    "generation missing".into(),
+                )));
+            }
+        };
+        let view: Option<BookMeta> = match get(META_VIEW)? {
+            Some(bytes) => Some(serde_json::from_slice(&bytes).map_err(|e| {
+                Error::Corrupt(Corruption::Meta(format!("view counters unreadable: {e}")))
+            })?),
+            None => None,
+        };
         let mut dicts = HashMap::new();
         let mut models: HashMap<u16, Arc<dyn PositionModel>> = HashMap::new();
         let mut model_bytes = HashMap::new();
@@ -221,8 +207,13 @@ impl Book {
             }
         }
         drop(meta_table);
+        let blocks = match txn.open_table(BLOCKS) {
+            Ok(t) => Some(t),
+            Err(redb::TableError::TableDoesNotExist(_)) => None,
+            Err(e) => return Err(e.into()),
+        };
         drop(txn);
-        Ok(Book {
+        Ok(BookFile {
             path: path.to_path_buf(),
             db: Arc::new(db),
             codec,
@@ -232,19 +223,27 @@ impl Book {
             models,
             model_bytes,
             format_version: version,
-            index: std::sync::OnceLock::new(),
-            cache: BlockCache {
-                limit: DEFAULT_CACHE_BYTES,
-                map: Mutex::new((HashMap::new(), 0)),
-            },
+            cache: BlockCache::new(DEFAULT_CACHE_BYTES),
+            blocks,
+            generation,
+            view,
         })
     }
 
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
+    /// This file's own counters.
     pub fn meta(&self) -> &BookMeta {
         &self.meta
+    }
+    /// The generation this file was published under.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+    /// In a delta segment, the whole book's counters as it left them; `None` in a base.
+    pub(crate) fn view_counters(&self) -> Option<&BookMeta> {
+        self.view.as_ref()
     }
 
     /// The format version the book was written with ([`FORMAT_VERSION`], or an older one for
@@ -320,11 +319,13 @@ impl Book {
         f(k.value(), v.value()).map(Some)
     }
 
-    /// All entries with this key (more than one only on a key collision), blocks and delta
-    /// tier merged.
-    #[doc(hidden)]
-    pub fn get(&self, key: u64) -> Result<Vec<Entry>> {
+    /// All entries of this file with this key (more than one only on a key collision), blocks
+    /// and (in books older than version 3) delta tier merged.
+    pub(crate) fn get(&self, key: u64) -> Result<Vec<Entry>> {
         let blocks = self.get_blocks(key)?;
+        if self.meta.delta_entries == 0 {
+            return Ok(blocks);
+        }
         let delta = self.delta_range(key)?;
         if delta.is_empty() {
             return Ok(blocks);
@@ -336,39 +337,14 @@ impl Book {
         .collect()
     }
 
-    /// The entry holding exactly this encoded position, blocks and delta tier merged; `None`
-    /// if the book does not hold it (a position that merely shares its key is never returned).
-    ///
-    /// ```
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # use bookdb::chess::{PosState, encode_move, parse_fen, parse_move};
-    /// # use bookdb::store::{Book, BookWriter, Entry, MoveRec, WriterOptions};
-    /// # let dir = tempfile::tempdir()?;
-    /// # let path = dir.path().join("tiny.book");
-    /// # let start = shakmaty::Chess::default();
-    /// # let state = PosState::from_chess(&start);
-    /// # let e4 = encode_move(&parse_move(&start, "e4")?);
-    /// # let mut w = BookWriter::create(&path, bookdb::chess_codec(), WriterOptions::default())?;
-    /// # w.push(Entry { key: state.key(), pos: Some(state.pack().0), coded: None,
-    /// #     moves: vec![MoveRec { mv: e4, white: 3, draws: 1, black: 2, ..Default::default() }] })?;
-    /// # w.finish()?;
-    /// let book = Book::open(&path, bookdb::chess_codec())?;
-    /// let (packed, _bits) = PosState::from_chess(&shakmaty::Chess::default()).pack();
-    /// let entry = book.lookup(&packed)?.expect("the start position is in the book");
-    /// assert_eq!((entry.moves[0].white, entry.moves[0].draws, entry.moves[0].black), (3, 1, 2));
-    ///
-    /// let after_e4 = parse_fen("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -")?;
-    /// assert!(book.lookup(&PosState::from_chess(&after_e4).pack().0)?.is_none());
-    /// # Ok(()) }
-    /// ```
-    #[doc(hidden)]
-    pub fn lookup(&self, pos: &[u8]) -> Result<Option<Entry>> {
-        let key = self.codec.key(pos)?;
+    /// This file's entry holding exactly this encoded position, blocks and (in books older than
+    /// version 3) delta tier merged.
+    pub(crate) fn lookup(&self, pos: &[u8]) -> Result<Option<Entry>> {
         let from_blocks = self.lookup_blocks(pos)?;
         if self.meta.delta_entries == 0 {
-            // Readers see the book as it was when opened; reopen to see later imports.
             return Ok(from_blocks);
         }
+        let key = self.codec.key(pos)?;
         match (from_blocks, self.delta_get(key, Some(pos))?) {
             (Some(mut a), Some(b)) => {
                 a.merge(b);
@@ -391,67 +367,47 @@ impl Book {
     /// Sets the size of the cache of opened blocks (0 disables it).
     pub(crate) fn set_cache_bytes(&mut self, bytes: usize) {
         self.cache.limit = bytes;
-        if let Ok(mut g) = self.cache.map.lock() {
-            g.0.clear();
-            g.1 = 0;
-        }
+        self.cache.clear();
     }
 
-    /// The first keys of all blocks, read at the first lookup: reading them touches every
-    /// leaf page of the blocks table (0.3 s for a 20 MB book), which commands that only need
-    /// the counters (`stats`, the end of an import) should not pay.
-    fn block_index(&self) -> Result<&[u64]> {
-        if let Some(index) = self.index.get() {
-            return Ok(index);
-        }
-        let index = shield("reading the block index", || {
-            let txn = self.db.begin_read()?;
-            let mut index = Vec::with_capacity(self.meta.blocks as usize);
-            match txn.open_table(BLOCKS) {
-                Ok(t) => {
-                    for item in t.iter()? {
-                        index.push(item?.0.value());
-                    }
-                }
-                Err(redb::TableError::TableDoesNotExist(_)) => {}
-                Err(e) => return Err(e.into()),
-            }
-            Ok(index)
-        })?;
-        Ok(self.index.get_or_init(|| index))
-    }
-
-    /// The opened block that would hold `key`, from the cache or read and verified now.
+    /// The opened block that would hold `key`: from the cache when a cached block's key range
+    /// holds it, otherwise found with one redb range lookup (the greatest first key not above
+    /// `key`), read, verified and cached. Nothing is read at open: the cost of a lookup does
+    /// not depend on the number of blocks beyond redb's B-tree depth.
     fn cached_block(&self, key: u64) -> Result<Option<(u64, Arc<CachedBlock>)>> {
-        let index = self.block_index()?;
-        let i = index.partition_point(|&k| k <= key);
-        let Some(&block_key) = i.checked_sub(1).and_then(|i| index.get(i)) else {
+        if let Some(hit) = self.cache.covering(key) {
+            return Ok(Some(hit));
+        }
+        let Some(table) = &self.blocks else {
             return Ok(None);
         };
-        if let Some(b) = self.cache.get(block_key) {
-            return Ok(Some((block_key, b)));
-        }
-        let opened = shield("reading a block", || {
-            let txn = self.db.begin_read()?;
-            let table = txn.open_table(BLOCKS)?;
-            let v = table.get(block_key)?.ok_or_else(|| {
-                Error::Corrupt(Corruption::Header {
-                    block_key,
-                    reason: "block listed in the index is gone (the file was replaced; reopen it)"
-                        .into(),
-                })
-            })?;
+        shield("reading a block", || {
+            let Some(item) = table.range(..=key)?.next_back() else {
+                return Ok(None);
+            };
+            let (k, v) = item?;
+            let block_key = k.value();
+            if let Some(b) = self.cache.get(block_key) {
+                return Ok(Some((block_key, b)));
+            }
             let blk = block::open_block(block_key, v.value(), &self.pool)?;
-            Ok(CachedBlock {
+            let next_first = match block_key.checked_add(1) {
+                Some(from) => match table.range(from..)?.next() {
+                    Some(item) => Some(item?.0.value()),
+                    None => None,
+                },
+                None => None,
+            };
+            let b = Arc::new(CachedBlock {
                 count: blk.header.count as usize,
                 model_id: blk.header.model_id,
                 b: blk.b.to_vec(),
                 a: blk.a,
-            })
-        })?;
-        let b = Arc::new(opened);
-        self.cache.put(block_key, b.clone());
-        Ok(Some((block_key, b)))
+                next_first,
+            });
+            self.cache.put(block_key, b.clone());
+            Ok(Some((block_key, b)))
+        })
     }
 
     /// The entry holding exactly this encoded position in the blocks (decodes only that entry).
@@ -467,7 +423,7 @@ impl Book {
         Ok(view.find_coded_known(key, &coded, Some(pos), &*self.codec, model)?)
     }
 
-    /// As [`Book::lookup_blocks`] without the cache and index: reads through redb each time.
+    /// As [`BookFile::lookup_blocks`] without the block cache: reads through redb each time.
     #[doc(hidden)]
     pub fn lookup_blocks_uncached(&self, pos: &[u8]) -> Result<Option<Entry>> {
         let key = self.codec.key(pos)?;
@@ -496,17 +452,15 @@ impl Book {
         })
     }
 
-    /// A handle that tells whether a game fingerprint is recorded in this book.
-    #[doc(hidden)]
-    pub fn game_index(&self) -> Result<GameIndex> {
+    /// This file's `games` table (game fingerprints of `--dedupe` imports), if it has one.
+    pub(super) fn games_table(&self) -> Result<Option<redb::ReadOnlyTable<u128, ()>>> {
         shield("opening game fingerprints", || {
             let txn = self.db.begin_read()?;
-            let table = match txn.open_table(GAMES) {
-                Ok(t) => Some(t),
-                Err(redb::TableError::TableDoesNotExist(_)) => None,
-                Err(e) => return Err(e.into()),
-            };
-            Ok(GameIndex { table })
+            match txn.open_table(GAMES) {
+                Ok(t) => Ok(Some(t)),
+                Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
         })
     }
 
@@ -540,20 +494,46 @@ impl Book {
     }
 }
 
-/// Looks game fingerprints up in a book's `games` table (a read snapshot).
+/// Looks game fingerprints up in the `games` tables of a book's files (a read snapshot).
 #[doc(hidden)]
 pub struct GameIndex {
-    pub(super) table: Option<redb::ReadOnlyTable<u128, ()>>,
+    pub(super) tables: Vec<redb::ReadOnlyTable<u128, ()>>,
 }
 
 impl GameIndex {
     #[doc(hidden)]
     pub fn contains(&self, fingerprint: u128) -> Result<bool> {
-        match &self.table {
-            None => Ok(false),
-            Some(t) => shield("looking up a game fingerprint", || {
-                Ok(t.get(fingerprint)?.is_some())
-            }),
-        }
+        shield("looking up a game fingerprint", || {
+            for t in &self.tables {
+                if t.get(fingerprint)?.is_some() {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        })
     }
+}
+
+/// The generation recorded in the book file at `path`, read from its meta table alone; `None`
+/// when there is no such file or it is not a book (a writer about to replace it needs only
+/// this).
+pub(crate) fn read_generation(path: &Path) -> Option<u64> {
+    if !path.exists() {
+        return None;
+    }
+    shield("reading the generation", || {
+        let db = redb::Builder::new()
+            .set_cache_size(1 << 20)
+            .open_read_only(path)
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        let txn = db.begin_read()?;
+        let t = txn.open_table(META)?;
+        let g = t
+            .get(META_GENERATION)?
+            .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
+            .map(u64::from_le_bytes);
+        Ok(Some(g.unwrap_or(0)))
+    })
+    .ok()
+    .flatten()
 }

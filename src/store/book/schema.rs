@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 pub(crate) const BLOCKS: TableDefinition<u64, &[u8]> = TableDefinition::new("blocks");
-/// The delta tier: (key, packed position; empty for key-only) → crc32 + move records.
+/// The delta tier of format versions 1 and 2 (read only by `bookdb migrate`): (key, packed
+/// position; empty for key-only) → crc32 + move records. Version 3 never writes it.
 pub(crate) const DELTA: TableDefinition<(u64, &[u8]), &[u8]> = TableDefinition::new("delta");
 /// What was imported: input fingerprint → JSON record.
 pub(crate) const IMPORTS: TableDefinition<&str, &[u8]> = TableDefinition::new("imports");
@@ -15,7 +16,7 @@ pub(crate) const GAMES: TableDefinition<u128, ()> = TableDefinition::new("games"
 
 pub(crate) const MAGIC: &[u8] = b"bookdb";
 /// Book format version written by this build. See migrations/README.md.
-pub(crate) const FORMAT_VERSION: u32 = 2;
+pub(crate) const FORMAT_VERSION: u32 = 3;
 /// Oldest format version `bookdb migrate` converts (migrations/README.md).
 pub(crate) const OLDEST_MIGRATABLE: u32 = 1;
 
@@ -23,6 +24,10 @@ pub(crate) const META_MAGIC: &str = "magic";
 pub(crate) const META_VERSION: &str = "format_version";
 pub(crate) const META_CODEC: &str = "codec";
 pub(crate) const META_COUNTERS: &str = "counters";
+/// The generation a file was published under (u64 LE; format version 3, docs/FORMAT.md §10).
+pub(crate) const META_GENERATION: &str = "generation";
+/// In a delta segment: the whole book's counters after it (JSON [`BookMeta`]; absent in a base).
+pub(crate) const META_VIEW: &str = "view";
 pub(crate) const META_DICT_PREFIX: &str = "dict/";
 pub(crate) const META_MODEL_PREFIX: &str = "model/";
 
@@ -46,7 +51,9 @@ pub struct BookMeta {
     pub(crate) raw_bytes: u64,
     /// Stored block bytes (headers + compressed payloads).
     pub(crate) stored_bytes: u64,
-    /// Entries in the delta tier (not yet folded into blocks).
+    /// Entries in the delta tier not yet folded into the base: in a version-3 book, the entries
+    /// of its delta segments (counted when the book is opened, 0 in each file's own counters);
+    /// in older books, the entries of the in-file delta tier.
     #[serde(default)]
     pub delta_entries: u64,
 }

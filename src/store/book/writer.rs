@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
+use super::live::{Manifest, Target, current_generation, publish, segment_path};
+use super::reader::read_generation;
 use super::*;
 use super::{seal::*, train::*};
 use crate::store::block;
@@ -14,51 +16,12 @@ use crate::store::error::{CodecError, Error, Result};
 use crate::store::files::temp_sibling;
 use crate::store::{PositionCodec, PositionModel};
 
-/// Options for writing blocks.
-#[derive(Clone, Debug)]
-pub struct WriterOptions {
-    /// A block is closed once its estimated stored size reaches about this many bytes.
-    pub target_block_bytes: usize,
-    /// zstd level.
-    pub level: i32,
-    /// Train a zstd dictionary on the first blocks and use it for all.
-    pub dictionary: bool,
-    /// Dictionary size in bytes.
-    pub dictionary_bytes: usize,
-    /// Positions held in memory to train the position model (memory: ~200 bytes each).
-    pub model_sample: usize,
-    /// Sealed blocks are committed in transactions of about this many bytes.
-    pub commit_bytes: usize,
-    /// redb's page cache while writing.
-    pub cache_bytes: usize,
-}
-
-impl WriterOptions {
-    /// Options that keep the writer within about a quarter of `memory` bytes.
-    pub(crate) fn for_memory(memory: usize) -> WriterOptions {
-        WriterOptions {
-            model_sample: (memory / 8 / 200).clamp(20_000, MODEL_SAMPLE),
-            commit_bytes: (memory / 16).clamp(1 << 20, COMMIT_BYTES),
-            cache_bytes: (memory / 8).clamp(4 << 20, 256 << 20),
-            ..WriterOptions::default()
-        }
-    }
-}
-
-impl Default for WriterOptions {
-    fn default() -> Self {
-        WriterOptions {
-            target_block_bytes: PAGE_FIT,
-            level: 9,
-            dictionary: true,
-            dictionary_bytes: 16 * 1024,
-            model_sample: MODEL_SAMPLE,
-            commit_bytes: COMMIT_BYTES,
-            cache_bytes: 256 << 20,
-        }
-    }
-}
-
+/// Entries held before the sealing threads start when the model and dictionary are reused:
+/// enough sample blocks to estimate how well section A compresses.
+const REUSE_SAMPLE: usize = 16 * DICT_SAMPLE_ENTRIES;
+/// Entries per segment handed to a sealing thread. The last block of a segment is usually
+/// part-full (about half a page per segment in the file), so segments are large.
+const SEGMENT_ENTRIES: usize = 65_536;
 /// Receives the trace lines of a [`BookWriter`].
 type TraceFn = Box<dyn FnMut(&str) + Send>;
 
@@ -100,25 +63,9 @@ pub struct BookWriter {
     takes_coded: bool,
     /// Where the writer reports its internal timings ([`BookWriter::on_trace`]).
     trace: Option<TraceFn>,
+    /// What the finished file becomes: the book's base or one of its delta segments.
+    target: Target,
 }
-
-/// Blocks are committed in transactions of about this many bytes.
-const COMMIT_BYTES: usize = 64 << 20;
-/// Positions sampled before the position model and the dictionary are trained. Books are in
-/// key order, which is a uniformly random order of positions, so the first ones are a fair
-/// sample. The sealing threads wait while the sample is gathered and trained on, so it is
-/// small: on the 135,000-game benchmark 20,000 to 200,000 give the same file size (to 0.03%),
-/// 10,000 a 2.7% larger one (too few dictionary samples); see docs/PERFORMANCE.md.
-const MODEL_SAMPLE: usize = 32_768;
-/// Entries held before the sealing threads start when the model and dictionary are reused:
-/// enough sample blocks to estimate how well section A compresses.
-const REUSE_SAMPLE: usize = 16 * DICT_SAMPLE_ENTRIES;
-/// Entries per segment handed to a sealing thread. The last block of a segment is usually
-/// part-full (about half a page per segment in the file), so segments are large.
-const SEGMENT_ENTRIES: usize = 65_536;
-/// A redb leaf page holding one block value has this much room for it (4 KiB page minus the
-/// page header, one fixed-width key and its offset, with a margin).
-pub(crate) const PAGE_FIT: usize = 4096 - 48;
 
 impl BookWriter {
     pub fn create(
@@ -153,7 +100,27 @@ impl BookWriter {
             games_from: Vec::new(),
             takes_coded: false,
             trace: None,
+            target: Target::Base,
         })
+    }
+
+    /// A writer of a delta segment of `book`, published by `manifest` (which lists it under
+    /// its generation) with `view`, the whole book's counters after it. The caller holds the
+    /// writer lock and built `manifest` from the book's current state.
+    pub(crate) fn create_segment(
+        book: &Path,
+        manifest: Manifest,
+        view: BookMeta,
+        codec: Arc<dyn PositionCodec>,
+        opts: WriterOptions,
+    ) -> Result<BookWriter> {
+        let mut w = BookWriter::create(&segment_path(book, manifest.generation), codec, opts)?;
+        w.target = Target::Segment {
+            book: book.to_path_buf(),
+            manifest,
+            view: Box::new(view),
+        };
+        Ok(w)
     }
 
     /// Codes positions with `c` (a model and dictionary of an input book) instead of training
@@ -187,7 +154,24 @@ impl BookWriter {
     /// least by bytes, so that the result does not depend on the order of the books.
     pub(crate) fn carry_over(&mut self, book: &Book) -> Result<()> {
         self.meta.games += book.meta().games;
-        for (k, v) in book.imports()? {
+        self.carry_records(book.files())
+    }
+
+    /// [`BookWriter::carry_over`] of some of a book's files (the delta segments a fold merges):
+    /// their games counts, import records and game fingerprints.
+    pub(crate) fn carry_over_files(&mut self, files: &[Arc<BookFile>]) -> Result<()> {
+        self.meta.games += files.iter().map(|f| f.meta().games).sum::<u64>();
+        self.carry_records(files)
+    }
+
+    fn carry_records(&mut self, files: &[Arc<BookFile>]) -> Result<()> {
+        for (k, v) in files
+            .iter()
+            .map(|f| f.imports())
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+        {
             match self.imports.entry(k) {
                 std::collections::btree_map::Entry::Vacant(e) => {
                     e.insert(v);
@@ -199,8 +183,24 @@ impl BookWriter {
                 }
             }
         }
-        self.games_from.push(book.db.clone());
+        self.games_from.extend(files.iter().map(|f| f.db.clone()));
         Ok(())
+    }
+
+    /// Sets the whole book's counters after a delta segment (only the logical counters are
+    /// kept: games, positions, key-only entries, pairs, collisions).
+    pub(crate) fn set_view(&mut self, mut view: BookMeta) -> Result<()> {
+        view.blocks = 0;
+        view.raw_bytes = 0;
+        view.stored_bytes = 0;
+        view.delta_entries = 0;
+        match &mut self.target {
+            Target::Segment { view: v, .. } => {
+                **v = view;
+                Ok(())
+            }
+            Target::Base => Err(Error::Internal("view counters set on a base".into())),
+        }
     }
 
     /// Import records of this run (input fingerprint → record); they replace carried-over
@@ -473,6 +473,12 @@ impl BookWriter {
             self.meta.blocks, self.seals
         );
         self.trace(&line);
+        let generation = match &self.target {
+            Target::Base => {
+                current_generation(&self.final_path, read_generation(&self.final_path))? + 1
+            }
+            Target::Segment { manifest, .. } => manifest.generation,
+        };
         let db = self
             .db
             .take()
@@ -491,6 +497,12 @@ impl BookWriter {
                 let counters =
                     serde_json::to_vec(&self.meta).map_err(|e| Error::Internal(e.to_string()))?;
                 m.insert(META_COUNTERS, counters.as_slice())?;
+                m.insert(META_GENERATION, generation.to_le_bytes().as_slice())?;
+                if let Target::Segment { view, .. } = &self.target {
+                    let view =
+                        serde_json::to_vec(view).map_err(|e| Error::Internal(e.to_string()))?;
+                    m.insert(META_VIEW, view.as_slice())?;
+                }
                 if let Some(d) = &self.dictionary {
                     m.insert(format!("{META_DICT_PREFIX}1").as_str(), d.as_slice())?;
                 }
@@ -505,8 +517,6 @@ impl BookWriter {
                     imp.insert(k.as_str(), v.as_slice())?;
                 }
                 copy_game_fingerprints(&txn, &self.games_from)?;
-                // The delta table always exists, so readers can tell an empty tier.
-                txn.open_table(DELTA)?;
             }
             txn.commit()?;
             Ok(())
@@ -522,24 +532,7 @@ impl BookWriter {
             let _ = std::fs::remove_file(&self.tmp_path);
             return Err(e);
         }
-        let f =
-            std::fs::File::open(&self.tmp_path).map_err(|e| Error::io("reopening new book", e))?;
-        f.sync_all()
-            .map_err(|e| Error::io("fsync of new book", e))?;
-        std::fs::rename(&self.tmp_path, &self.final_path).map_err(|e| {
-            Error::io(
-                format!("moving new book to {}", self.final_path.display()),
-                e,
-            )
-        })?;
-        if let Some(dir) = self
-            .final_path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            && let Ok(d) = std::fs::File::open(dir)
-        {
-            let _ = d.sync_all();
-        }
+        publish(&self.tmp_path, &self.final_path, &self.target, generation)?;
         Ok(self.meta.clone())
     }
 }

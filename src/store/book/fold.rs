@@ -1,0 +1,161 @@
+//! Incremental changes as delta segments: writing one ([`publish_segment`]) and the automatic
+//! folding policy that keeps their number bounded ([`fold_segments`], docs/FORMAT.md §10.5).
+//!
+//! Policy: an import adds one segment. Once a book has more than [`MAX_SEGMENTS`], the
+//! smallest segments are merged into one, down to [`MAX_SEGMENTS`]` / 2` — work in proportion
+//! to those segments, not to the book. When the segments together would hold more entries
+//! than an eighth of the base (the caller's threshold, `import`'s `delta_min`), the import
+//! instead rewrites the base with everything folded in; the base grew by at least an eighth
+//! since the last such rewrite, so that cost is amortized over the entries added meanwhile.
+
+use std::sync::Arc;
+
+use super::live::Manifest;
+use super::*;
+use crate::store::PositionCodec;
+use crate::store::entry::{Entry, MergeIter};
+use crate::store::error::Result;
+
+/// The most delta segments a book keeps; a publication past it merges the smallest ones. A
+/// probe looks into the base and each segment, so this bounds probe cost (docs/PERFORMANCE.md
+/// measures a probe at this many segments).
+pub const MAX_SEGMENTS: usize = 8;
+
+/// Writes `new` (entries to add, in (key, position) order, each identity once) as a delta
+/// segment of `book` and publishes it, then applies the folding policy. `games` new games are
+/// counted; `imports` and the fingerprints in `new_games` are recorded in the segment. The
+/// caller holds the writer lock and opened `book` after taking it. Returns how many segments
+/// the folding policy merged afterwards (0: none). Each new entry is looked up
+/// in the book to keep the whole book's counters exact: the cost is in proportion to `new`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn publish_segment(
+    book: &Book,
+    new: impl IntoIterator<Item = Result<Entry>>,
+    games: u64,
+    imports: Vec<(String, Vec<u8>)>,
+    new_games: Option<Arc<redb::ReadOnlyDatabase>>,
+    codec: Arc<dyn PositionCodec>,
+    opts: &WriterOptions,
+) -> Result<usize> {
+    let generation = book.generation() + 1;
+    let mut segments: Vec<u64> = book.segments().iter().map(|f| f.generation()).collect();
+    segments.push(generation);
+    let manifest = Manifest {
+        generation,
+        base: book.base().generation(),
+        segments,
+    };
+    // The view counters are known only at the end; the writer takes them before `finish`.
+    let mut view = book.meta().clone();
+    view.games += games;
+    let mut w = BookWriter::create_segment(
+        book.path(),
+        manifest,
+        BookMeta::default(),
+        codec,
+        opts.clone(),
+    )?;
+    if let Some(c) = book.compression() {
+        w.reuse_compression(c)?;
+    }
+    w.add_games(games);
+    w.add_imports(imports);
+    if let Some(db) = new_games {
+        w.add_game_fingerprints_from(db);
+    }
+    let mut prev_key: Option<u64> = None;
+    for e in new {
+        let e = e?;
+        let old = match &e.pos {
+            Some(p) => book.lookup(p)?,
+            None => book.get(e.key)?.into_iter().find(|x| x.pos.is_none()),
+        };
+        match &old {
+            Some(o) => {
+                let mut merged = o.clone();
+                merged.merge(e.clone());
+                view.pairs += (merged.moves.len() - o.moves.len()) as u64;
+            }
+            None => {
+                view.pairs += e.moves.len() as u64;
+                if e.pos.is_some() {
+                    view.positions += 1;
+                } else {
+                    view.key_only += 1;
+                }
+                if prev_key == Some(e.key) || !book.get(e.key)?.is_empty() {
+                    view.collisions += 1;
+                }
+            }
+        }
+        prev_key = Some(e.key);
+        w.push(e)?;
+    }
+    w.set_view(view)?;
+    w.finish()?;
+    if book.segments().len() + 1 > MAX_SEGMENTS {
+        let after = Book::open(book.path(), book.codec_arc())?;
+        return fold_segments(&after, MAX_SEGMENTS / 2, opts);
+    }
+    Ok(0)
+}
+
+/// Merges the smallest delta segments of `book` into one so that at most `keep` remain
+/// (nothing if there are already that few); returns how many were merged. The content, the
+/// counters and the import records are unchanged; only the files are. The caller holds the
+/// writer lock.
+pub(crate) fn fold_segments(book: &Book, keep: usize, opts: &WriterOptions) -> Result<usize> {
+    let segs = book.segments();
+    if segs.len() <= keep.max(1) {
+        return Ok(0);
+    }
+    let merge_count = segs.len() - keep.max(1) + 1;
+    let mut by_size: Vec<&Arc<BookFile>> = segs.iter().collect();
+    by_size.sort_by_key(|f| (f.meta().positions + f.meta().key_only, f.generation()));
+    let chosen: Vec<Arc<BookFile>> = by_size[..merge_count]
+        .iter()
+        .map(|f| (*f).clone())
+        .collect();
+    let generation = book.generation() + 1;
+    let mut segments: Vec<u64> = segs
+        .iter()
+        .map(|f| f.generation())
+        .filter(|g| !chosen.iter().any(|c| c.generation() == *g))
+        .collect();
+    segments.push(generation);
+    let manifest = Manifest {
+        generation,
+        base: book.base().generation(),
+        segments,
+    };
+    let mut w = BookWriter::create_segment(
+        book.path(),
+        manifest,
+        BookMeta::default(),
+        book.codec_arc(),
+        opts.clone(),
+    )?;
+    let reuse = book.compression();
+    if let Some(c) = &reuse {
+        w.reuse_compression(c.clone())?;
+    }
+    w.carry_over_files(&chosen)?;
+    let mut parts = Vec::with_capacity(chosen.len());
+    for f in &chosen {
+        let keep = crate::store::block::Keep {
+            indices: true,
+            coded: match (&reuse, f.writer_model()) {
+                (Some(w), Some(mine)) => w.model == mine,
+                _ => false,
+            },
+        };
+        parts.push(Box::new(f.iter_as(keep)?) as EntryStream<'_>);
+    }
+    for e in MergeIter::new(parts) {
+        w.push(e?)?;
+    }
+    // The whole book's counters do not change: the content is the same.
+    w.set_view(book.meta().clone())?;
+    w.finish()?;
+    Ok(chosen.len())
+}

@@ -1,0 +1,384 @@
+//! The files a live book is made of and the manifest that names them: the base `<book>`, the
+//! delta segments `<book>.seg-<generation>` and the manifest `<book>.live`, each published by
+//! an atomic rename under an increasing generation (docs/FORMAT.md §10).
+//!
+//! Readers never wait and never see a half-done state: every file they may open is immutable
+//! once its name exists, and the manifest is replaced, never edited. Writers (one at a time,
+//! under the writer lock) publish a new state by writing new files and renaming the manifest.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::BookMeta;
+
+use crate::store::error::{Corruption, Error, Result};
+use crate::store::files::{
+    WriterLock, crash_point, remove_stale_temp_books, sidecar, sync_dir, write_atomic,
+};
+
+/// First line of a manifest: magic and manifest version.
+const MANIFEST_HEADER: &str = "bookdb-live 1";
+/// A manifest longer than this is not one (a real one is a few hundred bytes).
+const MANIFEST_MAX_BYTES: u64 = 64 << 10;
+
+/// Which files make up a book at one generation.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Manifest {
+    /// The generation of the newest publication (strictly increasing).
+    pub generation: u64,
+    /// The generation of the base file this state is built on (the `generation` in its meta).
+    pub base: u64,
+    /// Generations of the delta segments over that base, ascending, each above `base`.
+    pub segments: Vec<u64>,
+}
+
+impl Manifest {
+    /// The manifest's bytes: lines of text (so an operator can read it), the last one a crc32
+    /// of the others.
+    #[doc(hidden)]
+    pub fn encode(&self) -> Vec<u8> {
+        let mut segs = String::new();
+        for g in &self.segments {
+            segs.push(' ');
+            segs.push_str(&g.to_string());
+        }
+        let body = format!(
+            "{MANIFEST_HEADER}\ngeneration {}\nbase {}\nsegments{segs}\n",
+            self.generation, self.base
+        );
+        let crc = crc32fast::hash(body.as_bytes());
+        format!("{body}crc32 {crc:08x}\n").into_bytes()
+    }
+
+    /// Parses a manifest; every malformation is a [`Corruption::Manifest`]. Strict: one
+    /// spelling per manifest (no leading zeros or signs, lowercase hex, one final newline).
+    #[doc(hidden)]
+    pub fn decode(bytes: &[u8]) -> Result<Manifest, Corruption> {
+        let bad = |why: &str| Corruption::Manifest(why.to_string());
+        let text = std::str::from_utf8(bytes).map_err(|_| bad("not UTF-8 text"))?;
+        let lines: Vec<&str> = text.split('\n').collect();
+        let [header, generation, base, segments, crc, ""] = lines.as_slice() else {
+            return Err(bad("not 5 lines ending in a newline"));
+        };
+        let stored = crc
+            .strip_prefix("crc32 ")
+            .filter(|h| h.len() == 8 && h.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')))
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
+            .ok_or_else(|| bad("last line is not `crc32 <8 lowercase hex digits>`"))?;
+        let body = &text[..text.len() - crc.len() - 1];
+        let found = crc32fast::hash(body.as_bytes());
+        if stored != found {
+            return Err(Corruption::Manifest(format!(
+                "checksum mismatch (stored {stored:08x}, computed {found:08x})"
+            )));
+        }
+        if *header != MANIFEST_HEADER {
+            return Err(bad(
+                "unknown header (not a bookdb manifest, or a newer one)",
+            ));
+        }
+        let number = |s: &str, what: &str| -> Result<u64, Corruption> {
+            let canonical = !s.is_empty()
+                && s.bytes().all(|c| c.is_ascii_digit())
+                && (s == "0" || !s.starts_with('0'));
+            canonical
+                .then(|| s.parse::<u64>().ok())
+                .flatten()
+                .ok_or_else(|| Corruption::Manifest(format!("{what} {s:?} is not a number")))
+        };
+        let field = |line: &str, name: &str| -> Result<u64, Corruption> {
+            let v = line
+                .strip_prefix(name)
+                .and_then(|l| l.strip_prefix(' '))
+                .ok_or_else(|| Corruption::Manifest(format!("line `{name}` missing")))?;
+            number(v, name)
+        };
+        let generation = field(generation, "generation")?;
+        let base = field(base, "base")?;
+        let rest = segments
+            .strip_prefix("segments")
+            .ok_or_else(|| bad("line `segments` missing"))?;
+        let segments = if rest.is_empty() {
+            Vec::new()
+        } else {
+            rest.strip_prefix(' ')
+                .ok_or_else(|| bad("line `segments` malformed"))?
+                .split(' ')
+                .map(|s| number(s, "segment"))
+                .collect::<Result<Vec<u64>, _>>()?
+        };
+        let ascending = segments.windows(2).all(|w| w[0] < w[1]);
+        let in_range = segments.iter().all(|&g| g > base && g <= generation);
+        if base > generation || !ascending || !in_range {
+            return Err(Corruption::Manifest(format!(
+                "generations inconsistent: generation {generation}, base {base}, segments {segments:?}"
+            )));
+        }
+        Ok(Manifest {
+            generation,
+            base,
+            segments,
+        })
+    }
+
+    /// Reads the manifest of `book`; `None` if it has none (a book without segments).
+    pub(crate) fn read(book: &Path) -> Result<Option<Manifest>> {
+        let path = manifest_path(book);
+        let file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
+        };
+        let mut bytes = Vec::with_capacity(256);
+        file.take(MANIFEST_MAX_BYTES)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        Manifest::decode(&bytes).map(Some).map_err(Error::Corrupt)
+    }
+
+    /// Publishes this manifest: written beside the book under a temporary name, synced and
+    /// renamed over the old one (the commit point of every publication), directory synced.
+    pub(crate) fn publish(&self, book: &Path) -> Result<()> {
+        crash_point("manifest-write");
+        write_atomic(&manifest_path(book), &self.encode())?;
+        crash_point("manifest-published");
+        Ok(())
+    }
+}
+
+/// What a finished [`BookWriter`]'s file becomes (docs/FORMAT.md §10.3).
+pub(super) enum Target {
+    /// The book's base at the writer's path, published under the generation above the book's
+    /// newest: a manifest (if the book has one) is replaced by one without segments, and the
+    /// segments, now folded into the base, are removed.
+    Base,
+    /// A delta segment of the book at `book`, bearing `manifest.generation`, published by
+    /// `manifest`; segment files the manifest does not list are removed after it. `view` is
+    /// the whole book's counters after it.
+    Segment {
+        book: PathBuf,
+        manifest: Manifest,
+        view: Box<BookMeta>,
+    },
+}
+
+/// Publishes a finished, durable book file written at `tmp` as `target` says (FORMAT §10.3):
+/// fsync, rename onto `final_path`, directory fsync, then the manifest and the removal of what
+/// the publication superseded. `generation` is the one written into the file.
+pub(super) fn publish(
+    tmp: &Path,
+    final_path: &Path,
+    target: &Target,
+    generation: u64,
+) -> Result<()> {
+    let f = std::fs::File::open(tmp).map_err(|e| Error::io("reopening new book", e))?;
+    f.sync_all()
+        .map_err(|e| Error::io("fsync of new book", e))?;
+    drop(f);
+    crash_point("file-synced");
+    std::fs::rename(tmp, final_path)
+        .map_err(|e| Error::io(format!("moving new book to {}", final_path.display()), e))?;
+    sync_dir(final_path);
+    match target {
+        Target::Base => {
+            crash_point("base-renamed");
+            // Readers that find the base newer than the manifest ignore the manifest's
+            // segments (§10.4), so this only tidies up.
+            if manifest_path(final_path).exists() || !segment_files(final_path).is_empty() {
+                Manifest {
+                    generation,
+                    base: generation,
+                    segments: Vec::new(),
+                }
+                .publish(final_path)?;
+                remove_segments_except(final_path, &[]);
+            }
+        }
+        Target::Segment { book, manifest, .. } => {
+            crash_point("segment-renamed");
+            manifest.publish(book)?;
+            remove_segments_except(book, &manifest.segments);
+        }
+    }
+    Ok(())
+}
+
+/// `<book>.live`: the manifest.
+pub(crate) fn manifest_path(book: &Path) -> PathBuf {
+    sidecar(book, "live")
+}
+
+/// `<book>.seg-<generation>`: a delta segment (generation zero-padded to 12 digits, so names
+/// sort by generation).
+pub(crate) fn segment_path(book: &Path, generation: u64) -> PathBuf {
+    sidecar(book, &format!("seg-{generation:012}"))
+}
+
+/// The delta segment files beside `book` (published or left by an interrupted writer), by
+/// generation.
+pub(crate) fn segment_files(book: &Path) -> Vec<(u64, PathBuf)> {
+    let dir = crate::store::files::dir_of(book);
+    let prefix = format!(
+        "{}.seg-",
+        book.file_name().unwrap_or_default().to_string_lossy()
+    );
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(g) = name
+                .strip_prefix(&prefix)
+                .and_then(|g| g.parse::<u64>().ok())
+            {
+                out.push((g, e.path()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The generation of the newest publication of `book`, for a writer (under the lock) to
+/// publish above: the manifest's, or the base file's if it is newer (a writer killed between
+/// renaming a new base and publishing its manifest), or 0 for a new book.
+pub(crate) fn current_generation(book: &Path, base_generation: Option<u64>) -> Result<u64> {
+    let m = Manifest::read(book)?.map_or(0, |m| m.generation);
+    Ok(m.max(base_generation.unwrap_or(0)))
+}
+
+/// Brings the files beside `book` in line with the state readers see (the caller holds the
+/// writer lock): removes segment files no reader can reach (unpublished ones left by a killed
+/// writer, and those folded into the base), and rewrites a manifest a killed fold left behind
+/// its base. `base_generation` is the generation of the base file now at `book`.
+pub(crate) fn recover(book: &Path, base_generation: u64) -> Result<()> {
+    let manifest = Manifest::read(book)?;
+    let live: Vec<u64> = match &manifest {
+        Some(m) if m.base == base_generation => m.segments.clone(),
+        _ => Vec::new(),
+    };
+    if let Some(m) = &manifest
+        && m.generation < base_generation
+    {
+        // A fold renamed its base into place and was killed before its manifest.
+        Manifest {
+            generation: base_generation,
+            base: base_generation,
+            segments: Vec::new(),
+        }
+        .publish(book)?;
+    }
+    remove_segments_except(book, &live);
+    Ok(())
+}
+
+/// Takes the writer lock of `book` (one writer at a time; readers never wait for it) and
+/// brings the files beside it in line with what readers see: temporary files of killed
+/// writers removed, [`recover`]ed. Every command that changes a book starts here.
+pub(crate) fn lock_for_writing(book: &Path) -> Result<WriterLock> {
+    let lock = WriterLock::acquire(book)?;
+    remove_stale_temp_books(book);
+    match super::reader::read_generation(book) {
+        Some(g) => recover(book, g)?,
+        None if !book.exists() => {
+            // No base: whatever segments or manifest remain belong to a removed book.
+            remove_segments_except(book, &[]);
+            let _ = std::fs::remove_file(manifest_path(book));
+        }
+        None => {}
+    }
+    Ok(lock)
+}
+
+/// Removes the segment files of `book` whose generation is not in `keep` (readers that still
+/// have one open keep reading it: an unlinked file lives until it is closed).
+pub(crate) fn remove_segments_except(book: &Path, keep: &[u64]) {
+    let mut removed = false;
+    for (g, path) in segment_files(book) {
+        if !keep.contains(&g) {
+            removed |= std::fs::remove_file(path).is_ok();
+        }
+    }
+    if removed {
+        sync_dir(book);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn manifest_text_is_stable() {
+        let m = Manifest {
+            generation: 7,
+            base: 3,
+            segments: vec![5, 7],
+        };
+        let text = String::from_utf8(m.encode()).unwrap();
+        assert!(text.starts_with("bookdb-live 1\ngeneration 7\nbase 3\nsegments 5 7\ncrc32 "));
+        let empty = Manifest {
+            generation: 4,
+            base: 4,
+            segments: vec![],
+        };
+        assert_eq!(Manifest::decode(&empty.encode()).unwrap(), empty);
+    }
+
+    #[test]
+    fn bad_manifests_are_corruption() {
+        let good = Manifest {
+            generation: 9,
+            base: 2,
+            segments: vec![3, 9],
+        }
+        .encode();
+        for i in 0..good.len() {
+            let mut b = good.clone();
+            b[i] ^= 0x20;
+            assert!(Manifest::decode(&b).is_err(), "flip at {i} accepted");
+        }
+        assert!(Manifest::decode(&good[..good.len() - 4]).is_err());
+        assert!(Manifest::decode(b"").is_err());
+        // Inconsistent generations are refused even with a right checksum.
+        for m in [
+            Manifest {
+                generation: 3,
+                base: 4,
+                segments: vec![],
+            },
+            Manifest {
+                generation: 9,
+                base: 2,
+                segments: vec![9, 3],
+            },
+            Manifest {
+                generation: 9,
+                base: 2,
+                segments: vec![2],
+            },
+            Manifest {
+                generation: 5,
+                base: 2,
+                segments: vec![6],
+            },
+        ] {
+            assert!(Manifest::decode(&m.encode()).is_err(), "{m:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn manifest_round_trips(base in 0u64..1 << 40, extra in proptest::collection::btree_set(1u64..1000, 0..12)) {
+            let segments: Vec<u64> = extra.iter().map(|g| base + g).collect();
+            let generation = segments.last().copied().unwrap_or(base) + (base % 3);
+            let m = Manifest { generation, base, segments };
+            prop_assert_eq!(Manifest::decode(&m.encode()).unwrap(), m);
+        }
+
+        #[test]
+        fn manifest_decoder_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = Manifest::decode(&bytes);
+        }
+    }
+}

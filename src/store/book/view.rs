@@ -1,0 +1,536 @@
+//! [`Book`]: what commands answer from — a book's base file and its delta segments merged
+//! (docs/FORMAT.md §10), opened without reading the book and refreshed at the cost of what
+//! changed; [`LiveBook`] hands out snapshots of a book that writers keep changing.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use super::live::{Manifest, segment_path};
+use super::*;
+use crate::store::PositionCodec;
+use crate::store::block::Keep;
+use crate::store::entry::{Entry, MergeIter};
+use crate::store::error::{Corruption, Error, Result};
+
+/// How many times opening retries when writers replace files under it.
+const OPEN_ATTEMPTS: u32 = 50;
+
+/// A file's identity: device and inode (a rename over the path changes it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+fn file_id(path: &Path) -> Result<Option<FileId>> {
+    match std::fs::metadata(path) {
+        Ok(m) => Ok(Some(FileId {
+            dev: m.dev(),
+            ino: m.ino(),
+        })),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
+    }
+}
+
+/// A book opened for reading: its base file and its delta segments at one generation, merged.
+/// The files never change once published, so a `Book` is a consistent snapshot for as long as
+/// it is held, whatever writers do meanwhile; [`Book::refresh`] (or a [`LiveBook`]) moves to
+/// the newest state.
+pub struct Book {
+    path: PathBuf,
+    /// The base first, then the delta segments by ascending generation.
+    files: Vec<Arc<BookFile>>,
+    base_id: FileId,
+    /// The manifest's generation when the book was opened (`None`: no manifest).
+    manifest_generation: Option<u64>,
+    generation: u64,
+    meta: BookMeta,
+}
+
+impl std::fmt::Debug for Book {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Book")
+            .field("path", &self.path)
+            .field("generation", &self.generation)
+            .field("segments", &(self.files.len() - 1))
+            .field("meta", &self.meta)
+            .finish()
+    }
+}
+
+impl Book {
+    /// Opens a book read-only: its manifest, its base's meta table and its segments' meta
+    /// tables; blocks are read on demand, so opening costs the same whatever the book's size.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use bookdb::chess::{PosState, encode_move, parse_move};
+    /// use bookdb::store::{Book, BookWriter, Entry, MoveRec, WriterOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("tiny.book");
+    /// // A book of one position: the start position, where 1.e4 scored +3 =1 -2.
+    /// let start = shakmaty::Chess::default();
+    /// let state = PosState::from_chess(&start);
+    /// let (packed, _bits) = state.pack();
+    /// let e4 = encode_move(&parse_move(&start, "e4")?);
+    /// let mut w = BookWriter::create(&path, bookdb::chess_codec(), WriterOptions::default())?;
+    /// w.push(Entry {
+    ///     key: state.key(),
+    ///     pos: Some(packed.clone()),
+    ///     moves: vec![MoveRec { mv: e4, white: 3, draws: 1, black: 2, ..Default::default() }],
+    ///     coded: None,
+    /// })?;
+    /// w.finish()?;
+    ///
+    /// let book = Book::open(&path, bookdb::chess_codec())?;
+    /// assert_eq!(book.meta().positions, 1);
+    /// # Ok(()) }
+    /// ```
+    pub fn open(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
+        Self::open_view(path, &codec, None, READER_CACHE_BYTES, false)
+    }
+
+    /// [`Book::open`] with both caches (redb's pages, opened blocks) at `cache_bytes` each
+    /// instead of 64 MiB: for an import's lookups, which must stay within its memory budget.
+    pub(crate) fn open_with_cache(
+        path: &Path,
+        codec: Arc<dyn PositionCodec>,
+        cache_bytes: usize,
+    ) -> Result<Book> {
+        let mut b = Self::open_view(path, &codec, None, cache_bytes, false)?;
+        for f in &mut b.files {
+            if let Some(f) = Arc::get_mut(f) {
+                f.set_cache_bytes(cache_bytes);
+            }
+        }
+        Ok(b)
+    }
+
+    /// Opens a book of format version [`OLDEST_MIGRATABLE`] up to the current one, for `bookdb
+    /// migrate` only (older books are one file: their delta tier is inside it).
+    pub(crate) fn open_for_migration(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
+        Self::open_view(path, &codec, None, READER_CACHE_BYTES, true)
+    }
+
+    fn open_view(
+        path: &Path,
+        codec: &Arc<dyn PositionCodec>,
+        prior: Option<&Book>,
+        cache_bytes: usize,
+        older: bool,
+    ) -> Result<Book> {
+        for attempt in 0..OPEN_ATTEMPTS {
+            if attempt > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(u64::from(attempt.min(20))));
+            }
+            if let Some(book) = Self::try_open(path, codec, prior, cache_bytes, older)? {
+                return Ok(book);
+            }
+        }
+        Err(Error::Busy {
+            path: path.to_path_buf(),
+            what: format!(
+                "its files kept changing while it was opened ({OPEN_ATTEMPTS} attempts); try again"
+            ),
+        })
+    }
+
+    /// One attempt at opening the book's files as the manifest names them; `None` when a
+    /// writer replaced a file meanwhile (the caller tries again).
+    fn try_open(
+        path: &Path,
+        codec: &Arc<dyn PositionCodec>,
+        prior: Option<&Book>,
+        cache_bytes: usize,
+        older: bool,
+    ) -> Result<Option<Book>> {
+        // The manifest first: a fold renames its base before its manifest, so a base newer
+        // than the manifest read here is recognised below, never a manifest newer than the base.
+        let manifest = Manifest::read(path)?;
+        let Some(id) = file_id(path)? else {
+            return Err(Error::BookNotFound {
+                path: path.to_path_buf(),
+            });
+        };
+        let base = match prior {
+            Some(p) if p.base_id == id => p.files[0].clone(),
+            _ => Arc::new(BookFile::open_file(
+                path,
+                codec.clone(),
+                older,
+                cache_bytes,
+            )?),
+        };
+        if file_id(path)? != Some(id) {
+            return Ok(None);
+        }
+        if base.view_counters().is_some() {
+            return Err(Error::NotABook {
+                path: path.to_path_buf(),
+                reason: "this is a delta segment of a live book; open the book it belongs to \
+                         (the name without `.seg-…`)"
+                    .into(),
+            });
+        }
+        let bgen = base.generation();
+        let (segments, manifest_generation) = match &manifest {
+            None => (Vec::new(), None),
+            // A fold published this base after the manifest was read, or was killed before
+            // publishing its manifest: the base holds every segment the manifest lists.
+            Some(m) if m.generation < bgen => (Vec::new(), Some(m.generation)),
+            Some(m) if m.base == bgen => (m.segments.clone(), Some(m.generation)),
+            Some(m) => {
+                return Err(Error::Corrupt(Corruption::Manifest(format!(
+                    "{} names base generation {} but {} holds generation {bgen} (a base \
+                     restored without its manifest and segments?); restore them together, or \
+                     remove {} to read the base alone",
+                    super::live::manifest_path(path).display(),
+                    m.base,
+                    path.display(),
+                    super::live::manifest_path(path).display()
+                ))));
+            }
+        };
+        let mut files = vec![base];
+        for g in &segments {
+            let reused =
+                prior.and_then(|p| p.files[1..].iter().find(|f| f.generation() == *g).cloned());
+            let seg = match reused {
+                Some(f) => f,
+                None => {
+                    let sp = segment_path(path, *g);
+                    match BookFile::open_file(&sp, codec.clone(), false, cache_bytes) {
+                        Ok(f) => Arc::new(f),
+                        // Folded away by a writer after the manifest was read: start again.
+                        Err(_) if !sp.exists() => return Ok(None),
+                        Err(e) => return Err(e),
+                    }
+                }
+            };
+            if seg.generation() != *g || seg.view_counters().is_none() {
+                return Err(Error::Corrupt(Corruption::Manifest(format!(
+                    "{} is not the delta segment of generation {g} (it holds generation {}{})",
+                    segment_path(path, *g).display(),
+                    seg.generation(),
+                    if seg.view_counters().is_none() {
+                        ", as a base"
+                    } else {
+                        ""
+                    }
+                ))));
+            }
+            files.push(seg);
+        }
+        let meta = view_meta(&files);
+        let generation = manifest_generation
+            .unwrap_or(0)
+            .max(bgen)
+            .max(segments.last().copied().unwrap_or(0));
+        Ok(Some(Book {
+            path: path.to_path_buf(),
+            files,
+            base_id: id,
+            manifest_generation,
+            generation,
+            meta,
+        }))
+    }
+
+    /// Whether writers published something since this book was opened: one `stat` of the base
+    /// and one read of the manifest (a few microseconds, docs/PERFORMANCE.md).
+    pub fn changed(&self) -> Result<bool> {
+        if file_id(&self.path)? != Some(self.base_id) {
+            return Ok(true);
+        }
+        Ok(Manifest::read(&self.path)?.map(|m| m.generation) != self.manifest_generation)
+    }
+
+    /// The book as writers left it now, if it [`changed`](Book::changed): files that did not
+    /// change are shared with this one (caches included), so the cost is that of opening what
+    /// was published since, not of the book.
+    pub fn refresh(&self) -> Result<Option<Book>> {
+        if !self.changed()? {
+            return Ok(None);
+        }
+        let codec = self.files[0].codec.clone();
+        Self::open_view(&self.path, &codec, Some(self), READER_CACHE_BYTES, false).map(Some)
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The book's counters (of the merged view).
+    pub fn meta(&self) -> &BookMeta {
+        &self.meta
+    }
+
+    /// The generation of the state this book shows (increases with every publication).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The book's files: the base first, then its delta segments by generation.
+    #[doc(hidden)]
+    pub fn files(&self) -> &[Arc<BookFile>] {
+        &self.files
+    }
+
+    /// The base file.
+    pub(crate) fn base(&self) -> &BookFile {
+        &self.files[0]
+    }
+
+    /// The delta segments over the base.
+    pub(crate) fn segments(&self) -> &[Arc<BookFile>] {
+        &self.files[1..]
+    }
+
+    /// The format version of the base ([`FORMAT_VERSION`], or an older one for a book opened
+    /// by [`Book::open_for_migration`]).
+    pub(crate) fn format_version(&self) -> u32 {
+        self.base().format_version()
+    }
+
+    /// The position model and dictionary of the base, for a writer to reuse (see
+    /// [`BookFile::compression`]).
+    pub fn compression(&self) -> Option<BookCompression> {
+        self.base().compression()
+    }
+
+    #[doc(hidden)]
+    pub fn codec(&self) -> &dyn PositionCodec {
+        self.base().codec()
+    }
+
+    pub(crate) fn codec_arc(&self) -> Arc<dyn PositionCodec> {
+        self.files[0].codec.clone()
+    }
+
+    pub(crate) fn dictionaries(&self) -> &std::collections::HashMap<u16, Arc<Vec<u8>>> {
+        self.base().dictionaries()
+    }
+
+    /// Bytes of all the book's files.
+    #[doc(hidden)]
+    pub fn file_bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.file_bytes()).sum()
+    }
+
+    /// All entries with this key (more than one only on a key collision), all files merged.
+    #[doc(hidden)]
+    pub fn get(&self, key: u64) -> Result<Vec<Entry>> {
+        if self.files.len() == 1 {
+            return self.files[0].get(key);
+        }
+        let parts = self
+            .files
+            .iter()
+            .map(|f| f.get(key).map(|v| v.into_iter().map(Ok::<_, Error>)))
+            .collect::<Result<Vec<_>>>()?;
+        MergeIter::new(parts).collect()
+    }
+
+    /// The entry holding exactly this encoded position, all files merged; `None` if the book
+    /// does not hold it (a position that merely shares its key is never returned).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use bookdb::chess::{PosState, encode_move, parse_fen, parse_move};
+    /// # use bookdb::store::{Book, BookWriter, Entry, MoveRec, WriterOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("tiny.book");
+    /// # let start = shakmaty::Chess::default();
+    /// # let state = PosState::from_chess(&start);
+    /// # let e4 = encode_move(&parse_move(&start, "e4")?);
+    /// # let mut w = BookWriter::create(&path, bookdb::chess_codec(), WriterOptions::default())?;
+    /// # w.push(Entry { key: state.key(), pos: Some(state.pack().0), coded: None,
+    /// #     moves: vec![MoveRec { mv: e4, white: 3, draws: 1, black: 2, ..Default::default() }] })?;
+    /// # w.finish()?;
+    /// let book = Book::open(&path, bookdb::chess_codec())?;
+    /// let (packed, _bits) = PosState::from_chess(&shakmaty::Chess::default()).pack();
+    /// let entry = book.lookup(&packed)?.expect("the start position is in the book");
+    /// assert_eq!((entry.moves[0].white, entry.moves[0].draws, entry.moves[0].black), (3, 1, 2));
+    ///
+    /// let after_e4 = parse_fen("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -")?;
+    /// assert!(book.lookup(&PosState::from_chess(&after_e4).pack().0)?.is_none());
+    /// # Ok(()) }
+    /// ```
+    #[doc(hidden)]
+    pub fn lookup(&self, pos: &[u8]) -> Result<Option<Entry>> {
+        let mut found: Option<Entry> = None;
+        for f in &self.files {
+            if let Some(e) = f.lookup(pos)? {
+                match &mut found {
+                    Some(acc) => acc.merge(e),
+                    None => found = Some(e),
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// The base's entry for this position read through redb without the block cache (the
+    /// benchmark's cold path).
+    #[doc(hidden)]
+    pub fn lookup_blocks_uncached(&self, pos: &[u8]) -> Result<Option<Entry>> {
+        self.base().lookup_blocks_uncached(pos)
+    }
+
+    /// Iterates all entries in (key, position) order, all files merged.
+    pub fn iter(&self) -> Result<EntryIter<'_>> {
+        self.iter_as(|_| Keep::default())
+    }
+
+    /// Like [`Book::iter`], but indexed moves of block entries stay indices
+    /// (`MoveRec::indexed`): for rewrites into a [`BookWriter`], which takes them as they
+    /// are and so skips decoding and re-indexing every move.
+    pub fn iter_for_rewrite(&self) -> Result<EntryIter<'_>> {
+        self.iter_for_rewrite_coded(None)
+    }
+
+    /// Like [`Book::iter_for_rewrite`], for a writer told to reuse `writer` (see
+    /// [`BookWriter::reuse_compression`]): entries of files coded with that model also carry
+    /// their positions as stored (`Entry::coded`), so the writer skips coding them again.
+    #[doc(hidden)]
+    pub fn iter_for_rewrite_coded(
+        &self,
+        writer: Option<&BookCompression>,
+    ) -> Result<EntryIter<'_>> {
+        self.iter_as(|f| Keep {
+            indices: true,
+            coded: match (writer, f.writer_model()) {
+                (Some(w), Some(mine)) => w.model == mine,
+                _ => false,
+            },
+        })
+    }
+
+    fn iter_as(&self, keep: impl Fn(&BookFile) -> Keep) -> Result<EntryIter<'_>> {
+        if self.files.len() == 1 {
+            return self.files[0].iter_as(keep(&self.files[0]));
+        }
+        let parts = self
+            .files
+            .iter()
+            .map(|f| f.iter_as(keep(f)).map(|i| Box::new(i) as EntryStream<'_>))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(MergeIter::new(parts))
+    }
+
+    /// Iterates the base file's raw blocks: (first key, stored bytes). [`Book::files`] gives
+    /// every file.
+    #[doc(hidden)]
+    pub fn for_each_block(&self, f: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<()> {
+        self.base().for_each_block(f)
+    }
+
+    /// Blocks of the base file.
+    #[doc(hidden)]
+    pub fn block_count(&self) -> Result<u64> {
+        self.base().block_count()
+    }
+
+    /// Decodes one stored block of the base file completely.
+    #[doc(hidden)]
+    pub fn decode_block(&self, block_key: u64, bytes: &[u8]) -> Result<Vec<Entry>, Corruption> {
+        self.base().decode_block(block_key, bytes)
+    }
+
+    /// Opens one stored block of the base file (checksum and decompression only), for tools.
+    pub fn open_block<'a>(
+        &self,
+        block_key: u64,
+        bytes: &'a [u8],
+    ) -> Result<crate::store::block::OpenBlock<'a>, Corruption> {
+        self.base().open_block(block_key, bytes)
+    }
+
+    /// The import records of all files: input fingerprint → JSON, by fingerprint (a segment's
+    /// record of an input replaces an older file's).
+    pub fn imports(&self) -> Result<Vec<(String, Vec<u8>)>> {
+        let mut all = BTreeMap::new();
+        for f in &self.files {
+            all.extend(f.imports()?);
+        }
+        Ok(all.into_iter().collect())
+    }
+
+    /// How many game fingerprints `--dedupe` imports recorded in this book.
+    #[doc(hidden)]
+    pub fn game_fingerprint_count(&self) -> Result<u64> {
+        self.files.iter().map(|f| f.game_fingerprint_count()).sum()
+    }
+
+    /// A handle that tells whether a game fingerprint is recorded in this book.
+    #[doc(hidden)]
+    pub fn game_index(&self) -> Result<GameIndex> {
+        let mut tables = Vec::new();
+        for f in &self.files {
+            if let Some(t) = f.games_table()? {
+                tables.push(t);
+            }
+        }
+        Ok(GameIndex { tables })
+    }
+}
+
+/// The counters of the merged view: the newest segment's record of the whole book's logical
+/// counters (or the base's own), with the physical ones summed over the files and
+/// `delta_entries` counting the segments' entries.
+fn view_meta(files: &[Arc<BookFile>]) -> BookMeta {
+    let base = &files[0];
+    let Some(newest) = files.last().filter(|_| files.len() > 1) else {
+        return base.meta().clone();
+    };
+    let mut m = newest.view_counters().cloned().unwrap_or_default();
+    m.blocks = files.iter().map(|f| f.meta().blocks).sum();
+    m.raw_bytes = files.iter().map(|f| f.meta().raw_bytes).sum();
+    m.stored_bytes = files.iter().map(|f| f.meta().stored_bytes).sum();
+    m.delta_entries = files[1..]
+        .iter()
+        .map(|f| f.meta().positions + f.meta().key_only)
+        .sum();
+    m
+}
+
+/// A book that a long-lived reader (a server) keeps open while writers publish: hands out
+/// [`Book`] snapshots and moves to the newest state on [`LiveBook::refresh`].
+pub struct LiveBook {
+    current: RwLock<Arc<Book>>,
+}
+
+impl LiveBook {
+    pub fn open(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<LiveBook> {
+        Ok(LiveBook {
+            current: RwLock::new(Arc::new(Book::open(path, codec)?)),
+        })
+    }
+
+    /// The current state; it stays valid (its files stay readable) for as long as it is held.
+    pub fn snapshot(&self) -> Arc<Book> {
+        match self.current.read() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Moves to what writers published since the last refresh; returns whether anything
+    /// changed. When nothing did this costs one `stat` and one small read.
+    pub fn refresh(&self) -> Result<bool> {
+        let now = self.snapshot();
+        let Some(next) = now.refresh()? else {
+            return Ok(false);
+        };
+        let next = Arc::new(next);
+        match self.current.write() {
+            Ok(mut g) => *g = next,
+            Err(poisoned) => *poisoned.into_inner() = next,
+        }
+        Ok(true)
+    }
+}
