@@ -272,13 +272,10 @@ impl Board {
         let available = data.len() * 8;
         let mut bit = 0usize;
         let get = |bit: &mut usize| -> Result<bool, OthelloError> {
-            let b = data
-                .get(*bit / 8)
-                .ok_or(OthelloError::Truncated {
-                    needed: *bit + 1,
-                    available,
-                })?
-                & (0x80 >> (*bit % 8))
+            let b = data.get(*bit / 8).ok_or(OthelloError::Truncated {
+                needed: *bit + 1,
+                available,
+            })? & (0x80 >> (*bit % 8))
                 != 0;
             *bit += 1;
             Ok(b)
@@ -298,7 +295,11 @@ impl Board {
         if data.len() > used {
             return Err(OthelloError::TrailingBytes(data.len() - used));
         }
-        if bit % 8 != 0 && data.get(used - 1).is_some_and(|&b| b & (0xff >> (bit % 8)) != 0) {
+        if bit % 8 != 0
+            && data
+                .get(used - 1)
+                .is_some_and(|&b| b & (0xff >> (bit % 8)) != 0)
+        {
             return Err(OthelloError::NonZeroPadding);
         }
         Ok(Board::from_parts(black, white, white_to_move))
@@ -371,7 +372,10 @@ impl Board {
         if best_t == 0 {
             (*self, 0)
         } else {
-            (Board::from_parts(best.0, best.1, self.white_to_move), best_t)
+            (
+                Board::from_parts(best.0, best.1, self.white_to_move),
+                best_t,
+            )
         }
     }
 }
@@ -426,7 +430,9 @@ pub fn transform_square(sq: u8, t: u8) -> u8 {
 
 /// The square that symmetry `t` maps to `sq` (the inverse mapping).
 pub fn untransform_square(sq: u8, t: u8) -> u8 {
-    (0..64).find(|&s| transform_square(s, t) == sq).unwrap_or(sq)
+    (0..64)
+        .find(|&s| transform_square(s, t) == sq)
+        .unwrap_or(sq)
 }
 
 #[cfg(test)]

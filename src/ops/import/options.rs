@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ops::game::Game;
 use crate::ops::pgn::CountRules;
 use crate::store::{BookMeta, WriterOptions};
 
@@ -34,6 +35,9 @@ pub struct ImportOptions {
     /// The delta tier may hold this many entries (or an eighth of the book's, if more) before
     /// an import rewrites the book instead; [`DELTA_MIN_THRESHOLD`] by default.
     pub delta_min: u64,
+    /// The game of the inputs (PGN for chess; WTHOR files or transcripts for Othello) and of
+    /// the book, which must hold the same game.
+    pub game: Game,
 }
 
 impl Default for ImportOptions {
@@ -52,6 +56,7 @@ impl Default for ImportOptions {
             keep_skipped: 100,
             report: None,
             delta_min: DELTA_MIN_THRESHOLD,
+            game: Game::Chess,
         }
     }
 }

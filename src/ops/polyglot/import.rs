@@ -16,7 +16,7 @@ use crate::chess::{PosState, encode_move, polyglot_key};
 use crate::error::Result;
 use crate::store::entry::MergeIter;
 use crate::store::files::{WriterLock, remove_stale_temp_books};
-use crate::store::{Book, BookMeta, BookWriter, Entry, MoveExtra, MoveRec, WriterOptions};
+use crate::store::{BookMeta, BookWriter, Entry, MoveExtra, MoveRec, WriterOptions};
 
 #[derive(Clone, Debug, Default)]
 pub struct PolyglotImportOptions {
@@ -359,7 +359,15 @@ pub fn import_polyglot(
     let _lock = WriterLock::acquire(book_path)?;
     remove_stale_temp_books(book_path);
     let old = if book_path.exists() {
-        Some(Book::open(book_path, codec.clone())?)
+        let (game, book) = crate::ops::game::Game::open(book_path)?;
+        if game != crate::ops::game::Game::Chess {
+            return Err(crate::ops::game::chess_only(
+                book_path,
+                game,
+                "import-polyglot",
+            ));
+        }
+        Some(book)
     } else {
         None
     };
