@@ -97,7 +97,7 @@ enum Cmd {
         fen: Option<String>,
         /// Othello: a board string, 64 characters a1, b1, …, h8 of '-', 'X' (black), 'O'
         /// (white), a space, then X or O to move.
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         board: Option<String>,
         /// Moves from the start (or from --fen/--board): chess SAN or UCI ("e4 e5 Nf3"),
         /// Othello squares ("f5 d6 c3").

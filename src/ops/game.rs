@@ -63,12 +63,12 @@ impl Game {
 
     /// Opens a book of any game: its game and the book.
     pub fn open(path: &Path) -> Result<(Game, Book)> {
-        Self::open_with(path, |p, c| Book::open(p, c))
+        Self::open_with(path, Book::open)
     }
 
     /// [`Game::open`] for `migrate` (older format versions too).
     pub(crate) fn open_for_migration(path: &Path) -> Result<(Game, Book)> {
-        Self::open_with(path, |p, c| Book::open_for_migration(p, c))
+        Self::open_with(path, Book::open_for_migration)
     }
 
     /// The game of the book at `path`, `None` if there is no file there.
@@ -94,7 +94,7 @@ impl std::fmt::Display for Game {
         f.write_str(match self {
             Game::Chess => "chess",
             Game::Othello { canonical: false } => "Othello",
-            Game::Othello { canonical: true } => "canonical Othello (--canonical)",
+            Game::Othello { canonical: true } => "canonical Othello",
         })
     }
 }
@@ -102,7 +102,7 @@ impl std::fmt::Display for Game {
 /// The error of a command asked to mix books (or a book and games) of different games.
 pub(crate) fn mismatch(path: &Path, found: Game, wanted: Game, doing: &str) -> Error {
     Error::Usage(format!(
-        "{} is a {found} book; {doing} needs a {wanted} book (books of different games, or canonical and non-canonical Othello books, never mix)",
+        "{} holds {found} positions; {doing} needs a book of {wanted} positions (books of different games, or canonical (--canonical) and non-canonical Othello books, never mix)",
         path.display()
     ))
 }
@@ -110,7 +110,7 @@ pub(crate) fn mismatch(path: &Path, found: Game, wanted: Game, doing: &str) -> E
 /// The error of a chess-only command given a book of another game.
 pub(crate) fn chess_only(path: &Path, found: Game, command: &str) -> Error {
     Error::Usage(format!(
-        "{} is a {found} book; {command} works on chess books only",
+        "{} holds {found} positions; {command} works on chess books only",
         path.display()
     ))
 }

@@ -295,7 +295,7 @@ impl Board {
         if data.len() > used {
             return Err(OthelloError::TrailingBytes(data.len() - used));
         }
-        if bit % 8 != 0
+        if !bit.is_multiple_of(8)
             && data
                 .get(used - 1)
                 .is_some_and(|&b| b & (0xff >> (bit % 8)) != 0)

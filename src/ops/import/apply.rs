@@ -240,6 +240,7 @@ fn apply(
 
 /// Writes the book anew into a file that replaces it: its entries, counts and records (if it
 /// exists) with the new ones.
+#[allow(clippy::too_many_arguments)]
 fn rewrite(
     book_path: &Path,
     old: Option<Book>,
