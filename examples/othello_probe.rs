@@ -26,7 +26,7 @@ fn main() -> anyhow::Result<()> {
     let step = (n / 20_000).max(1);
     let mut boards = Vec::new();
     for (i, e) in book.iter()?.enumerate() {
-        if i as u64 % step == 0
+        if (i as u64).is_multiple_of(step)
             && let Some(p) = e?.pos
         {
             let b = Board::unpack(&p)?;

@@ -10,9 +10,10 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use super::aggregate::SortedAggregate;
 use super::options::ImportOptions;
+use super::options::InputKind;
 use super::options::SkippedGame;
 use super::plan::PlannedInput;
-use super::source::{self, CHUNK_BYTES, Chunker, InputKind};
+use super::source::{self, CHUNK_BYTES, Chunker};
 use super::state::{ImportState, PendingLogs, STATE_FILE};
 use super::worker::{self, Msg, ParsedGames, Reply};
 use crate::error::{Error, Result};

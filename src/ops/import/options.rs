@@ -61,6 +61,18 @@ impl Default for ImportOptions {
     }
 }
 
+/// What an input holds, and so where its games end (`source.rs` cuts chunks by it, the workers
+/// parse by it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum InputKind {
+    /// PGN text: games end before a tag line after a blank line.
+    Pgn,
+    /// Othello transcripts: one game per line.
+    OthelloLines,
+    /// A WTHOR file: a header, then fixed-size records.
+    Wthor,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct SkippedGame {
     pub file: String,

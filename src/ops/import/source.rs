@@ -5,6 +5,7 @@
 use std::io::Read;
 use std::path::Path;
 
+use super::options::InputKind;
 use super::worker::dedupe_fingerprint;
 use crate::error::{Error, Result};
 use crate::ops::input;
@@ -88,17 +89,6 @@ fn skip_tag(buf: &[u8], start: usize) -> Option<usize> {
         }
     }
     None
-}
-
-/// What an input holds, and so where its games end.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum InputKind {
-    /// PGN text: games end before a tag line after a blank line ([`last_game_boundary`]).
-    Pgn,
-    /// Othello transcripts: one game per line.
-    OthelloLines,
-    /// A WTHOR file: a header, then fixed-size records.
-    Wthor,
 }
 
 impl InputKind {

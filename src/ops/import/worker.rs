@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use crossbeam_channel::{Receiver, Sender, bounded};
 
 use super::aggregate::{Aggregator, SortedAggregate};
-use super::source::InputKind;
+use super::options::InputKind;
 use crate::error::Error;
 use crate::ops::game::Game;
 use crate::ops::othello::games::{self as othello_games, OthelloGame};
