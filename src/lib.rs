@@ -16,6 +16,7 @@
 pub mod chess;
 pub mod error;
 pub mod ops;
+pub mod othello;
 pub mod store;
 
 pub use error::{Error, Result};
@@ -25,4 +26,9 @@ use std::sync::Arc;
 /// The store codec for chess books.
 pub fn chess_codec() -> Arc<dyn store::PositionCodec> {
     Arc::new(chess::ChessCodec)
+}
+
+/// The store codec for Othello books; `canonical` for books of least symmetric images.
+pub fn othello_codec(canonical: bool) -> Arc<dyn store::PositionCodec> {
+    Arc::new(othello::OthelloCodec { canonical })
 }

@@ -22,8 +22,9 @@ use bookdb::error::{ErrorKind, StoreError};
 // glibc's malloc (measured in docs/PERFORMANCE.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+use bookdb::ops::game::Game;
+use bookdb::ops::othello::query as othello_query;
 use bookdb::ops::{import, query, verify};
-use bookdb::store::Book;
 
 #[derive(Parser)]
 #[command(
@@ -79,14 +80,27 @@ enum Cmd {
         /// No progress bar, no skipped-game lines on stderr.
         #[arg(long, short)]
         quiet: bool,
+        /// The game of the inputs: chess (PGN) or othello (WTHOR .wtb files, recognised by
+        /// their header, or transcripts: one game per line, "f5d6c3…", optionally a space and
+        /// black's discs minus white's).
+        #[arg(long, value_enum, default_value_t = GameArg::Chess)]
+        game: GameArg,
+        /// Othello: store each position under the least of its 8 board symmetries.
+        #[arg(long)]
+        canonical: bool,
     },
-    /// Show the moves of a position (start position unless --fen/--moves).
+    /// Show the moves of a position (start position unless --fen/--board/--moves).
     Probe {
         #[arg(long)]
         book: PathBuf,
-        #[arg(long)]
+        #[arg(long, conflicts_with = "board")]
         fen: Option<String>,
-        /// Moves from the start (or from --fen), SAN or UCI: "e4 e5 Nf3".
+        /// Othello: a board string, 64 characters a1, b1, …, h8 of '-', 'X' (black), 'O'
+        /// (white), a space, then X or O to move.
+        #[arg(long, allow_hyphen_values = true)]
+        board: Option<String>,
+        /// Moves from the start (or from --fen/--board): chess SAN or UCI ("e4 e5 Nf3"),
+        /// Othello squares ("f5 d6 c3").
         #[arg(long)]
         moves: Option<String>,
         #[arg(long)]
@@ -101,6 +115,9 @@ enum Cmd {
     Pack {
         #[arg(long)]
         fen: String,
+        /// The game (chess only: the packed format of a FEN).
+        #[arg(long, value_enum, default_value_t = GameArg::Chess)]
+        game: GameArg,
     },
     /// Show book statistics.
     Stats {
@@ -196,6 +213,13 @@ enum Cmd {
     },
 }
 
+/// `--game`: what the inputs of an import are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum GameArg {
+    Chess,
+    Othello,
+}
+
 /// Skipped games shown on stderr (all of them go to `--report FILE`).
 const SHOWN_SKIPPED: usize = 10;
 
@@ -228,7 +252,6 @@ fn rewrite_options(quiet: bool, json: bool) -> bookdb::ops::rewrite::RewriteOpti
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let codec = bookdb::chess_codec();
     match cli.cmd {
         Cmd::Import {
             inputs,
@@ -244,8 +267,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             report,
             json,
             quiet,
+            game,
+            canonical,
         } => {
+            let game = match (game, canonical) {
+                (GameArg::Chess, true) => {
+                    anyhow::bail!("--canonical applies to --game othello only")
+                }
+                (GameArg::Chess, false) => Game::Chess,
+                (GameArg::Othello, canonical) => Game::Othello { canonical },
+            };
             let opts = import::ImportOptions {
+                game,
                 rules: bookdb::ops::pgn::CountRules {
                     max_ply,
                     min_rating,
@@ -312,10 +345,33 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Probe {
             book,
             fen,
+            board,
             moves,
             json,
         } => {
-            let b = Book::open(&book, codec)?;
+            let (game, b) = Game::open(&book)?;
+            if let Game::Othello { canonical } = game {
+                if fen.is_some() {
+                    anyhow::bail!(
+                        "{} is an Othello book: give the position with --board or --moves, not --fen",
+                        book.display()
+                    );
+                }
+                let pos = othello_query::resolve_position(board.as_deref(), moves.as_deref())?;
+                let answer = othello_query::probe(&b, canonical, &pos)?;
+                if json {
+                    println!("{}", serde_json::to_string(&answer.json()?)?);
+                } else {
+                    print!("{}", answer.table()?);
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            if board.is_some() {
+                anyhow::bail!(
+                    "--board is for Othello books; {} is a chess book (use --fen)",
+                    book.display()
+                );
+            }
             let pos = query::resolve_position(fen.as_deref(), moves.as_deref())?;
             let answer = query::probe(&b, &pos)?;
             if json {
@@ -325,12 +381,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Cmd::Dump { book } => {
-            let b = Book::open(&book, codec)?;
+            let (game, b) = Game::open(&book)?;
             let out = std::io::stdout();
             let mut out = std::io::BufWriter::new(out.lock());
             for e in b.iter()? {
-                let j = query::entry_json(&e?, false)?;
-                serde_json::to_writer(&mut out, &j)?;
+                if game.is_othello() {
+                    serde_json::to_writer(&mut out, &othello_query::entry_json(&e?)?)?;
+                } else {
+                    serde_json::to_writer(&mut out, &query::entry_json(&e?, false)?)?;
+                }
                 if let Err(e) = out.write_all(b"\n") {
                     if e.kind() == std::io::ErrorKind::BrokenPipe {
                         return Ok(ExitCode::SUCCESS);
@@ -346,7 +405,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             })?;
         }
-        Cmd::Pack { fen } => {
+        Cmd::Pack { fen, game } => {
+            if game != GameArg::Chess {
+                anyhow::bail!(
+                    "pack works on chess positions only (the Othello packing is docs/CONTRACT.md §7; `probe --json` shows an Othello position's key)"
+                );
+            }
             let pos = bookdb::chess::parse_fen(&fen)?;
             let s = PosState::from_chess(&pos);
             let (bytes, bits) = s.pack();
@@ -358,6 +422,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string(&s)?);
             } else {
                 println!("book              {}", s.path);
+                println!("game              {}", s.game);
                 println!("format version    {}", s.format_version);
                 println!("games             {}", s.games);
                 println!("positions         {}", s.positions);

@@ -139,6 +139,17 @@ impl PackedPos {
     pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.bytes[..usize::from(self.len)]
     }
+
+    /// A buffer holding `bytes` (another game's packed position; the import pipeline carries
+    /// any game's positions in this type), `None` if longer than [`MAX_PACKED`].
+    pub(crate) fn from_slice(bytes: &[u8]) -> Option<PackedPos> {
+        let mut out = PackedPos {
+            len: u8::try_from(bytes.len()).ok()?,
+            bytes: [0; MAX_PACKED],
+        };
+        out.bytes.get_mut(..bytes.len())?.copy_from_slice(bytes);
+        Some(out)
+    }
 }
 
 impl std::fmt::Debug for PackedPos {

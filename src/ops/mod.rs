@@ -1,8 +1,10 @@
 //! Book operations on top of the store: import, probe, dump, stats, verify.
 
+pub mod game;
 pub mod import;
 #[doc(hidden)]
 pub mod input;
+pub mod othello;
 pub mod pgn;
 pub mod polyglot;
 pub(crate) mod progress;

@@ -221,10 +221,20 @@ impl<R: Read> GameReader<R> {
 pub enum SkipReason {
     Variant(String),
     BadFen(String),
-    IllegalMove { ply: usize, san: String },
+    IllegalMove {
+        ply: usize,
+        san: String,
+    },
     MinRating,
     Duplicate,
     Unreadable(String),
+    /// Othello: a move that is not legal (or no square) in its position.
+    IllegalSquare {
+        ply: usize,
+        mv: String,
+    },
+    /// Othello: a WTHOR record or transcript line that does not decode.
+    Corrupt(String),
 }
 
 impl SkipReason {
@@ -238,6 +248,8 @@ impl SkipReason {
             SkipReason::MinRating => "min-rating",
             SkipReason::Duplicate => "duplicate",
             SkipReason::Unreadable(_) => "unreadable",
+            SkipReason::IllegalSquare { .. } => "illegal-move",
+            SkipReason::Corrupt(_) => "corrupt-record",
         }
     }
 }
@@ -259,6 +271,10 @@ impl std::fmt::Display for SkipReason {
             SkipReason::MinRating => write!(f, "a player is rated below --min-rating or unrated"),
             SkipReason::Duplicate => write!(f, "duplicate of an earlier game (--dedupe)"),
             SkipReason::Unreadable(e) => write!(f, "unreadable PGN: {e}"),
+            SkipReason::IllegalSquare { ply, mv } => {
+                write!(f, "illegal move {mv} (move {})", ply + 1)
+            }
+            SkipReason::Corrupt(e) => write!(f, "corrupt record: {e}"),
         }
     }
 }

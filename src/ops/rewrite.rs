@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use super::game::{Game, mismatch};
 use super::progress::Progress;
 use crate::error::{Error, Result, StoreError};
 use crate::store::book::{FORMAT_VERSION, OLDEST_MIGRATABLE};
@@ -78,11 +79,26 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
         )));
     }
     let _lock = crate::store::book::lock_for_writing(out)?;
-    let books = inputs
-        .iter()
-        .map(|p| Book::open(p, crate::chess_codec()))
-        .collect::<crate::store::error::Result<Vec<_>>>()?;
-    let mut w = BookWriter::create(out, crate::chess_codec(), opts.writer.clone())?;
+    let mut game = None;
+    let mut books = Vec::with_capacity(inputs.len());
+    for p in inputs {
+        let (g, b) = Game::open(p)?;
+        match game {
+            None => game = Some((g, p)),
+            Some((first, first_path)) if first != g => {
+                return Err(mismatch(
+                    p,
+                    g,
+                    first,
+                    &format!("a merge with {} ({first})", first_path.display()),
+                ));
+            }
+            Some(_) => {}
+        }
+        books.push(b);
+    }
+    let game = game.map_or(Game::Chess, |(g, _)| g);
+    let mut w = BookWriter::create(out, game.codec(), opts.writer.clone())?;
     super::progress::Trace::new().attach(&mut w);
     // Code the output with the largest input's model and dictionary: no training pass, and the
     // sealing threads start at once. `compact` retrains.
@@ -168,15 +184,15 @@ pub fn compact(
     opts: &RewriteOptions,
 ) -> Result<CompactSummary> {
     let _lock = crate::store::book::lock_for_writing(book)?;
-    let old = Book::open(book, crate::chess_codec())?;
-    rewrite_whole(book, old, min_games, opts, "compact")
+    let (game, old) = Game::open(book)?;
+    rewrite_whole(book, (game, old), min_games, opts, "compact")
 }
 
 /// Rewrites the open book `old` (at `book`, whose lock the caller holds) into a new file at
 /// the current format version: `compact`, and `migrate` of an older version.
 fn rewrite_whole(
     book: &Path,
-    old: Book,
+    (game, old): (Game, Book),
     min_games: Option<u64>,
     opts: &RewriteOptions,
     label: &str,
@@ -184,7 +200,7 @@ fn rewrite_whole(
     let start = Instant::now();
     let before = old.meta().clone();
     let bytes_before = old.file_bytes();
-    let mut w = BookWriter::create(book, crate::chess_codec(), opts.writer.clone())?;
+    let mut w = BookWriter::create(book, game.codec(), opts.writer.clone())?;
     super::progress::Trace::new().attach(&mut w);
     w.carry_over(&old)?;
     let (mut moves_pruned, mut positions_pruned) = (0u64, 0u64);
@@ -247,15 +263,17 @@ pub fn migrate(book: &Path) -> Result<String> {
     }
     // Under the lock, and through the reader that repairs a book a killed writer left.
     let _lock = crate::store::book::lock_for_writing(book)?;
-    let old = match Book::open_for_migration(book, crate::chess_codec()) {
+    let (game, old) = match Game::open_for_migration(book) {
         Ok(b) => b,
-        Err(StoreError::UnsupportedVersion { found, .. }) if found < OLDEST_MIGRATABLE => {
+        Err(Error::Store(StoreError::UnsupportedVersion { found, .. }))
+            if found < OLDEST_MIGRATABLE =>
+        {
             return Err(Error::Input(format!(
                 "{}: format version {found} predates the first released format; no migration exists",
                 book.display()
             )));
         }
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(e),
     };
     let version = old.format_version();
     if version == FORMAT_VERSION {
@@ -268,7 +286,13 @@ pub fn migrate(book: &Path) -> Result<String> {
     // folded in, rewritten as every whole-book rewrite is (temp file, fsync, rename), now
     // marked version 3 with a generation. Each step only adds or drops tables, so one
     // rewrite from any older version does them all.
-    let s = rewrite_whole(book, old, None, &RewriteOptions::default(), "migrate")?;
+    let s = rewrite_whole(
+        book,
+        (game, old),
+        None,
+        &RewriteOptions::default(),
+        "migrate",
+    )?;
     Ok(format!(
         "{}: migrated from format version {version} to {FORMAT_VERSION} ({} positions, {} pairs; {} -> {} bytes)",
         book.display(),

@@ -6,8 +6,10 @@ use serde::Serialize;
 
 use crate::chess::{PosState, legal_move, move_uci};
 use crate::error::{Corruption, Result, StoreError};
+use crate::ops::game::Game;
+use crate::othello::{Board, square_name};
 use crate::store::book::BookFile;
-use crate::store::{Book, BookMeta, Entry};
+use crate::store::{BookMeta, Entry};
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct VerifyReport {
@@ -48,13 +50,13 @@ pub fn verify(path: &Path) -> Result<VerifyReport> {
         }
         .into());
     }
-    let book = Book::open(path, crate::chess_codec())?;
+    let (game, book) = Game::open(path)?;
     let several = book.files().len() > 1;
     for file in book.files() {
         let name = file_name(file.path());
         let place = |p: String| if several { format!("{name}: {p}") } else { p };
         let mut sub = VerifyReport::default();
-        verify_file(file, &mut sub)?;
+        verify_file(file, game, &mut sub)?;
         report.blocks += sub.blocks;
         report.entries += sub.entries;
         report.pairs += sub.pairs;
@@ -124,7 +126,11 @@ fn count_entry(e: &Entry, counted: &mut BookMeta, last_key: &mut Option<u64>) {
 
 /// Checks one file of a book: block checksums and headers, every entry decodes, keys recompute
 /// to the stored ones, order, legality, and the file's own counters.
-fn verify_file(book: &BookFile, report: &mut VerifyReport) -> Result<()> {
+fn verify_file(book: &BookFile, game: Game, report: &mut VerifyReport) -> Result<()> {
+    let check_entry = |place: &str, e: &Entry, report: &mut VerifyReport| match game {
+        Game::Chess => check_entry(place, e, report),
+        Game::Othello { canonical } => check_othello_entry(place, e, canonical, report),
+    };
     let mut counted = BookMeta::default();
     let mut last: Option<(u64, Option<Vec<u8>>)> = None;
     let mut last_key = None;
@@ -190,7 +196,9 @@ fn verify_file(book: &BookFile, report: &mut VerifyReport) -> Result<()> {
     Ok(())
 }
 
-fn check_entry(place: &str, e: &Entry, report: &mut VerifyReport) {
+/// The checks of any game's entry: moves present, sorted, each with games and no more
+/// ratings than games (`name` spells a move).
+fn check_moves(place: &str, e: &Entry, name: fn(u16) -> String, report: &mut VerifyReport) {
     let bad = |reason: String| format!("{place}: {reason}");
     if e.moves.is_empty() {
         report.problem(bad(format!("key {:016x} has no moves", e.key)));
@@ -206,17 +214,66 @@ fn check_entry(place: &str, e: &Entry, report: &mut VerifyReport) {
             report.problem(bad(format!(
                 "key {:016x}: move {} has no games",
                 e.key,
-                move_uci(m.mv)
+                name(m.mv)
             )));
         }
         if m.rating_count > m.games() {
             report.problem(bad(format!(
                 "key {:016x}: move {} has more ratings than games",
                 e.key,
-                move_uci(m.mv)
+                name(m.mv)
             )));
         }
     }
+}
+
+/// An Othello entry: its position decodes, is its own least image in a canonical book, and
+/// every move is a legal square there.
+fn check_othello_entry(place: &str, e: &Entry, canonical: bool, report: &mut VerifyReport) {
+    let name = |mv: u16| match u8::try_from(mv) {
+        Ok(sq) if sq < 64 => square_name(sq),
+        _ => format!("#{mv}"),
+    };
+    check_moves(place, e, name, report);
+    let bad = |reason: String| format!("{place}: {reason}");
+    let Some(p) = &e.pos else {
+        report.problem(bad(format!(
+            "key {:016x}: an Othello book entry without a position",
+            e.key
+        )));
+        return;
+    };
+    let board = match Board::unpack(p) {
+        Ok(b) => b,
+        Err(err) => {
+            report.problem(bad(format!(
+                "key {:016x}: packed position invalid: {err}",
+                e.key
+            )));
+            return;
+        }
+    };
+    if canonical && board.canonical().1 != 0 {
+        report.problem(bad(format!(
+            "{}: not the least of its symmetric images in a canonical book",
+            board.board_string()
+        )));
+    }
+    let legal = board.legal();
+    for m in &e.moves {
+        if m.mv >= 64 || legal & (1u64 << m.mv) == 0 {
+            report.problem(bad(format!(
+                "{}: move {} is not legal",
+                board.board_string(),
+                name(m.mv)
+            )));
+        }
+    }
+}
+
+fn check_entry(place: &str, e: &Entry, report: &mut VerifyReport) {
+    check_moves(place, e, move_uci, report);
+    let bad = |reason: String| format!("{place}: {reason}");
     let Some(p) = &e.pos else { return };
     let state = match PosState::unpack(p) {
         Ok(s) => s,
@@ -249,6 +306,8 @@ fn check_entry(place: &str, e: &Entry, report: &mut VerifyReport) {
 #[derive(Clone, Debug, Serialize)]
 pub struct Stats {
     pub path: String,
+    /// The game the book holds (`chess`, `Othello`, `canonical Othello (--canonical)`).
+    pub game: String,
     pub format_version: u32,
     pub games: u64,
     pub positions: u64,
@@ -274,7 +333,7 @@ pub struct Stats {
 }
 
 pub fn stats(path: &Path) -> Result<Stats> {
-    let book = Book::open(path, crate::chess_codec())?;
+    let (game, book) = Game::open(path)?;
     let m = book.meta();
     let file_bytes = book.file_bytes();
     let per = |b: u64| {
@@ -286,6 +345,7 @@ pub fn stats(path: &Path) -> Result<Stats> {
     };
     Ok(Stats {
         path: path.display().to_string(),
+        game: game.to_string(),
         format_version: crate::store::book::FORMAT_VERSION,
         games: m.games,
         positions: m.positions,

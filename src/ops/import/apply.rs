@@ -10,6 +10,7 @@ use super::plan::PlannedInput;
 use super::record;
 use super::state::{COUNTED_TABLE, GAMES_LOG, ImportState, InputCounts, STATE_FILE, Staging};
 use crate::error::Result;
+use crate::ops::game::Game;
 use crate::ops::progress::Progress;
 use crate::store::book;
 use crate::store::entry::MergeIter;
@@ -93,7 +94,7 @@ pub(super) fn apply_phase(
         games,
         (records, new_games),
         &writer_opts,
-        opts.delta_min,
+        (opts.delta_min, opts.game),
     )
 }
 
@@ -157,14 +158,14 @@ fn apply(
     games: u64,
     (records, new_games): (Vec<(String, Vec<u8>)>, Option<GameTable>),
     writer_opts: &WriterOptions,
-    delta_min: u64,
+    (delta_min, game): (u64, Game),
 ) -> Result<Applied> {
     let run_files: Vec<PathBuf> = state.runs.iter().map(|(r, _)| staging.join(r)).collect();
     // A delta plan looks every new entry up in the book: caches within the budget's share.
     let old = if book_path.exists() {
         Some(Book::open_with_cache(
             book_path,
-            crate::chess_codec(),
+            game.codec(),
             writer_opts.cache_bytes,
         )?)
     } else {
@@ -187,7 +188,7 @@ fn apply(
                 games,
                 records,
                 new_games,
-                crate::chess_codec(),
+                game.codec(),
                 writer_opts,
             )?;
             return Ok(Applied::Delta);
@@ -205,11 +206,13 @@ fn apply(
         games,
         (records, new_games),
         writer_opts,
+        game,
     )
 }
 
 /// Writes the book anew into a file that replaces it: its entries, counts and records (if it
 /// exists) with the new ones.
+#[allow(clippy::too_many_arguments)]
 fn rewrite(
     book_path: &Path,
     old: Option<Book>,
@@ -218,8 +221,9 @@ fn rewrite(
     games: u64,
     (records, new_games): (Vec<(String, Vec<u8>)>, Option<GameTable>),
     writer_opts: &WriterOptions,
+    game: Game,
 ) -> Result<Applied> {
-    let mut w = BookWriter::create(book_path, crate::chess_codec(), writer_opts.clone())?;
+    let mut w = BookWriter::create(book_path, game.codec(), writer_opts.clone())?;
     crate::ops::progress::Trace::new().attach(&mut w);
     w.add_games(games);
     if let Some(db) = new_games {

@@ -10,22 +10,28 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use super::aggregate::SortedAggregate;
 use super::options::ImportOptions;
+use super::options::InputKind;
 use super::options::SkippedGame;
 use super::plan::PlannedInput;
 use super::source::{self, CHUNK_BYTES, Chunker};
 use super::state::{ImportState, PendingLogs, STATE_FILE};
 use super::worker::{self, Msg, ParsedGames, Reply};
 use crate::error::{Error, Result};
+use crate::ops::game::Game;
 use crate::ops::input;
+use crate::ops::othello::games::{WTHOR_HEADER, is_wthor_header};
 use crate::ops::pgn::SkipReason;
 use crate::ops::progress::Progress;
 use crate::store::book;
 use crate::store::fpset::{self, FingerprintSet};
 use crate::store::{Book, WriterOptions};
+use std::io::Read;
 
 /// Mutable bookkeeping of the coordinator between checkpoints.
 pub(super) struct Coordinator<'a> {
     plan: &'a [PlannedInput],
+    /// The game of the inputs: PGN for chess, WTHOR files or transcripts for Othello.
+    game: Game,
     staging: &'a Path,
     txs: Vec<Sender<Msg>>,
     rx: Receiver<Reply>,
@@ -219,7 +225,7 @@ impl Coordinator<'_> {
         &mut self,
         input: usize,
         first_line: u64,
-        data: Vec<u8>,
+        (data, kind): (Vec<u8>, InputKind),
         state: &mut ImportState,
     ) -> Result<()> {
         let Some(d) = self.dedupe.as_mut() else {
@@ -228,6 +234,7 @@ impl Coordinator<'_> {
                     input,
                     first_line,
                     data,
+                    kind,
                 },
                 state,
             );
@@ -339,6 +346,22 @@ impl Coordinator<'_> {
         let raw_read = inp.raw_read.clone();
         let raw_hash = inp.raw_hash.clone();
         let mut reader = inp.reader;
+        // An Othello input is a WTHOR file or transcripts, by its first bytes (put back).
+        let kind = if self.game.is_othello() {
+            let mut head = Vec::with_capacity(WTHOR_HEADER);
+            Read::take(&mut reader, WTHOR_HEADER as u64)
+                .read_to_end(&mut head)
+                .map_err(|e| Error::io(format!("reading {}", p.name), e))?;
+            let kind = if is_wthor_header(&head) {
+                InputKind::Wthor
+            } else {
+                InputKind::OthelloLines
+            };
+            reader = Box::new(std::io::Cursor::new(head).chain(reader));
+            kind
+        } else {
+            InputKind::Pgn
+        };
         let resuming = idx == state.input_index;
         let (mut offset, mut line) = if resuming && state.bytes_in_input > 0 {
             let seen = self.dedupe.as_mut().map(|d| &mut *d.seen);
@@ -349,16 +372,28 @@ impl Coordinator<'_> {
             (0, 1)
         };
         // Chunks of text cut at game boundaries; workers parse them in parallel.
-        let mut chunks = Chunker::new(&mut reader, &p.name, chunk_bytes);
+        // Othello inputs hold 5 to 10 times more plies a byte than PGN (a WTHOR record is 68
+        // bytes for up to 60 plies): smaller chunks keep a worker's overshoot past its budget
+        // as small as with PGN.
+        let chunk_bytes = match kind {
+            InputKind::Pgn => chunk_bytes,
+            InputKind::OthelloLines | InputKind::Wthor => (chunk_bytes / 16).max(4 << 10),
+        };
+        let mut chunks = Chunker::new(&mut reader, &p.name, chunk_bytes, kind, offset);
         while !chunks.done() {
             let spare = self
                 .spare_chunks
                 .pop()
                 .unwrap_or_else(|| Vec::with_capacity(2 * chunk_bytes));
-            let data = chunks.next_chunk(spare)?;
-            let lines = memchr::memchr_iter(b'\n', &data).count() as u64;
+            let mut data = chunks.next_chunk(spare)?;
+            let lines = kind.units(&data, offset);
             let len = data.len() as u64;
-            self.send_chunk(idx, line, data, state)?;
+            if kind == InputKind::Wthor && offset < WTHOR_HEADER as u64 {
+                // The workers see whole records only.
+                let header = (WTHOR_HEADER as u64 - offset).min(len) as usize;
+                data.drain(..header);
+            }
+            self.send_chunk(idx, line, (data, kind), state)?;
             offset += len;
             line += lines;
             progress.update(
@@ -429,7 +464,7 @@ pub(super) fn read_phase(
     let known = if opts.dedupe && book_path.exists() {
         // Random lookups: redb's cache within the budget's share, not its 64 MiB default.
         let cache = WriterOptions::for_memory(opts.memory_mib.max(1) << 20).cache_bytes;
-        let b = Book::open_with_cache(book_path, crate::chess_codec(), cache)?;
+        let b = Book::open_with_cache(book_path, opts.game.codec(), cache)?;
         let index = b.game_index()?;
         Some((index, b))
     } else {
@@ -440,11 +475,12 @@ pub(super) fn read_phase(
     let in_memory = std::thread::scope(|s| -> Result<Option<Vec<SortedAggregate>>> {
         let (res_tx, res_rx) = unbounded::<Reply>();
         let txs = (0..jobs)
-            .map(|id| worker::spawn(s, id, opts.rules, budget, &res_tx))
+            .map(|id| worker::spawn(s, id, (opts.rules, opts.game), budget, &res_tx))
             .collect();
         drop(res_tx);
         let mut co = Coordinator {
             plan,
+            game: opts.game,
             staging,
             txs,
             rx: res_rx,
@@ -527,6 +563,7 @@ mod tests {
         let file = |name: &str| std::fs::File::create(dir.path().join(name)).unwrap();
         let mut co = Coordinator {
             plan: &plan,
+            game: Game::Chess,
             staging: dir.path(),
             txs: to_workers,
             rx,

@@ -30,7 +30,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::progress::{Progress, Trace};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::{Book, BookMeta};
 use plan::Recorded;
 use state::{ImportState, SKIPPED_LOG, Staging, collect_skipped};
@@ -44,15 +44,15 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     let mut trace = Trace::new();
     let _lock = crate::store::book::lock_for_writing(book_path)?;
     // A writer killed before the folding policy ran leaves too many segments: fold now.
-    if book_path.exists() {
-        let book = crate::store::Book::open(book_path, crate::chess_codec())?;
-        if book.segments().len() > crate::store::book::MAX_SEGMENTS {
-            crate::store::book::fold_segments(
-                &book,
-                crate::store::book::MAX_SEGMENTS / 2,
-                &opts.writer,
-            )?;
-        }
+    // (A book of another game is refused below, with the message that says so.)
+    if let Ok(book) = crate::store::Book::open(book_path, opts.game.codec())
+        && book.segments().len() > crate::store::book::MAX_SEGMENTS
+    {
+        crate::store::book::fold_segments(
+            &book,
+            crate::store::book::MAX_SEGMENTS / 2,
+            &opts.writer,
+        )?;
     }
     let mut summary = ImportSummary {
         applied: Applied::None,
@@ -60,7 +60,8 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     };
 
     // Plan: the inputs the book has not counted yet.
-    let recorded = Recorded::read(book_path)?;
+    check_game(book_path, opts)?;
+    let recorded = Recorded::read(book_path, opts.game)?;
     let mut plan = plan::plan_inputs(
         inputs,
         &recorded.done,
@@ -116,7 +117,26 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
 
     // Clean up.
     staging.remove();
-    finish(book_path, &recorded.meta, summary, start, &progress)
+    finish(book_path, &recorded.meta, summary, start, &progress, opts)
+}
+
+/// Refuses options that do not apply to the game, and a book of another game.
+fn check_game(book_path: &Path, opts: &ImportOptions) -> Result<()> {
+    if opts.game.is_othello() {
+        if opts.dedupe {
+            return Err(Error::Usage(
+                "--dedupe applies to PGN imports only (Othello games carry no tags to compare)"
+                    .into(),
+            ));
+        }
+        if opts.rules.min_rating.is_some() {
+            return Err(Error::Usage(
+                "--min-rating applies to PGN imports only (Othello games carry no ratings)".into(),
+            ));
+        }
+    }
+    opts.game
+        .require_book(book_path, &format!("an import of {} games", opts.game))
 }
 
 /// Every input was counted before: nothing to read or apply (the `--report` file still lists
@@ -151,7 +171,7 @@ fn finish_committed_before_interruption(
     staging.remove();
     summary.applied = Applied::CommittedBeforeInterruption;
     summary.resumed = true;
-    let b = Book::open(book_path, crate::chess_codec())?;
+    let b = Book::open(book_path, opts.game.codec())?;
     summary.book = b.meta().clone();
     summary.book_bytes = b.file_bytes();
     summary.elapsed_secs = start.elapsed().as_secs_f64();
@@ -176,8 +196,9 @@ fn finish(
     mut summary: ImportSummary,
     start: Instant,
     progress: &Progress,
+    opts: &ImportOptions,
 ) -> Result<ImportSummary> {
-    let after = Book::open(book_path, crate::chess_codec())?;
+    let after = Book::open(book_path, opts.game.codec())?;
     summary.book = after.meta().clone();
     summary.positions_added = summary.book.positions.saturating_sub(before.positions);
     summary.pairs_added = summary.book.pairs.saturating_sub(before.pairs);

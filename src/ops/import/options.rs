@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ops::game::Game;
 use crate::ops::pgn::CountRules;
 use crate::store::{BookMeta, WriterOptions};
 
@@ -34,6 +35,9 @@ pub struct ImportOptions {
     /// The delta segments may hold this many entries (or an eighth of the base's, if more)
     /// before an import rewrites the base instead; [`DELTA_MIN_THRESHOLD`] by default.
     pub delta_min: u64,
+    /// The game of the inputs (PGN for chess; WTHOR files or transcripts for Othello) and of
+    /// the book, which must hold the same game.
+    pub game: Game,
 }
 
 impl Default for ImportOptions {
@@ -52,8 +56,21 @@ impl Default for ImportOptions {
             keep_skipped: 100,
             report: None,
             delta_min: DELTA_MIN_THRESHOLD,
+            game: Game::Chess,
         }
     }
+}
+
+/// What an input holds, and so where its games end (`source.rs` cuts chunks by it, the workers
+/// parse by it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum InputKind {
+    /// PGN text: games end before a tag line after a blank line.
+    Pgn,
+    /// Othello transcripts: one game per line.
+    OthelloLines,
+    /// A WTHOR file: a header, then fixed-size records.
+    Wthor,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]

@@ -9,6 +9,7 @@ use std::path::Path;
 use super::options::ImportOptions;
 use super::record::ImportRecord;
 use crate::error::{Error, Result};
+use crate::ops::game::Game;
 use crate::store::{Book, BookMeta};
 
 /// One input of the import plan.
@@ -30,9 +31,9 @@ pub(super) struct Recorded {
 }
 
 impl Recorded {
-    pub(super) fn read(book_path: &Path) -> Result<Recorded> {
+    pub(super) fn read(book_path: &Path, game: Game) -> Result<Recorded> {
         let existing = if book_path.exists() {
-            Some(Book::open(book_path, crate::chess_codec())?)
+            Some(Book::open(book_path, game.codec())?)
         } else {
             None
         };
@@ -105,6 +106,9 @@ pub(super) fn import_id(plan: &[PlannedInput], opts: &ImportOptions) -> String {
         )
         .as_bytes(),
     );
+    if opts.game != Game::Chess {
+        idh.update(format!("|{:?}", opts.game).as_bytes());
+    }
     format!("{:032x}", idh.digest128())
 }
 

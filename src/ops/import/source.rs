@@ -5,9 +5,11 @@
 use std::io::Read;
 use std::path::Path;
 
+use super::options::InputKind;
 use super::worker::dedupe_fingerprint;
 use crate::error::{Error, Result};
 use crate::ops::input;
+use crate::ops::othello::games::{WTHOR_HEADER, WTHOR_RECORD};
 use crate::ops::pgn::GameReader;
 use crate::ops::progress::Progress;
 use crate::store::fpset::FingerprintSet;
@@ -89,8 +91,44 @@ fn skip_tag(buf: &[u8], start: usize) -> Option<usize> {
     None
 }
 
+impl InputKind {
+    /// Where to cut `buf`, which starts at byte `offset` of the input: before the last game
+    /// that may be incomplete; `None` if no game ends in it.
+    fn boundary(self, buf: &[u8], offset: u64) -> Option<usize> {
+        match self {
+            InputKind::Pgn => last_game_boundary(buf),
+            InputKind::OthelloLines => memchr::memrchr(b'\n', buf).map(|i| i + 1),
+            InputKind::Wthor => {
+                let (header, size) = (WTHOR_HEADER as u64, WTHOR_RECORD as u64);
+                let end = offset + buf.len() as u64;
+                let cut = header + end.checked_sub(header)? / size * size;
+                usize::try_from(cut.checked_sub(offset)?)
+                    .ok()
+                    .filter(|&c| c > 0)
+            }
+        }
+    }
+
+    /// Games (lines, records) that start in a chunk of `len` bytes at `offset`, for the number
+    /// of the next chunk's first game; `data` is the chunk's text.
+    pub(super) fn units(self, data: &[u8], offset: u64) -> u64 {
+        match self {
+            InputKind::Pgn | InputKind::OthelloLines => {
+                memchr::memchr_iter(b'\n', data).count() as u64
+            }
+            InputKind::Wthor => {
+                let header = (WTHOR_HEADER as u64).saturating_sub(offset) as usize;
+                data.len().saturating_sub(header).div_ceil(WTHOR_RECORD) as u64
+            }
+        }
+    }
+}
+
 /// An input's text cut into chunks at game boundaries.
 pub(super) struct Chunker<'a, R> {
+    kind: InputKind,
+    /// Input offset of `buf[0]`.
+    offset: u64,
     reader: R,
     /// The input's name, for errors.
     name: &'a str,
@@ -101,8 +139,17 @@ pub(super) struct Chunker<'a, R> {
 }
 
 impl<'a, R: Read> Chunker<'a, R> {
-    pub(super) fn new(reader: R, name: &'a str, chunk_bytes: usize) -> Self {
+    /// A chunker of `reader`, the input `name` of kind `kind` from byte `offset` on.
+    pub(super) fn new(
+        reader: R,
+        name: &'a str,
+        chunk_bytes: usize,
+        kind: InputKind,
+        offset: u64,
+    ) -> Self {
         Chunker {
+            kind,
+            offset,
             reader,
             name,
             chunk_bytes,
@@ -138,7 +185,7 @@ impl<'a, R: Read> Chunker<'a, R> {
             if self.eof {
                 break self.buf.len();
             }
-            match last_game_boundary(&self.buf) {
+            match self.kind.boundary(&self.buf, self.offset) {
                 Some(i) => break i,
                 None if self.buf.len() < MAX_CHUNK_BYTES => {
                     // No boundary yet: read more before cutting.
@@ -154,6 +201,7 @@ impl<'a, R: Read> Chunker<'a, R> {
                 None => break memchr::memrchr(b'\n', &self.buf).map_or(self.buf.len(), |i| i + 1),
             }
         };
+        self.offset += cut as u64;
         let mut rest = spare;
         rest.extend_from_slice(&self.buf[cut..]);
         self.buf.truncate(cut);

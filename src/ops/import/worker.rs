@@ -8,9 +8,13 @@ use std::path::PathBuf;
 use crossbeam_channel::{Receiver, Sender, bounded};
 
 use super::aggregate::{Aggregator, SortedAggregate};
+use super::options::InputKind;
 use crate::error::Error;
+use crate::ops::game::Game;
+use crate::ops::othello::games::{self as othello_games, OthelloGame};
 use crate::ops::pgn::{
-    CountRules, GameReader, Ply, RawGame, SkipReason, game_fingerprint, game_result, replay_into,
+    CountRules, GameReader, GameResult, Ply, RawGame, SkipReason, game_fingerprint, game_result,
+    replay_into,
 };
 use crate::store::Entry;
 use crate::store::run::RunWriter;
@@ -21,6 +25,8 @@ pub(super) enum Msg {
         input: usize,
         first_line: u64,
         data: Vec<u8>,
+        /// What the text is (PGN, or Othello transcripts or WTHOR records).
+        kind: InputKind,
     },
     /// `--dedupe`: parse a chunk, fingerprint its games and keep them until [`Msg::Count`]
     /// says which ones are not repeats. Only the coordinator sees every fingerprint in input
@@ -139,7 +145,41 @@ pub(super) fn dedupe_fingerprint(g: &RawGame) -> Option<u128> {
     g.error.is_none().then(|| game_fingerprint(g))
 }
 
-fn worker(id: usize, rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, budget: usize) {
+/// Reads the Othello games of a chunk (transcript lines or WTHOR records), replays and counts
+/// them; returns the games read.
+fn count_othello_chunk(
+    data: &[u8],
+    first: u64,
+    kind: InputKind,
+    (max_ply, canonical): (usize, bool),
+    agg: &mut Aggregator,
+    plies: &mut Vec<Ply>,
+    t: &mut Tally,
+) -> u64 {
+    let mut count =
+        |number: u64, g: std::result::Result<OthelloGame, SkipReason>| match g.and_then(|g| {
+            othello_games::replay_into(&g, max_ply, canonical, plies)?;
+            Ok(g.result)
+        }) {
+            Ok(result) => {
+                t.imported += 1;
+                agg.add_game(result.unwrap_or(GameResult::Unknown), [None, None], plies);
+            }
+            Err(r) => t.skipped.push((number, r)),
+        };
+    match kind {
+        InputKind::Wthor => othello_games::each_record(data, first, &mut count),
+        _ => othello_games::each_line(data, first, &mut count),
+    }
+}
+
+fn worker(
+    id: usize,
+    rx: Receiver<Msg>,
+    tx: Sender<Reply>,
+    (rules, game): (CountRules, Game),
+    budget: usize,
+) {
     // Sized for the budget up front: rehashing a table of millions of positions as it grows
     // costs more than the aggregation itself. Untouched buckets cost no resident memory.
     let mut agg = Aggregator::for_budget(budget);
@@ -151,6 +191,36 @@ fn worker(id: usize, rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, bu
                 input,
                 first_line,
                 data,
+                kind: kind @ (InputKind::OthelloLines | InputKind::Wthor),
+            } => {
+                let mut t = Tally::default();
+                let canonical = matches!(game, Game::Othello { canonical: true });
+                let read = count_othello_chunk(
+                    &data,
+                    first_line,
+                    kind,
+                    (rules.max_ply, canonical),
+                    &mut agg,
+                    &mut plies,
+                    &mut t,
+                );
+                let mut spare = data;
+                spare.clear();
+                Reply::Batch {
+                    input,
+                    read,
+                    imported: t.imported,
+                    skipped: t.skipped,
+                    counted: Vec::new(),
+                    full: agg.full(budget),
+                    spare: Some(spare),
+                }
+            }
+            Msg::Chunk {
+                input,
+                first_line,
+                data,
+                kind: InputKind::Pgn,
             } => {
                 let mut t = Tally::default();
                 let read = each_game(&data, first_line, |g| match g {
@@ -271,7 +341,7 @@ fn worker(id: usize, rx: Receiver<Msg>, tx: Sender<Reply>, rules: CountRules, bu
 pub(super) fn spawn<'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
     id: usize,
-    rules: CountRules,
+    rules: (CountRules, Game),
     budget: usize,
     replies: &Sender<Reply>,
 ) -> Sender<Msg> {

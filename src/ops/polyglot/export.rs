@@ -373,7 +373,14 @@ pub fn export(
             opts.min_score
         )));
     }
-    let book = Book::open(book_path, crate::chess_codec())?;
+    let (game, book) = crate::ops::game::Game::open(book_path)?;
+    if game != crate::ops::game::Game::Chess {
+        return Err(crate::ops::game::chess_only(
+            book_path,
+            game,
+            "export (Polyglot .bin and its JSON lines; use `bookdb dump` for this book)",
+        ));
+    }
     let run = |w: &mut dyn Write| -> Result<ExportSummary> {
         match format {
             ExportFormat::Polyglot => export_polyglot(&book, w, opts),

@@ -15,7 +15,7 @@ use crate::chess::polyglot::{pg_decode, pg_in_moves, raw_code_from_pg};
 use crate::chess::{PosState, encode_move, polyglot_key};
 use crate::error::Result;
 use crate::store::entry::MergeIter;
-use crate::store::{Book, BookMeta, BookWriter, Entry, MoveExtra, MoveRec, WriterOptions};
+use crate::store::{BookMeta, BookWriter, Entry, MoveExtra, MoveRec, WriterOptions};
 
 #[derive(Clone, Debug, Default)]
 pub struct PolyglotImportOptions {
@@ -357,7 +357,15 @@ pub fn import_polyglot(
     }
     let _lock = crate::store::book::lock_for_writing(book_path)?;
     let old = if book_path.exists() {
-        Some(Book::open(book_path, codec.clone())?)
+        let (game, book) = crate::ops::game::Game::open(book_path)?;
+        if game != crate::ops::game::Game::Chess {
+            return Err(crate::ops::game::chess_only(
+                book_path,
+                game,
+                "import-polyglot",
+            ));
+        }
+        Some(book)
     } else {
         None
     };
