@@ -1,7 +1,8 @@
 //! The `bookdb` command line: parses arguments, calls the library, maps errors to exit codes.
 //!
-//! Exit codes: 0 success; 1 error; 2 usage; 3 the book is corrupt (or `verify` found a
-//! problem); 4 the file is not a book or has an unsupported version.
+//! Exit codes (README.md): 0 success; 1 error; 2 usage (arguments clap cannot parse); 3 the
+//! book is corrupt (or `verify` found a problem); 4 the file is not a book or has an
+//! unsupported version; 75 busy (another process is writing the book; EX_TEMPFAIL).
 
 #![deny(
     clippy::unwrap_used,
@@ -13,7 +14,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use bookdb::chess::{PosState, to_hex};
 use bookdb::error::{ErrorKind, StoreError};
@@ -22,8 +23,9 @@ use bookdb::error::{ErrorKind, StoreError};
 // glibc's malloc (measured in docs/PERFORMANCE.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+use bookdb::ops::progress::ProgressMode;
 use bookdb::ops::{import, query, verify};
-use bookdb::store::Book;
+use bookdb::store::{Book, LockWait};
 
 #[derive(Parser)]
 #[command(
@@ -32,17 +34,78 @@ use bookdb::store::Book;
     about = "Persistent chess opening-book database"
 )]
 struct Cli {
+    #[command(flatten)]
+    global: Global,
     #[command(subcommand)]
     cmd: Cmd,
 }
 
+/// Options every command takes (those that do not write a book ignore them).
+#[derive(Args)]
+struct Global {
+    /// Writers: wait for another writer's lock on the book, up to SECONDS (no value: as long
+    /// as it takes) instead of failing at once with exit code 75.
+    #[arg(long, global = true, value_name = "SECONDS", num_args = 0..=1,
+          default_missing_value = "forever", value_parser = parse_wait)]
+    wait: Option<LockWait>,
+    /// Progress on stderr: auto (a bar on a terminal, otherwise a plain line every few
+    /// seconds), bar, plain or none. --quiet means none; so does --json unless given.
+    #[arg(long, global = true, value_name = "MODE")]
+    progress: Option<ProgressMode>,
+}
+
+fn parse_wait(s: &str) -> Result<LockWait, String> {
+    if s == "forever" {
+        return Ok(LockWait::Forever);
+    }
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("--wait takes a number of seconds, not {s:?}"))?;
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("--wait takes a number of seconds, not {s:?}"));
+    }
+    Ok(LockWait::For(std::time::Duration::from_secs_f64(secs)))
+}
+
+impl Global {
+    /// The progress mode of a command given `--quiet` and `--json`.
+    fn progress(&self, quiet: bool, json: bool) -> ProgressMode {
+        match self.progress {
+            _ if quiet => ProgressMode::None,
+            Some(m) => m,
+            None if json => ProgressMode::None,
+            None => ProgressMode::Auto,
+        }
+    }
+
+    fn wait(&self) -> LockWait {
+        self.wait.unwrap_or_default()
+    }
+}
+
+/// `--version`: the commit and the book format versions.
+fn version() -> String {
+    let (writes, oldest) = bookdb::store::format_versions();
+    format!(
+        "{} (commit {})\nbook format version {writes} (read and written); `bookdb migrate` upgrades books from version {oldest} on",
+        env!("CARGO_PKG_VERSION"),
+        env!("BOOKDB_GIT_COMMIT"),
+    )
+}
+
+/// The command line's definition, with the version (also for completions and the man page).
+fn command() -> clap::Command {
+    let v = version();
+    Cli::command().version(v.clone()).long_version(v)
+}
+
 #[derive(Subcommand)]
 enum Cmd {
-    /// Count games from PGN files (plain, .zst, .gz, .bz2, or - for stdin) into a book.
+    /// Count games from PGN files (plain, .zst, .gz, .bz2, .xz, or - for stdin) into a book.
     Import {
         #[arg(required = true)]
         inputs: Vec<String>,
-        #[arg(long)]
+        #[arg(long, env = "BOOKDB_BOOK")]
         book: PathBuf,
         /// Count only the first N plies of each game.
         #[arg(long, default_value_t = import::DEFAULT_MAX_PLY)]
@@ -57,6 +120,10 @@ enum Cmd {
         /// Count inputs again even if the book already lists them as imported.
         #[arg(long)]
         force: bool,
+        /// Fingerprint every input's bytes even if its path, size, modification time and inode
+        /// match an earlier import's (which otherwise identify it as already imported).
+        #[arg(long)]
+        rehash: bool,
         /// Worker threads (default: all cores).
         #[arg(long)]
         jobs: Option<usize>,
@@ -82,7 +149,7 @@ enum Cmd {
     },
     /// Show the moves of a position (start position unless --fen/--moves).
     Probe {
-        #[arg(long)]
+        #[arg(long, env = "BOOKDB_BOOK")]
         book: PathBuf,
         #[arg(long)]
         fen: Option<String>,
@@ -94,7 +161,7 @@ enum Cmd {
     },
     /// Print every position as a JSON line, ascending key.
     Dump {
-        #[arg(long)]
+        #[arg(long, env = "BOOKDB_BOOK")]
         book: PathBuf,
     },
     /// Print a position's key, bit count and packed bytes.
@@ -104,21 +171,21 @@ enum Cmd {
     },
     /// Show book statistics.
     Stats {
-        #[arg(long)]
+        #[arg(long, env = "BOOKDB_BOOK")]
         book: PathBuf,
         #[arg(long)]
         json: bool,
     },
     /// Check the whole book; exit 0 only if every check passes.
     Verify {
-        #[arg(long)]
+        #[arg(long, env = "BOOKDB_BOOK")]
         book: PathBuf,
         #[arg(long)]
         json: bool,
     },
     /// Write the book as a Polyglot .bin (weights by `polyglot make-book`'s rule) or JSON lines.
     Export {
-        #[arg(long)]
+        #[arg(long, env = "BOOKDB_BOOK")]
         book: PathBuf,
         /// polyglot or jsonl.
         #[arg(long)]
@@ -149,7 +216,7 @@ enum Cmd {
     ImportPolyglot {
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
-        #[arg(long)]
+        #[arg(long, env = "BOOKDB_BOOK")]
         book: PathBuf,
         /// Import files the book already lists as imported (their weights add up again).
         #[arg(long)]
@@ -174,7 +241,7 @@ enum Cmd {
     },
     /// Rewrite a book: fold the delta tier into blocks, prune, return space.
     Compact {
-        #[arg(long)]
+        #[arg(long, env = "BOOKDB_BOOK")]
         book: PathBuf,
         /// Drop moves played in fewer than N games (Polyglot-only moves are kept).
         #[arg(long)]
@@ -191,9 +258,34 @@ enum Cmd {
     },
     /// Bring a book to the current format version.
     Migrate {
-        #[arg(long)]
+        #[arg(long, env = "BOOKDB_BOOK")]
         book: PathBuf,
+        /// Print errors as JSON.
+        #[arg(long)]
+        json: bool,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish or powershell) to stdout.
+    Completions { shell: clap_complete::Shell },
+    /// Print the man page (roff) to stdout: `bookdb man > bookdb.1`.
+    Man,
+}
+
+impl Cmd {
+    /// Whether the command was asked for JSON output (errors are then JSON on stderr too).
+    fn json(&self) -> bool {
+        match self {
+            Cmd::Import { json, .. }
+            | Cmd::Probe { json, .. }
+            | Cmd::Stats { json, .. }
+            | Cmd::Verify { json, .. }
+            | Cmd::Export { json, .. }
+            | Cmd::ImportPolyglot { json, .. }
+            | Cmd::Merge { json, .. }
+            | Cmd::Compact { json, .. }
+            | Cmd::Migrate { json, .. } => *json,
+            Cmd::Dump { .. } | Cmd::Pack { .. } | Cmd::Completions { .. } | Cmd::Man => false,
+        }
+    }
 }
 
 /// Skipped games shown on stderr (all of them go to `--report FILE`).
@@ -219,16 +311,22 @@ fn report_skipped(summary: &import::ImportSummary, report: Option<&PathBuf>, qui
     }
 }
 
-/// `merge` and `compact`: a progress bar unless `--quiet` or `--json`.
-fn rewrite_options(quiet: bool, json: bool) -> bookdb::ops::rewrite::RewriteOptions {
+/// `merge`, `compact` and `migrate`: progress and lock waiting as asked.
+fn rewrite_options(
+    global: &Global,
+    quiet: bool,
+    json: bool,
+) -> bookdb::ops::rewrite::RewriteOptions {
     bookdb::ops::rewrite::RewriteOptions {
-        show_progress: !quiet && !json,
+        progress: global.progress(quiet, json),
+        lock_wait: global.wait(),
         ..Default::default()
     }
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let codec = bookdb::chess_codec();
+    let global = &cli.global;
     match cli.cmd {
         Cmd::Import {
             inputs,
@@ -237,6 +335,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             min_rating,
             dedupe,
             force,
+            rehash,
             jobs,
             memory,
             block_bytes,
@@ -252,9 +351,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
                 dedupe,
                 force,
+                rehash,
                 jobs: jobs.unwrap_or(0),
                 memory_mib: memory,
-                show_progress: !quiet && !json,
+                progress: global.progress(quiet, json),
+                lock_wait: global.wait(),
                 delta_min,
                 writer: bookdb::store::WriterOptions {
                     target_block_bytes: block_bytes,
@@ -265,6 +366,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let summary = import::import(&book, &inputs, &opts)?;
             report_skipped(&summary, report.as_ref(), quiet || json);
+            // Inputs that are not PGN text were left out (not counted, not recorded): said
+            // even with --quiet, and the exit code is 1.
+            if !json {
+                for f in &summary.failed_inputs {
+                    eprintln!("bookdb: error: {}", f.error);
+                }
+            }
             if json {
                 println!("{}", serde_json::to_string(&summary)?);
             } else if !quiet {
@@ -307,6 +415,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     summary.book_bytes as f64 / summary.book.pairs.max(1) as f64,
                     summary.elapsed_secs
                 );
+            }
+            if !summary.failed_inputs.is_empty() {
+                return Ok(ExitCode::from(1));
             }
         }
         Cmd::Probe {
@@ -461,6 +572,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let opts = bookdb::ops::polyglot::PolyglotImportOptions {
                 force,
+                lock_wait: global.wait(),
                 ..Default::default()
             };
             let s = bookdb::ops::polyglot::import_polyglot(&book, &inputs, &opts)?;
@@ -483,7 +595,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             quiet,
         } => {
-            let opts = rewrite_options(quiet, json);
+            let opts = rewrite_options(global, quiet, json);
             let s = bookdb::ops::rewrite::merge(&inputs, &out, &opts)?;
             if json {
                 println!("{}", serde_json::to_string(&s)?);
@@ -516,7 +628,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let opts = bookdb::ops::rewrite::RewriteOptions {
                 retrain,
-                ..rewrite_options(quiet, json)
+                ..rewrite_options(global, quiet, json)
             };
             let s = bookdb::ops::rewrite::compact(&book, min_games, &opts)?;
             if json {
@@ -538,8 +650,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        Cmd::Migrate { book } => {
-            println!("{}", bookdb::ops::rewrite::migrate(&book)?);
+        Cmd::Migrate { book, json } => {
+            let message =
+                bookdb::ops::rewrite::migrate(&book, &rewrite_options(global, false, json))?;
+            if json {
+                println!("{}", serde_json::json!({ "message": message }));
+            } else {
+                println!("{message}");
+            }
+        }
+        Cmd::Completions { shell } => {
+            clap_complete::generate(shell, &mut command(), "bookdb", &mut std::io::stdout());
+        }
+        Cmd::Man => {
+            clap_mangen::Man::new(command()).render(&mut std::io::stdout())?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -575,7 +699,11 @@ fn main() -> ExitCode {
         eprintln!("bookdb: internal error (please report it with the lines below)");
         default_hook(info);
     }));
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let json = cli.cmd.json();
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -586,18 +714,36 @@ fn main() -> ExitCode {
                 e.downcast_ref::<StoreError>()
                     .map(|se| (se.to_string(), ErrorKind::of_store(se)))
             };
-            match &library {
-                Some((msg, _)) => eprintln!("bookdb: error: {msg}"),
-                None => eprintln!("bookdb: error: {e:#}"),
-            }
-            let code = match library.map(|(_, kind)| kind) {
-                Some(ErrorKind::Corrupt) => 3,
-                Some(ErrorKind::NotABook) => 4,
-                // Usage errors of the library (a bad FEN, an option value) keep exit code 1, as
-                // before; 2 is clap's, for arguments it cannot parse.
-                _ => 1,
+            let kind = library.as_ref().map(|(_, kind)| *kind);
+            let message = match library {
+                Some((msg, _)) => msg,
+                None => format!("{e:#}"),
             };
+            let code = exit_code(kind);
+            if json {
+                let j = serde_json::json!({ "error": {
+                    "kind": kind.map_or("error", ErrorKind::as_str),
+                    "message": message,
+                    "exit_code": code,
+                }});
+                eprintln!("{j}");
+            } else {
+                eprintln!("bookdb: error: {message}");
+            }
             ExitCode::from(code)
         }
+    }
+}
+
+/// The exit code of a failure (README.md's table).
+fn exit_code(kind: Option<ErrorKind>) -> u8 {
+    match kind {
+        Some(ErrorKind::Corrupt) => 3,
+        Some(ErrorKind::NotABook) => 4,
+        // EX_TEMPFAIL (sysexits.h): try again later.
+        Some(ErrorKind::Busy) => 75,
+        // Usage errors of the library (a bad FEN, an option value) keep exit code 1, as
+        // before; 2 is clap's, for arguments it cannot parse.
+        _ => 1,
     }
 }

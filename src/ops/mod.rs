@@ -5,7 +5,7 @@ pub mod import;
 pub mod input;
 pub mod pgn;
 pub mod polyglot;
-pub(crate) mod progress;
+pub mod progress;
 pub mod query;
 pub mod rewrite;
 pub mod verify;

@@ -221,10 +221,15 @@ impl<R: Read> GameReader<R> {
 pub enum SkipReason {
     Variant(String),
     BadFen(String),
-    IllegalMove { ply: usize, san: String },
+    IllegalMove {
+        ply: usize,
+        san: String,
+    },
     MinRating,
     Duplicate,
     Unreadable(String),
+    /// The game has no moves (only tags, or a result): nothing to count.
+    NoMoves,
 }
 
 impl SkipReason {
@@ -238,6 +243,7 @@ impl SkipReason {
             SkipReason::MinRating => "min-rating",
             SkipReason::Duplicate => "duplicate",
             SkipReason::Unreadable(_) => "unreadable",
+            SkipReason::NoMoves => "no-moves",
         }
     }
 }
@@ -259,6 +265,7 @@ impl std::fmt::Display for SkipReason {
             SkipReason::MinRating => write!(f, "a player is rated below --min-rating or unrated"),
             SkipReason::Duplicate => write!(f, "duplicate of an earlier game (--dedupe)"),
             SkipReason::Unreadable(e) => write!(f, "unreadable PGN: {e}"),
+            SkipReason::NoMoves => write!(f, "the game has no moves"),
         }
     }
 }
@@ -342,6 +349,9 @@ pub fn replay_into(
 ) -> Result<(), SkipReason> {
     plies.clear();
     let mut pos = start_position(g, rules)?;
+    if g.sans.is_empty() {
+        return Err(SkipReason::NoMoves);
+    }
     for (ply, san) in g.sans.iter().enumerate() {
         let m = match crate::chess::legal::fast_san_move(&pos, &san.san) {
             Some(m) => m,

@@ -19,8 +19,10 @@ use crate::store::{Book, BookMeta, BookWriter, WriterOptions};
 #[derive(Clone, Debug, Default)]
 pub struct RewriteOptions {
     pub writer: WriterOptions,
-    /// A progress bar on stderr when it is a terminal.
-    pub show_progress: bool,
+    /// Progress on stderr: a bar, plain lines, or none.
+    pub progress: super::progress::ProgressMode,
+    /// How long to wait for another writer's lock on the book.
+    pub lock_wait: crate::store::LockWait,
     /// `compact`: train a new position model and dictionary even if the book's own still fit
     /// (see [`keeps_model`]).
     pub retrain: bool,
@@ -78,7 +80,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
             p.display()
         )));
     }
-    let _lock = WriterLock::acquire(out)?;
+    let _lock = WriterLock::acquire(out, opts.lock_wait)?;
     remove_stale_temp_books(out);
     let books = inputs
         .iter()
@@ -121,7 +123,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
         })
         .collect::<crate::store::error::Result<Vec<_>>>()?;
     let total = books.iter().map(|b| input_entries(b.meta())).sum();
-    let progress = Progress::rewrite(opts.show_progress, "merge", total);
+    let progress = Progress::rewrite(opts.progress, "merge", total);
     let mut n = 0u64;
     for e in AttachKeyOnly::new(MergeIter::new(streams)) {
         w.push(e?)?;
@@ -169,7 +171,7 @@ pub fn compact(
     min_games: Option<u64>,
     opts: &RewriteOptions,
 ) -> Result<CompactSummary> {
-    let _lock = WriterLock::acquire(book)?;
+    let _lock = WriterLock::acquire(book, opts.lock_wait)?;
     remove_stale_temp_books(book);
     let old = Book::open(book, crate::chess_codec())?;
     rewrite_whole(book, old, min_games, opts, "compact")
@@ -201,7 +203,7 @@ fn rewrite_whole(
     if let Some(c) = &reuse {
         w.reuse_compression(c.clone())?;
     }
-    let progress = Progress::rewrite(opts.show_progress, label, input_entries(&before));
+    let progress = Progress::rewrite(opts.progress, label, input_entries(&before));
     let mut n = 0u64;
     for e in AttachKeyOnly::new(old.iter_for_rewrite_coded(reuse.as_ref())?) {
         let mut e = e?;
@@ -240,7 +242,7 @@ fn rewrite_whole(
 /// Brings a book to the current format version: a book at [`FORMAT_VERSION`] is left as it is
 /// (and the message says so); one at an older version down to [`OLDEST_MIGRATABLE`] is
 /// rewritten with the same content (migrations/README.md, migrations/v1-to-v2.md).
-pub fn migrate(book: &Path) -> Result<String> {
+pub fn migrate(book: &Path, opts: &RewriteOptions) -> Result<String> {
     if !book.exists() {
         return Err(StoreError::BookNotFound {
             path: book.to_path_buf(),
@@ -248,7 +250,7 @@ pub fn migrate(book: &Path) -> Result<String> {
         .into());
     }
     // Under the lock, and through the reader that repairs a book a killed writer left.
-    let _lock = WriterLock::acquire(book)?;
+    let _lock = WriterLock::acquire(book, opts.lock_wait)?;
     remove_stale_temp_books(book);
     let old = match Book::open_for_migration(book, crate::chess_codec()) {
         Ok(b) => b,
@@ -269,7 +271,7 @@ pub fn migrate(book: &Path) -> Result<String> {
     }
     // v1 → v2 (migrations/v1-to-v2.md): the same content, rewritten as every whole-book
     // rewrite is (temp file, fsync, rename), now marked version 2.
-    let s = rewrite_whole(book, old, None, &RewriteOptions::default(), "migrate")?;
+    let s = rewrite_whole(book, old, None, opts, "migrate")?;
     Ok(format!(
         "{}: migrated from format version {version} to {FORMAT_VERSION} ({} positions, {} pairs; {} -> {} bytes)",
         book.display(),

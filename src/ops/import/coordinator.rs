@@ -519,6 +519,7 @@ mod tests {
             name: "in.pgn".into(),
             fingerprint: Some("f".into()),
             bytes: None,
+            identity: None,
         }];
         let (to_workers, from_coordinator): (Vec<_>, Vec<_>) =
             (0..2).map(|_| bounded::<Msg>(8)).unzip();

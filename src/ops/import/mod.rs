@@ -42,7 +42,7 @@ pub use options::*;
 pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Result<ImportSummary> {
     let start = Instant::now();
     let mut trace = Trace::new();
-    let _lock = WriterLock::acquire(book_path)?;
+    let _lock = WriterLock::acquire(book_path, opts.lock_wait)?;
     remove_stale_temp_books(book_path);
     let mut summary = ImportSummary {
         applied: Applied::None,
@@ -53,9 +53,10 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     let recorded = Recorded::read(book_path)?;
     let mut plan = plan::plan_inputs(
         inputs,
-        &recorded.done,
-        opts.force,
+        &recorded,
+        opts,
         &mut summary.already_imported,
+        &mut summary.failed_inputs,
     )?;
     if plan.is_empty() {
         return nothing_to_read(book_path, recorded.meta, summary, opts, start);
@@ -70,7 +71,7 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     }
     let mut state = staging.open_state(plan.len(), opts.dedupe, has_stdin)?;
     summary.resumed = state.resumed();
-    let progress = Progress::new(opts.show_progress);
+    let progress = Progress::new(opts.progress);
     trace.mark("plan (lock, book records, input fingerprints, staging area)");
 
     // Read phase: parse, replay and aggregate on the workers, spilling runs at checkpoints.

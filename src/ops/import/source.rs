@@ -98,6 +98,8 @@ pub(super) struct Chunker<'a, R> {
     /// Text read and not handed out yet.
     buf: Vec<u8>,
     eof: bool,
+    /// Bytes handed out in chunks so far.
+    handed_out: u64,
 }
 
 impl<'a, R: Read> Chunker<'a, R> {
@@ -108,6 +110,7 @@ impl<'a, R: Read> Chunker<'a, R> {
             chunk_bytes,
             buf: Vec::with_capacity(2 * chunk_bytes),
             eof: false,
+            handed_out: 0,
         }
     }
 
@@ -154,6 +157,18 @@ impl<'a, R: Read> Chunker<'a, R> {
                 None => break memchr::memrchr(b'\n', &self.buf).map_or(self.buf.len(), |i| i + 1),
             }
         };
+        // PGN is text: a NUL byte past the start the input was checked by means binary data
+        // (a damaged or wrong file); the input fails rather than count noise as games.
+        if let Some(i) = memchr::memchr(0, &self.buf[..cut]) {
+            return Err(crate::ops::input::not_pgn(
+                self.name,
+                &format!(
+                    "binary data (a NUL byte {} bytes into the text)",
+                    self.handed_out + i as u64
+                ),
+            ));
+        }
+        self.handed_out += cut as u64;
         let mut rest = spare;
         rest.extend_from_slice(&self.buf[cut..]);
         self.buf.truncate(cut);

@@ -23,6 +23,8 @@ pub struct PolyglotImportOptions {
     pub writer: WriterOptions,
     /// Import files the book already lists as imported (their weights then add up again).
     pub force: bool,
+    /// How long to wait for another writer's lock on the book.
+    pub lock_wait: crate::store::LockWait,
 }
 
 /// Prefix of the `imports` table keys of Polyglot files (`polyglot:<xxh3-128 of the bytes>`),
@@ -356,7 +358,7 @@ pub fn import_polyglot(
     for p in inputs {
         read.push(read_bin_fingerprinted(p)?);
     }
-    let _lock = WriterLock::acquire(book_path)?;
+    let _lock = WriterLock::acquire(book_path, opts.lock_wait)?;
     remove_stale_temp_books(book_path);
     let old = if book_path.exists() {
         Some(Book::open(book_path, codec.clone())?)

@@ -11,7 +11,7 @@ use super::{seal::*, train::*};
 use crate::store::block;
 use crate::store::entry::Entry;
 use crate::store::error::{CodecError, Error, Result};
-use crate::store::files::temp_sibling;
+use crate::store::files::{inherit_metadata, temp_sibling};
 use crate::store::{PositionCodec, PositionModel};
 
 /// Options for writing blocks.
@@ -524,6 +524,11 @@ impl BookWriter {
         }
         let f =
             std::fs::File::open(&self.tmp_path).map_err(|e| Error::io("reopening new book", e))?;
+        // A rewrite keeps the mode, owner and group of the book it replaces.
+        if let Err(e) = inherit_metadata(&self.final_path, &f) {
+            let _ = std::fs::remove_file(&self.tmp_path);
+            return Err(e);
+        }
         f.sync_all()
             .map_err(|e| Error::io("fsync of new book", e))?;
         std::fs::rename(&self.tmp_path, &self.final_path).map_err(|e| {
