@@ -45,7 +45,7 @@ struct Cli {
 struct Global {
     /// Writers: wait for another writer's lock on the book, up to SECONDS (no value: as long
     /// as it takes) instead of failing at once with exit code 75.
-    #[arg(long, global = true, value_name = "SECONDS", num_args = 0..=1,
+    #[arg(long, global = true, value_name = "SECONDS", num_args = 0..=1, require_equals = true,
           default_missing_value = "forever", value_parser = parse_wait)]
     wait: Option<LockWait>,
     /// Progress on stderr: auto (a bar on a terminal, otherwise a plain line every few
@@ -93,10 +93,15 @@ fn version() -> String {
     )
 }
 
-/// The command line's definition, with the version (also for completions and the man page).
+/// The command line's definition, with the version (also for completions and the man page):
+/// `-V` and the man page show the one-line version, `--version` the format versions too.
 fn command() -> clap::Command {
-    let v = version();
-    Cli::command().version(v.clone()).long_version(v)
+    let short = format!(
+        "{} (commit {})",
+        env!("CARGO_PKG_VERSION"),
+        env!("BOOKDB_GIT_COMMIT")
+    );
+    Cli::command().version(short).long_version(version())
 }
 
 #[derive(Subcommand)]

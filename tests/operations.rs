@@ -342,6 +342,10 @@ fn a_held_lock_is_busy_exit_75_and_wait_waits_for_it() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // `--wait` takes its value only after `=`: the word after it is an input.
+    let more = dir.path().join("more.pgn");
+    std::fs::write(&more, "[Event \"w\"]\n\n1. e4 c5 *\n").unwrap();
+    ok(&["import", "--wait", s(&more), "--book", s(&book), "--quiet"]);
     // A bad --wait value is a usage error.
     assert_eq!(
         run(&["compact", "--book", s(&book), "--wait=soon"])
@@ -517,7 +521,12 @@ fn completions_and_man_page() {
         assert!(c.contains("wait") && c.contains("progress"), "{shell}");
     }
     let man = ok(&["man"]);
-    assert!(man.contains(".TH bookdb"), "{}", &man[..man.len().min(200)]);
+    let th = man.lines().find(|l| l.starts_with(".TH bookdb")).unwrap();
+    assert_eq!(
+        th.matches('"').count() % 2,
+        0,
+        "the title line is whole: {th}"
+    );
     assert!(man.contains("completions"));
     assert_eq!(run(&["completions", "tcsh"]).status.code(), Some(2));
 }
