@@ -56,6 +56,20 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// The kind's stable name, as `--json` errors print it (`{"error":{"kind":…}}`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Usage => "usage",
+            ErrorKind::Input => "input",
+            ErrorKind::Busy => "busy",
+            ErrorKind::Corrupt => "corrupt",
+            ErrorKind::NotABook => "not-a-book",
+            ErrorKind::NotFound => "not-found",
+            ErrorKind::Io => "io",
+            ErrorKind::Internal => "internal",
+        }
+    }
+
     /// The kind of a store error (for callers that hold one without the ops-level wrapper).
     pub fn of_store(e: &StoreError) -> ErrorKind {
         match e {

@@ -1,7 +1,8 @@
 //! The `bookdb` command line: parses arguments, calls the library, maps errors to exit codes.
 //!
-//! Exit codes: 0 success; 1 error; 2 usage; 3 the book is corrupt (or `verify` found a
-//! problem); 4 the file is not a book or has an unsupported version.
+//! Exit codes (README.md): 0 success; 1 error; 2 usage (arguments clap cannot parse); 3 the
+//! book is corrupt (or `verify` found a problem); 4 the file is not a book or has an
+//! unsupported version; 75 busy (another process is writing the book; EX_TEMPFAIL).
 
 #![deny(
     clippy::unwrap_used,
@@ -13,7 +14,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::FromArgMatches;
 
 use bookdb::chess::{PosState, to_hex};
 use bookdb::error::{ErrorKind, StoreError};
@@ -22,203 +23,12 @@ use bookdb::error::{ErrorKind, StoreError};
 // glibc's malloc (measured in docs/PERFORMANCE.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+mod cli;
 use bookdb::ops::game::Game;
 use bookdb::ops::othello::query as othello_query;
 use bookdb::ops::{import, query, verify};
-
-#[derive(Parser)]
-#[command(
-    name = "bookdb",
-    version,
-    about = "Persistent chess opening-book database"
-)]
-struct Cli {
-    #[command(subcommand)]
-    cmd: Cmd,
-}
-
-#[derive(Subcommand)]
-enum Cmd {
-    /// Count games from PGN files (plain, .zst, .gz, .bz2, or - for stdin) into a book.
-    Import {
-        #[arg(required = true)]
-        inputs: Vec<String>,
-        #[arg(long)]
-        book: PathBuf,
-        /// Count only the first N plies of each game.
-        #[arg(long, default_value_t = import::DEFAULT_MAX_PLY)]
-        max_ply: usize,
-        /// Skip games unless both players are rated at least R.
-        #[arg(long)]
-        min_rating: Option<u32>,
-        /// Skip games identical to an earlier one (tags White/Black/Date/Round/Event/Site,
-        /// result and moves).
-        #[arg(long)]
-        dedupe: bool,
-        /// Count inputs again even if the book already lists them as imported.
-        #[arg(long)]
-        force: bool,
-        /// Worker threads (default: all cores).
-        #[arg(long)]
-        jobs: Option<usize>,
-        /// Memory budget in MiB (aggregation gets half; past it, sorted runs spill to disk).
-        #[arg(long, default_value_t = 256)]
-        memory: usize,
-        /// Target stored size of a value block in bytes (advanced; see docs/PERFORMANCE.md).
-        #[arg(long, default_value_t = bookdb::store::WriterOptions::default().target_block_bytes, hide = true)]
-        block_bytes: usize,
-        /// Delta-tier size (entries) below which imports into a book never rewrite it
-        /// (advanced; the threshold is the larger of this and an eighth of the book).
-        #[arg(long, default_value_t = bookdb::ops::import::DELTA_MIN_THRESHOLD, hide = true)]
-        delta_min: u64,
-        /// Write every skipped game (file:line, reason) to this file.
-        #[arg(long)]
-        report: Option<PathBuf>,
-        /// Print the summary as JSON.
-        #[arg(long)]
-        json: bool,
-        /// No progress bar, no skipped-game lines on stderr.
-        #[arg(long, short)]
-        quiet: bool,
-        /// The game of the inputs: chess (PGN) or othello (WTHOR .wtb files, recognised by
-        /// their header, or transcripts: one game per line, "f5d6c3…", optionally a space and
-        /// black's discs minus white's).
-        #[arg(long, value_enum, default_value_t = GameArg::Chess)]
-        game: GameArg,
-        /// Othello: store each position under the least of its 8 board symmetries.
-        #[arg(long)]
-        canonical: bool,
-    },
-    /// Show the moves of a position (start position unless --fen/--board/--moves).
-    Probe {
-        #[arg(long)]
-        book: PathBuf,
-        #[arg(long, conflicts_with = "board")]
-        fen: Option<String>,
-        /// Othello: a board string, 64 characters a1, b1, …, h8 of '-', 'X' (black), 'O'
-        /// (white), a space, then X or O to move.
-        #[arg(long, allow_hyphen_values = true)]
-        board: Option<String>,
-        /// Moves from the start (or from --fen/--board): chess SAN or UCI ("e4 e5 Nf3"),
-        /// Othello squares ("f5 d6 c3").
-        #[arg(long)]
-        moves: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Print every position as a JSON line, ascending key.
-    Dump {
-        #[arg(long)]
-        book: PathBuf,
-    },
-    /// Print a position's key, bit count and packed bytes.
-    Pack {
-        #[arg(long)]
-        fen: String,
-        /// The game (chess only: the packed format of a FEN).
-        #[arg(long, value_enum, default_value_t = GameArg::Chess)]
-        game: GameArg,
-    },
-    /// Show book statistics.
-    Stats {
-        #[arg(long)]
-        book: PathBuf,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Check the whole book; exit 0 only if every check passes.
-    Verify {
-        #[arg(long)]
-        book: PathBuf,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Write the book as a Polyglot .bin (weights by `polyglot make-book`'s rule) or JSON lines.
-    Export {
-        #[arg(long)]
-        book: PathBuf,
-        /// polyglot or jsonl.
-        #[arg(long)]
-        format: bookdb::ops::polyglot::ExportFormat,
-        /// Output file, or - for stdout.
-        #[arg(long)]
-        out: String,
-        /// Leave out moves played in fewer games (polyglot -min-game; default 1).
-        #[arg(long)]
-        min_games: Option<u64>,
-        /// Leave out moves scoring below P percent for the mover (polyglot -min-score).
-        #[arg(long)]
-        min_score: Option<f64>,
-        /// Only positions with white to move (polyglot -only-white).
-        #[arg(long, conflicts_with = "only_black")]
-        only_white: bool,
-        /// Only positions with black to move (polyglot -only-black).
-        #[arg(long)]
-        only_black: bool,
-        /// Weight 1 for every move (polyglot -uniform).
-        #[arg(long)]
-        uniform: bool,
-        /// Print the summary as JSON (on stderr when --out is -).
-        #[arg(long)]
-        json: bool,
-    },
-    /// Import Polyglot .bin books: positions are rebuilt by walking the books' moves.
-    ImportPolyglot {
-        #[arg(required = true)]
-        inputs: Vec<PathBuf>,
-        #[arg(long)]
-        book: PathBuf,
-        /// Import files the book already lists as imported (their weights add up again).
-        #[arg(long)]
-        force: bool,
-        #[arg(long)]
-        json: bool,
-        /// No warnings, no summary.
-        #[arg(long, short)]
-        quiet: bool,
-    },
-    /// Merge books (statistics add up) into a new book.
-    Merge {
-        #[arg(required = true)]
-        inputs: Vec<PathBuf>,
-        #[arg(long)]
-        out: PathBuf,
-        #[arg(long)]
-        json: bool,
-        /// No progress bar, no summary (warnings still go to stderr).
-        #[arg(long, short)]
-        quiet: bool,
-    },
-    /// Rewrite a book: fold the delta tier into blocks, prune, return space.
-    Compact {
-        #[arg(long)]
-        book: PathBuf,
-        /// Drop moves played in fewer than N games (Polyglot-only moves are kept).
-        #[arg(long)]
-        min_games: Option<u64>,
-        /// Train a new position model and dictionary even if the book's own still fit its
-        /// content (by default they are kept unless pruning or a large delta tier changed it).
-        #[arg(long)]
-        retrain: bool,
-        #[arg(long)]
-        json: bool,
-        /// No progress bar, no summary.
-        #[arg(long, short)]
-        quiet: bool,
-    },
-    /// Bring a book to the current format version.
-    Migrate {
-        #[arg(long)]
-        book: PathBuf,
-    },
-}
-
-/// `--game`: what the inputs of an import are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum GameArg {
-    Chess,
-    Othello,
-}
+use cli::{Cli, Cmd, GameArg, Global, command};
 
 /// Skipped games shown on stderr (all of them go to `--report FILE`).
 const SHOWN_SKIPPED: usize = 10;
@@ -243,15 +53,21 @@ fn report_skipped(summary: &import::ImportSummary, report: Option<&PathBuf>, qui
     }
 }
 
-/// `merge` and `compact`: a progress bar unless `--quiet` or `--json`.
-fn rewrite_options(quiet: bool, json: bool) -> bookdb::ops::rewrite::RewriteOptions {
+/// `merge`, `compact` and `migrate`: progress and lock waiting as asked.
+fn rewrite_options(
+    global: &Global,
+    quiet: bool,
+    json: bool,
+) -> bookdb::ops::rewrite::RewriteOptions {
     bookdb::ops::rewrite::RewriteOptions {
-        show_progress: !quiet && !json,
+        progress: global.progress(quiet, json),
+        lock_wait: global.wait(),
         ..Default::default()
     }
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let global = &cli.global;
     match cli.cmd {
         Cmd::Import {
             inputs,
@@ -260,6 +76,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             min_rating,
             dedupe,
             force,
+            rehash,
             jobs,
             memory,
             block_bytes,
@@ -285,9 +102,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
                 dedupe,
                 force,
+                rehash,
                 jobs: jobs.unwrap_or(0),
                 memory_mib: memory,
-                show_progress: !quiet && !json,
+                progress: global.progress(quiet, json),
+                lock_wait: global.wait(),
                 delta_min,
                 writer: bookdb::store::WriterOptions {
                     target_block_bytes: block_bytes,
@@ -298,6 +117,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let summary = import::import(&book, &inputs, &opts)?;
             report_skipped(&summary, report.as_ref(), quiet || json);
+            // Inputs that are not PGN text were left out (not counted, not recorded): said
+            // even with --quiet, and the exit code is 1.
+            if !json {
+                for f in &summary.failed_inputs {
+                    eprintln!("bookdb: error: {}", f.error);
+                }
+            }
             if json {
                 println!("{}", serde_json::to_string(&summary)?);
             } else if !quiet {
@@ -340,6 +166,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     summary.book_bytes as f64 / summary.book.pairs.max(1) as f64,
                     summary.elapsed_secs
                 );
+            }
+            if !summary.failed_inputs.is_empty() {
+                return Ok(ExitCode::from(1));
             }
         }
         Cmd::Probe {
@@ -531,6 +360,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let opts = bookdb::ops::polyglot::PolyglotImportOptions {
                 force,
+                lock_wait: global.wait(),
                 ..Default::default()
             };
             let s = bookdb::ops::polyglot::import_polyglot(&book, &inputs, &opts)?;
@@ -553,7 +383,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             quiet,
         } => {
-            let opts = rewrite_options(quiet, json);
+            let opts = rewrite_options(global, quiet, json);
             let s = bookdb::ops::rewrite::merge(&inputs, &out, &opts)?;
             if json {
                 println!("{}", serde_json::to_string(&s)?);
@@ -586,7 +416,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let opts = bookdb::ops::rewrite::RewriteOptions {
                 retrain,
-                ..rewrite_options(quiet, json)
+                ..rewrite_options(global, quiet, json)
             };
             let s = bookdb::ops::rewrite::compact(&book, min_games, &opts)?;
             if json {
@@ -608,8 +438,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        Cmd::Migrate { book } => {
-            println!("{}", bookdb::ops::rewrite::migrate(&book)?);
+        Cmd::Migrate { book, json } => {
+            let message =
+                bookdb::ops::rewrite::migrate(&book, &rewrite_options(global, false, json))?;
+            if json {
+                println!("{}", serde_json::json!({ "message": message }));
+            } else {
+                println!("{message}");
+            }
+        }
+        Cmd::Completions { shell } => {
+            clap_complete::generate(shell, &mut command(), "bookdb", &mut std::io::stdout());
+        }
+        Cmd::Man => {
+            clap_mangen::Man::new(command()).render(&mut std::io::stdout())?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -645,7 +487,11 @@ fn main() -> ExitCode {
         eprintln!("bookdb: internal error (please report it with the lines below)");
         default_hook(info);
     }));
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let json = cli.cmd.json();
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -656,18 +502,36 @@ fn main() -> ExitCode {
                 e.downcast_ref::<StoreError>()
                     .map(|se| (se.to_string(), ErrorKind::of_store(se)))
             };
-            match &library {
-                Some((msg, _)) => eprintln!("bookdb: error: {msg}"),
-                None => eprintln!("bookdb: error: {e:#}"),
-            }
-            let code = match library.map(|(_, kind)| kind) {
-                Some(ErrorKind::Corrupt) => 3,
-                Some(ErrorKind::NotABook) => 4,
-                // Usage errors of the library (a bad FEN, an option value) keep exit code 1, as
-                // before; 2 is clap's, for arguments it cannot parse.
-                _ => 1,
+            let kind = library.as_ref().map(|(_, kind)| *kind);
+            let message = match library {
+                Some((msg, _)) => msg,
+                None => format!("{e:#}"),
             };
+            let code = exit_code(kind);
+            if json {
+                let j = serde_json::json!({ "error": {
+                    "kind": kind.map_or("error", ErrorKind::as_str),
+                    "message": message,
+                    "exit_code": code,
+                }});
+                eprintln!("{j}");
+            } else {
+                eprintln!("bookdb: error: {message}");
+            }
             ExitCode::from(code)
         }
+    }
+}
+
+/// The exit code of a failure (README.md's table).
+fn exit_code(kind: Option<ErrorKind>) -> u8 {
+    match kind {
+        Some(ErrorKind::Corrupt) => 3,
+        Some(ErrorKind::NotABook) => 4,
+        // EX_TEMPFAIL (sysexits.h): try again later.
+        Some(ErrorKind::Busy) => 75,
+        // Usage errors of the library (a bad FEN, an option value) keep exit code 1, as
+        // before; 2 is clap's, for arguments it cannot parse.
+        _ => 1,
     }
 }

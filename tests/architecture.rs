@@ -47,7 +47,7 @@ const LAYERS: &[(&str, &[&str], bool)] = &[
     ("store", &["store/"], false), // game-independent storage: keys, bytes, move records
     ("codecs", &["chess/", "othello/"], true), // games, plugged into store::PositionCodec
     ("ops", &["ops/"], false),     // import, probe, verify, interop, rewrites
-    ("binary", &["main.rs", "bin/", "server/"], false), // CLI and server
+    ("binary", &["main.rs", "cli/", "bin/", "server/"], false), // CLI and server
 ];
 
 // ------------------------------------------------------------------------------------------

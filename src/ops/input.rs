@@ -1,7 +1,7 @@
-//! Opening PGN inputs: plain, zstd, gzip or bzip2 (by magic bytes, falling back to the file
-//! extension), or `-` for standard input.
+//! Opening PGN inputs: plain, zstd, gzip, bzip2 or xz (by magic bytes, falling back to the file
+//! extension), or `-` for standard input; and refusing what is not PGN text ([`check_text`]).
 
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -12,7 +12,33 @@ pub(crate) enum Format {
     Zstd,
     Gzip,
     Bzip2,
+    Xz,
 }
+
+/// Raw bytes the compression is recognised by (the longest magic number looked at).
+const MAGIC_BYTES: usize = 8;
+/// Decompressed bytes looked at to tell PGN text from anything else.
+pub(crate) const TEXT_SNIFF_BYTES: usize = 64 << 10;
+
+/// Magic numbers of formats that are not PGN and cannot be read (archives and compressors
+/// this build does not decompress), with what to tell the user.
+const UNSUPPORTED: &[(&[u8], &str)] = &[
+    (b"PK\x03\x04", "a zip archive"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-zip archive"),
+    (b"\x04\x22\x4d\x18", "lz4-compressed"),
+    (b"Rar!\x1a\x07", "a rar archive"),
+    (b"\x89LZO", "lzop-compressed"),
+    (b"\x1f\x9d", "compress(1)-compressed (.Z)"),
+    (b"LZIP", "lzip-compressed"),
+    (
+        b"\x5d\x00\x00",
+        "lzma-compressed (.lzma; recompress as .xz)",
+    ),
+    (b"%PDF", "a PDF document"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\x7fELF", "an executable"),
+    (b"SQLite format 3", "an SQLite database"),
+];
 
 impl Format {
     pub(crate) fn sniff(head: &[u8], name: &str) -> Format {
@@ -22,12 +48,135 @@ impl Format {
             Format::Gzip
         } else if head.starts_with(b"BZh") && head.len() > 3 && head[3].is_ascii_digit() {
             Format::Bzip2
+        } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0x00]) {
+            Format::Xz
         } else if name.ends_with(".zst") && head.is_empty() {
             Format::Zstd
         } else {
             Format::Plain
         }
     }
+}
+
+/// Why `head`, the first decompressed bytes of an input (all of them if `complete`), is not
+/// PGN text; `None` if it looks like PGN (or is empty: an empty input holds no games and
+/// loses none). PGN is text: a NUL byte or many control characters mean binary data, and
+/// the first [`TEXT_SNIFF_BYTES`] must hold a tag pair (`[Name "value"]`) or a move number.
+pub(crate) fn check_text(head: &[u8], complete: bool) -> Option<String> {
+    if let Some(i) = memchr::memchr(0, head) {
+        return Some(format!(
+            "binary data (a NUL byte at offset {i}), not PGN text"
+        ));
+    }
+    // Control characters other than tab, line feed, form feed, carriage return and escape.
+    let controls = head
+        .iter()
+        .filter(|&&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | 0x0c | b'\r' | 0x1b))
+        .count();
+    if controls * 100 > head.len() {
+        return Some(format!(
+            "binary data ({controls} control characters in the first {} bytes), not PGN text",
+            head.len()
+        ));
+    }
+    let text = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+    if text.trim_ascii().is_empty() {
+        return None;
+    }
+    if has_tag_pair(text) || has_move(text) {
+        return None;
+    }
+    Some(if complete {
+        "no PGN tag pair ([Event \"...\"]) or move (1. e4) in it: not PGN text".to_string()
+    } else {
+        format!(
+            "no PGN tag pair ([Event \"...\"]) or move (1. e4) in its first {} bytes: not PGN text",
+            head.len()
+        )
+    })
+}
+
+/// A line that starts (after blanks) with `[Name "`.
+fn has_tag_pair(text: &[u8]) -> bool {
+    text.split(|&b| b == b'\n').any(|line| {
+        let Some(rest) = line.trim_ascii_start().strip_prefix(b"[") else {
+            return false;
+        };
+        let name_len = rest
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+            .count();
+        name_len > 0 && rest[name_len..].trim_ascii_start().starts_with(b"\"")
+    })
+}
+
+/// A word that is a move in SAN (`e4`, `Nxf3+`, `exd8=Q`, `O-O`), possibly after its move
+/// number (`1.e4`, `1...e5`): games without tags (some tools write them) still have moves.
+fn has_move(text: &[u8]) -> bool {
+    text.split(|b| b.is_ascii_whitespace()).any(|word| {
+        let digits = word.iter().take_while(|b| b.is_ascii_digit()).count();
+        let dots = word[digits..].iter().take_while(|&&b| b == b'.').count();
+        let word = if digits > 0 && dots > 0 {
+            &word[digits + dots..]
+        } else {
+            word
+        };
+        is_san(word)
+    })
+}
+
+fn is_san(word: &[u8]) -> bool {
+    let end = word.len()
+        - word
+            .iter()
+            .rev()
+            .take_while(|b| matches!(b, b'+' | b'#' | b'!' | b'?'))
+            .count();
+    let w = &word[..end];
+    if w == b"O-O" || w == b"O-O-O" {
+        return true;
+    }
+    let w = match w.first() {
+        Some(b'K' | b'Q' | b'R' | b'B' | b'N') => &w[1..],
+        _ => w,
+    };
+    // A promotion: `=Q`, or `Q` right after the last rank.
+    let w = match w {
+        [rest @ .., b'=', b'Q' | b'R' | b'B' | b'N'] => rest,
+        [rest @ .., b'1' | b'8', b'Q' | b'R' | b'B' | b'N'] => &w[..rest.len() + 1],
+        _ => w,
+    };
+    let Some((from, dest)) = w.split_last_chunk::<2>() else {
+        return false;
+    };
+    let from: Vec<u8> = from.iter().copied().filter(|&b| b != b'x').collect();
+    matches!(dest, [b'a'..=b'h', b'1'..=b'8'])
+        && from.len() <= 2
+        && from.iter().all(|b| matches!(b, b'a'..=b'h' | b'1'..=b'8'))
+}
+
+/// Reads from `r` until `buf` holds `want` bytes or the input ends (a pipe may hand out a
+/// few bytes per read). Returns whether the input ended.
+fn read_up_to(r: &mut impl Read, buf: &mut Vec<u8>, want: usize) -> io::Result<bool> {
+    while buf.len() < want {
+        let start = buf.len();
+        buf.resize(want, 0);
+        let n = loop {
+            match r.read(&mut buf[start..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    buf.truncate(start);
+                    return Err(e);
+                }
+            }
+        };
+        buf.truncate(start + n);
+        if n == 0 {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Counts bytes read from the underlying (possibly compressed) source, for progress display.
@@ -68,8 +217,20 @@ pub struct Input {
     pub(crate) raw_hash: Option<RawHasher>,
 }
 
+/// Opens an input and checks that it is PGN text ([`check_text`]): an
+/// [`Error::Input`] naming it otherwise.
 #[doc(hidden)]
 pub fn open(path: &str) -> Result<Input> {
+    open_checked(path, true)
+}
+
+/// Opens an input of another game (Othello's WTHOR files are binary): decompressed like PGN,
+/// but not checked for PGN text.
+pub(crate) fn open_unchecked(path: &str) -> Result<Input> {
+    open_checked(path, false)
+}
+
+fn open_checked(path: &str, pgn: bool) -> Result<Input> {
     let counter = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let (raw, raw_size, name): (Box<dyn Read + Send>, Option<u64>, String) = if path == "-" {
         (Box::new(io::stdin()), None, "<stdin>".to_string())
@@ -81,33 +242,123 @@ pub fn open(path: &str) -> Result<Input> {
     };
     let raw_hash: Option<RawHasher> = (path == "-")
         .then(|| std::sync::Arc::new(std::sync::Mutex::new(xxhash_rust::xxh3::Xxh3::new())));
-    let counting = CountingReader {
+    let mut counting = CountingReader {
         inner: raw,
         counter: counter.clone(),
         hasher: raw_hash.clone(),
     };
-    let mut buffered = BufReader::with_capacity(1 << 16, counting);
-    let head = buffered
-        .fill_buf()
-        .map_err(|e| Error::io(format!("reading {name}"), e))?
-        .get(..4)
-        .map(<[u8]>::to_vec)
-        .unwrap_or_default();
+    let ctx = |e| Error::io(format!("reading {name}"), e);
+    // The magic number, however few bytes each read of a pipe gives.
+    let mut head = Vec::with_capacity(MAGIC_BYTES);
+    read_up_to(&mut counting, &mut head, MAGIC_BYTES).map_err(ctx)?;
     let format = Format::sniff(&head, &name);
-    let reader: Box<dyn Read + Send> = match format {
-        Format::Plain => Box::new(buffered),
+    if pgn
+        && format == Format::Plain
+        && let Some((_, what)) = UNSUPPORTED.iter().find(|(m, _)| head.starts_with(m))
+    {
+        return Err(not_pgn(&name, &format!("{what}, not PGN text")));
+    }
+    let raw = io::BufReader::with_capacity(1 << 16, io::Cursor::new(head).chain(counting));
+    let mut decoded: Box<dyn Read + Send> = match format {
+        Format::Plain => Box::new(raw),
         Format::Zstd => Box::new(
-            zstd::stream::read::Decoder::with_buffer(buffered)
+            zstd::stream::read::Decoder::with_buffer(raw)
                 .map_err(|e| Error::io(format!("starting zstd on {name}"), e))?,
         ),
-        Format::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(buffered)),
-        Format::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(buffered)),
+        Format::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(raw)),
+        Format::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(raw)),
+        Format::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(raw)),
     };
+    // The start of the text, to tell PGN from anything else.
+    let mut text = Vec::with_capacity(TEXT_SNIFF_BYTES);
+    let complete = read_up_to(&mut decoded, &mut text, TEXT_SNIFF_BYTES).map_err(|e| {
+        if e.kind() == io::ErrorKind::InvalidData || e.kind() == io::ErrorKind::InvalidInput {
+            not_pgn(&name, &format!("cannot be decompressed ({e})"))
+        } else {
+            ctx(e)
+        }
+    })?;
+    if pgn && let Some(why) = check_text(&text, complete) {
+        return Err(not_pgn(&name, &why));
+    }
     Ok(Input {
         name,
-        reader,
+        reader: Box::new(io::Cursor::new(text).chain(decoded)),
         raw_size,
         raw_read: counter,
         raw_hash,
     })
+}
+
+/// The error for an input that is not PGN text.
+pub(crate) fn not_pgn(name: &str, why: &str) -> Error {
+    Error::Input(format!(
+        "{name}: {why}; it was not imported (give PGN text, plain or compressed with zstd, gzip, bzip2 or xz)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pgn_text_is_told_from_anything_else() {
+        assert_eq!(check_text(b"", true), None);
+        assert_eq!(check_text(b"\n\n", true), None);
+        assert_eq!(check_text(b"[Event \"x\"]\n\n1. e4 e5 *\n", true), None);
+        assert_eq!(check_text(b"\xef\xbb\xbf[Event \"x\"]\n", true), None);
+        assert_eq!(check_text(b"1. e4 e5 2. Nf3 *\n", true), None);
+        assert_eq!(check_text(b"1... O-O *\n", true), None);
+        assert_eq!(check_text(b"e4 { a comment } e5 Nf3 *\n", true), None);
+        assert_eq!(check_text(b"b3 { good? } $1 *\n", true), None);
+        assert_eq!(check_text(b"1.exd8=Q+ *\n", true), None);
+        assert_eq!(check_text(b"Nbxd7 *\n", true), None);
+        assert!(check_text(b"a note about the weather\n", true).is_some());
+        assert!(check_text(b"version 11.0 of the e-mail\n", true).is_some());
+        assert!(
+            check_text(b"[Event \"x\"]\0\n", true)
+                .unwrap()
+                .contains("NUL")
+        );
+        assert!(
+            check_text(b"hello world\n", true)
+                .unwrap()
+                .contains("no PGN tag pair")
+        );
+        assert!(check_text(b"version 11.0\n", false).is_some());
+        let controls: Vec<u8> = (0..100u8)
+            .map(|i| if i % 10 == 0 { 1 } else { b'a' })
+            .collect();
+        assert!(check_text(&controls, true).unwrap().contains("control"));
+    }
+
+    /// A reader that hands out one byte per read, as a slow pipe may.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let Some((&b, rest)) = self.0.split_first() else {
+                return Ok(0);
+            };
+            if buf.is_empty() {
+                return Ok(0);
+            }
+            buf[0] = b;
+            self.0 = rest;
+            Ok(1)
+        }
+    }
+
+    #[test]
+    fn reads_up_to_what_is_wanted_however_small_each_read() {
+        let data = b"\xfd7zXZ\0 and more";
+        let mut buf = Vec::new();
+        let ended = read_up_to(&mut Trickle(data), &mut buf, MAGIC_BYTES).unwrap();
+        assert!(!ended);
+        assert_eq!(buf, &data[..MAGIC_BYTES]);
+        assert_eq!(Format::sniff(&buf, "-"), Format::Xz);
+        let mut buf = Vec::new();
+        assert!(read_up_to(&mut Trickle(b"1. e4"), &mut buf, 100).unwrap());
+        assert_eq!(buf, b"1. e4");
+    }
 }

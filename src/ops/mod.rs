@@ -7,7 +7,7 @@ pub mod input;
 pub mod othello;
 pub mod pgn;
 pub mod polyglot;
-pub(crate) mod progress;
+pub mod progress;
 pub mod query;
 pub mod rewrite;
 pub mod verify;

@@ -235,6 +235,8 @@ pub enum SkipReason {
     },
     /// Othello: a WTHOR record or transcript line that does not decode.
     Corrupt(String),
+    /// The game has no moves (only tags, or a result): nothing to count.
+    NoMoves,
 }
 
 impl SkipReason {
@@ -250,6 +252,7 @@ impl SkipReason {
             SkipReason::Unreadable(_) => "unreadable",
             SkipReason::IllegalSquare { .. } => "illegal-move",
             SkipReason::Corrupt(_) => "corrupt-record",
+            SkipReason::NoMoves => "no-moves",
         }
     }
 }
@@ -275,6 +278,7 @@ impl std::fmt::Display for SkipReason {
                 write!(f, "illegal move {mv} (move {})", ply + 1)
             }
             SkipReason::Corrupt(e) => write!(f, "corrupt record: {e}"),
+            SkipReason::NoMoves => write!(f, "the game has no moves"),
         }
     }
 }
@@ -358,6 +362,9 @@ pub fn replay_into(
 ) -> Result<(), SkipReason> {
     plies.clear();
     let mut pos = start_position(g, rules)?;
+    if g.sans.is_empty() {
+        return Err(SkipReason::NoMoves);
+    }
     for (ply, san) in g.sans.iter().enumerate() {
         let m = match crate::chess::legal::fast_san_move(&pos, &san.san) {
             Some(m) => m,

@@ -1,26 +1,166 @@
-//! Progress display: an indicatif bar on a TTY, nothing when piped or with `--quiet`.
+//! Progress display on stderr: an indicatif bar on a terminal, or plain lines every few
+//! seconds (for pipes, cron mail and journald), or nothing ([`ProgressMode`]).
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+/// How progress is shown (`--progress`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProgressMode {
+    /// A bar if stderr is a terminal, plain lines otherwise.
+    Auto,
+    /// A bar (drawn only on a terminal).
+    Bar,
+    /// A plain line every few seconds ([`PLAIN_INTERVAL_ENV`]).
+    Plain,
+    /// Nothing (the library's default).
+    #[default]
+    None,
+}
+
+impl std::str::FromStr for ProgressMode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "auto" => Ok(ProgressMode::Auto),
+            "bar" => Ok(ProgressMode::Bar),
+            "plain" => Ok(ProgressMode::Plain),
+            "none" => Ok(ProgressMode::None),
+            _ => Err(format!(
+                "unknown progress mode {s:?} (auto, bar, plain, none)"
+            )),
+        }
+    }
+}
+
+/// Seconds between plain progress lines (a decimal number; default [`PLAIN_INTERVAL`]).
+pub const PLAIN_INTERVAL_ENV: &str = "BOOKDB_PROGRESS_INTERVAL";
+/// Time between plain progress lines unless [`PLAIN_INTERVAL_ENV`] says otherwise.
+pub const PLAIN_INTERVAL: Duration = Duration::from_secs(5);
+
+fn plain_interval() -> Duration {
+    std::env::var(PLAIN_INTERVAL_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(PLAIN_INTERVAL, Duration::from_secs_f64)
+}
+
+/// The thread that prints plain progress lines, and how to stop it.
+struct Ticker {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Ticker {
+    fn start(bar: ProgressBar, bytes: Arc<AtomicBool>) -> Ticker {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let every = plain_interval();
+        let thread = {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("progress".into())
+                .spawn(move || {
+                    let (lock, cv) = &*stop;
+                    let Ok(mut stopped) = lock.lock() else {
+                        return;
+                    };
+                    loop {
+                        match cv.wait_timeout(stopped, every) {
+                            Ok((guard, _)) => stopped = guard,
+                            Err(_) => return,
+                        }
+                        if *stopped {
+                            return;
+                        }
+                        eprintln!("{}", plain_line(&bar, bytes.load(Ordering::Relaxed)));
+                    }
+                })
+                .ok()
+        };
+        Ticker { stop, thread }
+    }
+
+    fn stop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            let (lock, cv) = &*self.stop;
+            if let Ok(mut s) = lock.lock() {
+                *s = true;
+            }
+            cv.notify_all();
+            let _ = t.join();
+        }
+    }
+}
+
+fn mib(b: u64) -> String {
+    format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
+}
+
+/// One plain progress line: what, how far, the message, time so far.
+fn plain_line(bar: &ProgressBar, bytes: bool) -> String {
+    let pos = bar.position();
+    let done = match (bar.length(), bytes) {
+        (Some(len), true) => format!(
+            "{} of {} ({:.0}%)",
+            mib(pos),
+            mib(len),
+            100.0 * pos as f64 / len.max(1) as f64
+        ),
+        (None, true) => format!("{} read", mib(pos)),
+        (Some(len), false) => format!(
+            "{pos} of {len} positions ({:.0}%)",
+            100.0 * pos as f64 / len.max(1) as f64
+        ),
+        (None, false) => format!("{pos} positions"),
+    };
+    let msg = bar.message();
+    format!(
+        "bookdb: {}: {done}{}{msg}; {:.0}s elapsed",
+        bar.prefix(),
+        if msg.is_empty() { "" } else { ", " },
+        bar.elapsed().as_secs_f64()
+    )
+}
+
 pub(crate) struct Progress {
     bar: ProgressBar,
+    /// Plain mode: the thread printing lines; the bar is hidden and only holds the state.
+    ticker: Mutex<Option<Ticker>>,
+    /// Plain lines count bytes (an import's inputs) rather than positions (a rewrite).
+    bytes: Arc<AtomicBool>,
 }
 
 impl Progress {
-    /// `wanted` is the caller's choice (not `--quiet`, not `--json`); the bar also needs a TTY.
     #[doc(hidden)]
-    pub fn new(wanted: bool) -> Progress {
-        let bar = if wanted && std::io::stderr().is_terminal() {
+    pub fn new(mode: ProgressMode) -> Progress {
+        let tty = std::io::stderr().is_terminal();
+        let bar_wanted = match mode {
+            ProgressMode::Auto | ProgressMode::Bar => tty,
+            _ => false,
+        };
+        let plain = mode == ProgressMode::Plain || (mode == ProgressMode::Auto && !tty);
+        let bytes = Arc::new(AtomicBool::new(true));
+        let (bar, ticker) = if bar_wanted {
             let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(4));
             b.enable_steady_tick(Duration::from_millis(250));
-            b
+            (b, None)
+        } else if plain {
+            let b = ProgressBar::hidden();
+            let t = Ticker::start(b.clone(), bytes.clone());
+            (b, Some(t))
         } else {
-            ProgressBar::hidden()
+            (ProgressBar::hidden(), None)
         };
-        Progress { bar }
+        Progress {
+            bar,
+            ticker: Mutex::new(ticker),
+            bytes,
+        }
     }
 
     pub(crate) fn start_input(&self, name: &str, size: Option<u64>) {
@@ -61,8 +201,9 @@ impl Progress {
 
     /// A bar over the entries of a whole-book rewrite (merge, compact); `total` is the number
     /// of input entries, an upper bound of the entries written.
-    pub(crate) fn rewrite(wanted: bool, label: &str, total: u64) -> Progress {
-        let p = Progress::new(wanted);
+    pub(crate) fn rewrite(mode: ProgressMode, label: &str, total: u64) -> Progress {
+        let p = Progress::new(mode);
+        p.bytes.store(false, Ordering::Relaxed);
         p.bar.set_length(total.max(1));
         p.bar.set_style(
             ProgressStyle::with_template(
@@ -85,6 +226,11 @@ impl Progress {
     }
 
     pub(crate) fn clear(&self) {
+        if let Ok(mut t) = self.ticker.lock()
+            && let Some(t) = t.as_mut()
+        {
+            t.stop();
+        }
         self.bar.finish_and_clear();
     }
 }
@@ -92,7 +238,7 @@ impl Progress {
 impl Drop for Progress {
     /// An error that ends a job early must not leave its bar above the error message.
     fn drop(&mut self) {
-        self.bar.finish_and_clear();
+        self.clear();
     }
 }
 

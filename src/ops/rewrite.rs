@@ -19,8 +19,10 @@ use crate::store::{Book, BookMeta, BookWriter, WriterOptions};
 #[derive(Clone, Debug, Default)]
 pub struct RewriteOptions {
     pub writer: WriterOptions,
-    /// A progress bar on stderr when it is a terminal.
-    pub show_progress: bool,
+    /// Progress on stderr: a bar, plain lines, or none.
+    pub progress: super::progress::ProgressMode,
+    /// How long to wait for another writer's lock on the book.
+    pub lock_wait: crate::store::LockWait,
     /// `compact`: train a new position model and dictionary even if the book's own still fit
     /// (see [`keeps_model`]).
     pub retrain: bool,
@@ -78,7 +80,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
             p.display()
         )));
     }
-    let _lock = crate::store::book::lock_for_writing(out)?;
+    let _lock = crate::store::book::lock_for_writing(out, opts.lock_wait)?;
     let mut game = None;
     let mut books = Vec::with_capacity(inputs.len());
     for p in inputs {
@@ -135,7 +137,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
         })
         .collect::<crate::store::error::Result<Vec<_>>>()?;
     let total = books.iter().map(|b| input_entries(b.meta())).sum();
-    let progress = Progress::rewrite(opts.show_progress, "merge", total);
+    let progress = Progress::rewrite(opts.progress, "merge", total);
     let mut n = 0u64;
     for e in AttachKeyOnly::new(MergeIter::new(streams)) {
         w.push(e?)?;
@@ -183,7 +185,7 @@ pub fn compact(
     min_games: Option<u64>,
     opts: &RewriteOptions,
 ) -> Result<CompactSummary> {
-    let _lock = crate::store::book::lock_for_writing(book)?;
+    let _lock = crate::store::book::lock_for_writing(book, opts.lock_wait)?;
     let (game, old) = Game::open(book)?;
     rewrite_whole(book, (game, old), min_games, opts, "compact")
 }
@@ -214,7 +216,7 @@ fn rewrite_whole(
     if let Some(c) = &reuse {
         w.reuse_compression(c.clone())?;
     }
-    let progress = Progress::rewrite(opts.show_progress, label, input_entries(&before));
+    let progress = Progress::rewrite(opts.progress, label, input_entries(&before));
     let mut n = 0u64;
     for e in AttachKeyOnly::new(old.iter_for_rewrite_coded(reuse.as_ref())?) {
         let mut e = e?;
@@ -254,7 +256,7 @@ fn rewrite_whole(
 /// (and the message says so); one at an older version down to [`OLDEST_MIGRATABLE`] is
 /// rewritten with the same content (migrations/README.md, migrations/v1-to-v2.md,
 /// migrations/v2-to-v3.md).
-pub fn migrate(book: &Path) -> Result<String> {
+pub fn migrate(book: &Path, opts: &RewriteOptions) -> Result<String> {
     if !book.exists() {
         return Err(StoreError::BookNotFound {
             path: book.to_path_buf(),
@@ -262,7 +264,7 @@ pub fn migrate(book: &Path) -> Result<String> {
         .into());
     }
     // Under the lock, and through the reader that repairs a book a killed writer left.
-    let _lock = crate::store::book::lock_for_writing(book)?;
+    let _lock = crate::store::book::lock_for_writing(book, opts.lock_wait)?;
     let (game, old) = match Game::open_for_migration(book) {
         Ok(b) => b,
         Err(Error::Store(StoreError::UnsupportedVersion { found, .. }))
@@ -286,13 +288,7 @@ pub fn migrate(book: &Path) -> Result<String> {
     // folded in, rewritten as every whole-book rewrite is (temp file, fsync, rename), now
     // marked version 3 with a generation. Each step only adds or drops tables, so one
     // rewrite from any older version does them all.
-    let s = rewrite_whole(
-        book,
-        (game, old),
-        None,
-        &RewriteOptions::default(),
-        "migrate",
-    )?;
+    let s = rewrite_whole(book, (game, old), None, opts, "migrate")?;
     Ok(format!(
         "{}: migrated from format version {version} to {FORMAT_VERSION} ({} positions, {} pairs; {} -> {} bytes)",
         book.display(),

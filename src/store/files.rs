@@ -8,13 +8,29 @@ use std::path::{Path, PathBuf};
 
 use crate::store::error::{Error, Result};
 
+/// How long a writer waits for another writer's lock on the same book (`--wait[=SECONDS]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LockWait {
+    /// Fail at once with [`Error::Busy`] (the default).
+    #[default]
+    No,
+    /// Wait up to this long, then fail with [`Error::Busy`].
+    For(std::time::Duration),
+    /// Wait as long as it takes.
+    Forever,
+}
+
+/// How often a waiting writer tries the lock again.
+const LOCK_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Exclusive writer lock on a book (`<book>.lock`), held while importing, merging or compacting.
 pub(crate) struct WriterLock {
     _file: std::fs::File,
 }
 
 impl WriterLock {
-    pub(crate) fn acquire(book: &Path) -> Result<WriterLock> {
+    /// Takes the lock, waiting for another writer to release it as `wait` allows (polling).
+    pub(crate) fn acquire(book: &Path, wait: LockWait) -> Result<WriterLock> {
         let path = sidecar(book, "lock");
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -22,20 +38,95 @@ impl WriterLock {
             .write(true)
             .open(&path)
             .map_err(|e| Error::io(format!("creating lock file {}", path.display()), e))?;
-        match file.try_lock() {
-            Ok(()) => Ok(WriterLock { _file: file }),
-            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Busy {
-                path: book.to_path_buf(),
-                what: format!(
-                    "another bookdb process is writing this book (lock {} held); wait for it to finish",
-                    path.display()
-                ),
-            }),
-            Err(std::fs::TryLockError::Error(e)) => {
-                Err(Error::io(format!("locking {}", path.display()), e))
+        let start = std::time::Instant::now();
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(WriterLock { _file: file }),
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    let waited = start.elapsed();
+                    let nap = match wait {
+                        LockWait::No => None,
+                        LockWait::For(d) if waited >= d => None,
+                        LockWait::For(d) => Some(LOCK_POLL.min(d - waited)),
+                        LockWait::Forever => Some(LOCK_POLL),
+                    };
+                    let Some(nap) = nap else {
+                        let hint = match wait {
+                            LockWait::No => {
+                                "wait for it to finish, or pass --wait[=SECONDS] to wait for it"
+                                    .to_string()
+                            }
+                            _ => format!(
+                                "gave up after waiting {:.1}s; try again later or wait longer",
+                                waited.as_secs_f64()
+                            ),
+                        };
+                        return Err(Error::Busy {
+                            path: book.to_path_buf(),
+                            what: format!(
+                                "another bookdb process is writing this book (lock {} held); {hint}",
+                                path.display()
+                            ),
+                        });
+                    };
+                    std::thread::sleep(nap.max(std::time::Duration::from_millis(1)));
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(Error::io(format!("locking {}", path.display()), e));
+                }
             }
         }
     }
+}
+
+/// Gives `new_file` (a new version of the book at `existing`, before it is renamed over it)
+/// the existing file's permission bits, owner and group, so that a rewrite under another
+/// umask or by another user does not lock out the book's readers. Nothing is done if
+/// `existing` does not exist (a new book keeps the umask's mode). The owner and group are
+/// changed only where they differ; where the owner cannot be changed (not root), the group
+/// alone is set, and only a group that cannot be kept is an error.
+pub(crate) fn inherit_metadata(existing: &Path, new_file: &std::fs::File) -> Result<()> {
+    use std::os::unix::fs::{MetadataExt, fchown};
+    let old = match std::fs::metadata(existing) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(Error::io(
+                format!("reading the metadata of {}", existing.display()),
+                e,
+            ));
+        }
+    };
+    let ctx = |what: &str, e| Error::io(format!("{what} of the new {}", existing.display()), e);
+    let new = new_file
+        .metadata()
+        .map_err(|e| ctx("reading the metadata", e))?;
+    if (new.uid(), new.gid()) != (old.uid(), old.gid())
+        && let Err(e) = fchown(new_file, Some(old.uid()), Some(old.gid()))
+    {
+        if e.kind() != std::io::ErrorKind::PermissionDenied {
+            return Err(ctx("setting the owner", e));
+        }
+        // Not permitted to give the file another owner (not root): the group and the mode
+        // still reach the readers that the group reached.
+        if new.gid() != old.gid() {
+            fchown(new_file, None, Some(old.gid())).map_err(|e| {
+                Error::io(
+                    format!(
+                        "{}: the rewritten book cannot keep its group {} (run as the book's owner's group member or root)",
+                        existing.display(),
+                        old.gid()
+                    ),
+                    e,
+                )
+            })?;
+        }
+    }
+    // After chown, which clears set-id bits.
+    new_file
+        .set_permissions(old.permissions())
+        .map_err(|e| ctx("setting the permissions", e))?;
+    Ok(())
 }
 
 /// `<dir>/<name>.<suffix>` beside the book.

@@ -18,6 +18,13 @@ use error::CodecError;
 pub use block::{BlockHeader, BlockView, Compression};
 pub use book::{Book, BookCompression, BookMeta, BookWriter, LiveBook, WriterOptions};
 pub use entry::{Entry, MoveExtra, MoveRec};
+pub use files::LockWait;
+
+/// The book format versions this build writes, and the oldest it reads (through
+/// `bookdb migrate`; every other command reads only the version it writes).
+pub fn format_versions() -> (u32, u32) {
+    (book::FORMAT_VERSION, book::OLDEST_MIGRATABLE)
+}
 
 /// Writes to every page of a freshly allocated zeroed vector. Lookups read slots before any
 /// insert writes them, and the first read of an untouched page maps the kernel's shared zero

@@ -267,17 +267,22 @@ pub(super) fn records(
         .zip(per_input)
         .filter_map(|(p, c)| {
             let fp = p.fingerprint.clone()?;
+            let id = p.identity.as_ref();
             let rec = record::ImportRecord {
                 attempt: Some(attempt.to_string()),
                 bytes: p.bytes,
                 dedupe: opts.dedupe,
+                dev: id.map(|i| i.dev),
                 games_imported: c.imported,
                 games_read: c.read,
                 games_skipped: c.skipped,
                 imported_at,
+                ino: id.map(|i| i.ino),
                 max_ply: opts.rules.max_ply,
                 min_rating: opts.rules.min_rating,
+                mtime_ns: id.map(|i| i.mtime_ns),
                 name: p.name.clone(),
+                path: id.map(|i| i.path.clone()),
             };
             Some(rec.to_bytes().map(|b| (fp, b)))
         })

@@ -341,7 +341,11 @@ impl Coordinator<'_> {
         } else {
             p.name.as_str()
         };
-        let inp = input::open(path)?;
+        let inp = if self.game.is_othello() {
+            input::open_unchecked(path)?
+        } else {
+            input::open(path)?
+        };
         progress.start_input(&inp.name, inp.raw_size);
         let raw_read = inp.raw_read.clone();
         let raw_hash = inp.raw_hash.clone();
@@ -555,6 +559,7 @@ mod tests {
             name: "in.pgn".into(),
             fingerprint: Some("f".into()),
             bytes: None,
+            identity: None,
         }];
         let (to_workers, from_coordinator): (Vec<_>, Vec<_>) =
             (0..2).map(|_| bounded::<Msg>(8)).unzip();

@@ -42,7 +42,7 @@ pub use options::*;
 pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Result<ImportSummary> {
     let start = Instant::now();
     let mut trace = Trace::new();
-    let _lock = crate::store::book::lock_for_writing(book_path)?;
+    let _lock = crate::store::book::lock_for_writing(book_path, opts.lock_wait)?;
     // A writer killed before the folding policy ran leaves too many segments: fold now.
     // (A book of another game is refused below, with the message that says so.)
     if let Ok(book) = crate::store::Book::open(book_path, opts.game.codec())
@@ -64,9 +64,10 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     let recorded = Recorded::read(book_path, opts.game)?;
     let mut plan = plan::plan_inputs(
         inputs,
-        &recorded.done,
-        opts.force,
+        &recorded,
+        opts,
         &mut summary.already_imported,
+        &mut summary.failed_inputs,
     )?;
     if plan.is_empty() {
         return nothing_to_read(book_path, recorded.meta, summary, opts, start);
@@ -81,7 +82,7 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     }
     let mut state = staging.open_state(plan.len(), opts.dedupe, has_stdin)?;
     summary.resumed = state.resumed();
-    let progress = Progress::new(opts.show_progress);
+    let progress = Progress::new(opts.progress);
     trace.mark("plan (lock, book records, input fingerprints, staging area)");
 
     // Read phase: parse, replay and aggregate on the workers, spilling runs at checkpoints.

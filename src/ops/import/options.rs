@@ -21,12 +21,18 @@ pub struct ImportOptions {
     pub rules: CountRules,
     pub dedupe: bool,
     pub force: bool,
+    /// Fingerprint every input file's bytes even where its identity (path, size, mtime,
+    /// inode, device) matches an import record's.
+    pub rehash: bool,
     /// Worker threads; 0 = all cores.
     pub jobs: usize,
     /// Memory budget for aggregation and writing, in MiB.
     pub memory_mib: usize,
     pub writer: WriterOptions,
-    pub show_progress: bool,
+    /// Progress on stderr: a bar, plain lines, or none.
+    pub progress: crate::ops::progress::ProgressMode,
+    /// How long to wait for another writer's lock on the book.
+    pub lock_wait: crate::store::LockWait,
     /// How many skipped games the summary keeps with their details (all are counted).
     pub keep_skipped: usize,
     /// Writes every skipped game to this file, one `file:line<TAB>reason<TAB>detail` line each
@@ -49,10 +55,12 @@ impl Default for ImportOptions {
             },
             dedupe: false,
             force: false,
+            rehash: false,
             jobs: 0,
             memory_mib: 256,
             writer: WriterOptions::default(),
-            show_progress: false,
+            progress: Default::default(),
+            lock_wait: Default::default(),
             keep_skipped: 100,
             report: None,
             delta_min: DELTA_MIN_THRESHOLD,
@@ -81,6 +89,14 @@ pub struct SkippedGame {
     pub detail: String,
 }
 
+/// An input that was not imported because it is not PGN text.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct FailedInput {
+    pub name: String,
+    /// What is wrong with it and what to do (the whole message).
+    pub error: String,
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ImportSummary {
     pub games_read: u64,
@@ -91,6 +107,9 @@ pub struct ImportSummary {
     pub pairs_added: u64,
     /// Inputs skipped because the book already counted them.
     pub already_imported: Vec<String>,
+    /// Inputs left out because they are not PGN text: not counted, not recorded (the
+    /// command exits non-zero).
+    pub failed_inputs: Vec<FailedInput>,
     /// True if this run continued an interrupted import.
     pub resumed: bool,
     /// Sorted runs spilled to staging.

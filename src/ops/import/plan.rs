@@ -1,15 +1,17 @@
 //! Planning an import: which inputs to read (each fingerprinted; those the book's `imports`
-//! records already list are skipped unless `--force`), and the identity of the import they
-//! make up, which names its staging area.
+//! records already list are skipped unless `--force`, and recognised without reading by their
+//! file identity unless `--rehash`; those that are not PGN text are left out and reported),
+//! and the identity of the import they make up, which names its staging area.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
 use std::path::Path;
 
-use super::options::ImportOptions;
-use super::record::ImportRecord;
+use super::options::{FailedInput, ImportOptions};
+use super::record::{FileIdentity, ImportRecord};
 use crate::error::{Error, Result};
 use crate::ops::game::Game;
+use crate::ops::input;
 use crate::store::{Book, BookMeta};
 
 /// One input of the import plan.
@@ -18,12 +20,17 @@ pub(super) struct PlannedInput {
     /// xxh3-128 of the input's bytes; `None` for stdin until it has been read.
     pub(super) fingerprint: Option<String>,
     pub(super) bytes: Option<u64>,
+    /// The file's identity, recorded with the import (`None` for stdin, or a file that
+    /// changed while it was fingerprinted).
+    pub(super) identity: Option<FileIdentity>,
 }
 
 /// What the book holds of earlier imports.
 pub(super) struct Recorded {
     /// Fingerprints of the inputs the book counted.
     pub(super) done: HashSet<String>,
+    /// The identities of the files the book counted, with their fingerprints.
+    pub(super) identities: HashMap<FileIdentity, String>,
     /// The attempts whose counts the book holds (see [`super::state::Staging::committed_before_interruption`]).
     pub(super) committed: HashSet<String>,
     /// The book's meta before this import (empty if there is no book yet).
@@ -42,6 +49,10 @@ impl Recorded {
             None => Vec::new(),
         };
         let done: HashSet<String> = records_before.iter().map(|(k, _)| k.clone()).collect();
+        let identities = records_before
+            .iter()
+            .filter_map(|(k, v)| Some((ImportRecord::parse(v)?.identity()?, k.clone())))
+            .collect();
         let committed: HashSet<String> = records_before
             .iter()
             .filter_map(|(_, v)| ImportRecord::parse(v)?.attempt)
@@ -52,6 +63,7 @@ impl Recorded {
             .unwrap_or_default();
         Ok(Recorded {
             done,
+            identities,
             committed,
             meta,
         })
@@ -59,13 +71,16 @@ impl Recorded {
 }
 
 /// The inputs to read, fingerprinted: stdin (`-`) always, a file unless the book already
-/// counted it or it repeats an earlier input (both read again with `force`). The paths of the
-/// files left out go to `already_imported`.
+/// counted it or it repeats an earlier input (both read again with `opts.force`). A file
+/// whose identity an import record holds is known without reading it (unless `opts.rehash`
+/// or `opts.force`). The paths of the files left out go to `already_imported`; files that
+/// are not PGN text ([`input::open`]) go to `failed`.
 pub(super) fn plan_inputs(
     inputs: &[String],
-    done: &HashSet<String>,
-    force: bool,
+    recorded: &Recorded,
+    opts: &ImportOptions,
     already_imported: &mut Vec<String>,
+    failed: &mut Vec<FailedInput>,
 ) -> Result<Vec<PlannedInput>> {
     let mut plan = Vec::new();
     let mut seen_fp = HashSet::new();
@@ -75,18 +90,47 @@ pub(super) fn plan_inputs(
                 name: "<stdin>".into(),
                 fingerprint: None,
                 bytes: None,
+                identity: None,
             });
             continue;
         }
-        let fp = fingerprint_file(path)?;
-        if (done.contains(&fp) || !seen_fp.insert(fp.clone())) && !force {
+        let identity = FileIdentity::of(path);
+        if !opts.force
+            && !opts.rehash
+            && let Some(fp) = identity.as_ref().and_then(|i| recorded.identities.get(i))
+            && seen_fp.insert(fp.clone())
+        {
             already_imported.push(path.clone());
             continue;
         }
+        let fp = fingerprint_file(path)?;
+        if (recorded.done.contains(&fp) || !seen_fp.insert(fp.clone())) && !opts.force {
+            already_imported.push(path.clone());
+            continue;
+        }
+        let opened = if opts.game.is_othello() {
+            input::open_unchecked(path)
+        } else {
+            input::open(path)
+        };
+        match opened {
+            Ok(_) => {}
+            Err(Error::Input(error)) => {
+                failed.push(FailedInput {
+                    name: path.clone(),
+                    error,
+                });
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+        // A file that changed while it was read keeps no identity: the next run reads it.
+        let identity = identity.filter(|i| FileIdentity::of(path).as_ref() == Some(i));
         plan.push(PlannedInput {
             name: path.clone(),
             bytes: std::fs::metadata(path).ok().map(|m| m.len()),
             fingerprint: Some(fp),
+            identity,
         });
     }
     Ok(plan)

@@ -201,6 +201,20 @@ impl<'a, R: Read> Chunker<'a, R> {
                 None => break memchr::memrchr(b'\n', &self.buf).map_or(self.buf.len(), |i| i + 1),
             }
         };
+        // Text inputs (PGN, transcripts): a NUL byte past the start the input was checked by
+        // means binary data (a damaged or wrong file); the input fails rather than count noise
+        // as games. WTHOR files are binary by nature.
+        if self.kind != InputKind::Wthor
+            && let Some(i) = memchr::memchr(0, &self.buf[..cut])
+        {
+            return Err(crate::ops::input::not_pgn(
+                self.name,
+                &format!(
+                    "binary data (a NUL byte {} bytes into the text)",
+                    self.offset + i as u64
+                ),
+            ));
+        }
         self.offset += cut as u64;
         let mut rest = spare;
         rest.extend_from_slice(&self.buf[cut..]);

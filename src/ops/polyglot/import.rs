@@ -22,6 +22,8 @@ pub struct PolyglotImportOptions {
     pub writer: WriterOptions,
     /// Import files the book already lists as imported (their weights then add up again).
     pub force: bool,
+    /// How long to wait for another writer's lock on the book.
+    pub lock_wait: crate::store::LockWait,
 }
 
 /// Prefix of the `imports` table keys of Polyglot files (`polyglot:<xxh3-128 of the bytes>`),
@@ -355,7 +357,7 @@ pub fn import_polyglot(
     for p in inputs {
         read.push(read_bin_fingerprinted(p)?);
     }
-    let _lock = crate::store::book::lock_for_writing(book_path)?;
+    let _lock = crate::store::book::lock_for_writing(book_path, opts.lock_wait)?;
     let old = if book_path.exists() {
         let (game, book) = crate::ops::game::Game::open(book_path)?;
         if game != crate::ops::game::Game::Chess {

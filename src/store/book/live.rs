@@ -13,7 +13,8 @@ use super::BookMeta;
 
 use crate::store::error::{Corruption, Error, Result};
 use crate::store::files::{
-    WriterLock, crash_point, remove_stale_temp_books, sidecar, sync_dir, write_atomic,
+    LockWait, WriterLock, crash_point, inherit_metadata, remove_stale_temp_books, sidecar,
+    sync_dir, temp_sibling,
 };
 
 /// First line of a manifest: magic and manifest version.
@@ -140,7 +141,22 @@ impl Manifest {
     /// renamed over the old one (the commit point of every publication), directory synced.
     pub(crate) fn publish(&self, book: &Path) -> Result<()> {
         crash_point("manifest-write");
-        write_atomic(&manifest_path(book), &self.encode())?;
+        let path = manifest_path(book);
+        let tmp = temp_sibling(&path)?;
+        let ctx = |e| Error::io(format!("writing {}", path.display()), e);
+        let written = (|| -> Result<()> {
+            let mut f = std::fs::File::create(&tmp).map_err(ctx)?;
+            std::io::Write::write_all(&mut f, &self.encode()).map_err(ctx)?;
+            inherit_metadata(book, &f)?;
+            f.sync_all().map_err(ctx)?;
+            drop(f);
+            std::fs::rename(&tmp, &path).map_err(ctx)
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        sync_dir(&path);
         crash_point("manifest-published");
         Ok(())
     }
@@ -172,6 +188,16 @@ pub(super) fn publish(
     generation: u64,
 ) -> Result<()> {
     let f = std::fs::File::open(tmp).map_err(|e| Error::io("reopening new book", e))?;
+    // Every file of a book keeps the mode, owner and group of the book's base (a rewrite under
+    // another umask or user must not lock out the book's readers).
+    let book = match target {
+        Target::Base => final_path,
+        Target::Segment { book, .. } => book.as_path(),
+    };
+    if let Err(e) = inherit_metadata(book, &f) {
+        let _ = std::fs::remove_file(tmp);
+        return Err(e);
+    }
     f.sync_all()
         .map_err(|e| Error::io("fsync of new book", e))?;
     drop(f);
@@ -274,8 +300,8 @@ pub(crate) fn recover(book: &Path, base_generation: u64) -> Result<()> {
 /// Takes the writer lock of `book` (one writer at a time; readers never wait for it) and
 /// brings the files beside it in line with what readers see: temporary files of killed
 /// writers removed, [`recover`]ed. Every command that changes a book starts here.
-pub(crate) fn lock_for_writing(book: &Path) -> Result<WriterLock> {
-    let lock = WriterLock::acquire(book)?;
+pub(crate) fn lock_for_writing(book: &Path, wait: LockWait) -> Result<WriterLock> {
+    let lock = WriterLock::acquire(book, wait)?;
     remove_stale_temp_books(book);
     match super::reader::read_generation(book) {
         Some(g) => recover(book, g)?,
