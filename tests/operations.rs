@@ -220,6 +220,31 @@ fn rewrites_under_umask_077_keep_the_books_mode_and_owner() {
         "compact rewrote"
     );
     check(&book, "compact");
+    // A delta segment and the manifest that publishes it take the base's mode and owner.
+    let extra = d.join("extra.pgn");
+    std::fs::write(
+        &extra,
+        "[Event \"x\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n",
+    )
+    .unwrap();
+    let j = under_umask(&["import", s(&extra), "--book", s(&book), "--json"]);
+    assert!(j.status.success(), "{}", String::from_utf8_lossy(&j.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
+    assert_eq!(j["applied"], "delta");
+    let name = book.file_name().unwrap().to_string_lossy().into_owned();
+    let published: Vec<PathBuf> = std::fs::read_dir(d)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let f = p.file_name().unwrap().to_string_lossy();
+            f == format!("{name}.live") || f.starts_with(&format!("{name}.seg-"))
+        })
+        .collect();
+    assert_eq!(published.len(), 2, "{published:?}");
+    for p in &published {
+        check(p, "delta segment and manifest");
+    }
     // Import's rewrite path (automatic compaction: many new entries into a small book).
     let small = d.join("small.book");
     let one = d.join("one.pgn");
