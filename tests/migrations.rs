@@ -9,20 +9,6 @@ use common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = Command::new(bin()).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "bookdb {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 fn fixtures() -> Vec<(u32, PathBuf)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/fixtures");
     let mut out: Vec<(u32, PathBuf)> = std::fs::read_dir(&dir)

@@ -112,3 +112,8 @@ pub fn copy_live_book(src: &Path, dst: &Path) {
         }
     }
 }
+
+/// A path as `&str` (test paths are UTF-8).
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
