@@ -152,16 +152,21 @@ pub(crate) fn sync_dir(path: &Path) {
 }
 
 /// Removes temporary files left by interrupted writers of `book` (the caller holds the lock):
-/// `.<book>.tmp-<pid>` (a new base) and `.<book>.<sidecar>.tmp-<pid>` (a new segment, manifest
-/// or other sidecar), all made by [`temp_sibling`].
+/// `.<book>.tmp-<pid>` (a new base), `.<book>.seg-<g>.tmp-<pid>` (a new segment) and
+/// `.<book>.live.tmp-<pid>` (a new manifest), all made by [`temp_sibling`].
 pub(crate) fn remove_stale_temp_books(book: &Path) {
     let name = book.file_name().unwrap_or_default().to_string_lossy();
-    let own = format!(".{name}.tmp-");
-    let sidecars = format!(".{name}.");
+    // Only the book's own temporary files: a base, a segment, the manifest (not, say, an
+    // export being written to `<book>.bin` beside it).
+    let own = [
+        format!(".{name}.tmp-"),
+        format!(".{name}.seg-"),
+        format!(".{name}.live.tmp-"),
+    ];
     if let Ok(rd) = std::fs::read_dir(dir_of(book)) {
         for e in rd.flatten() {
             let f = e.file_name().to_string_lossy().into_owned();
-            if f.starts_with(&own) || (f.starts_with(&sidecars) && f.contains(".tmp-")) {
+            if own.iter().any(|p| f.starts_with(p)) && f.contains(".tmp-") {
                 let _ = std::fs::remove_file(e.path());
             }
         }
@@ -222,4 +227,33 @@ pub(crate) fn temp_sibling(path: &Path) -> Result<PathBuf> {
         name.to_string_lossy(),
         std::process::id()
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_temp_files_of_the_book_go_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let book = dir.path().join("b");
+        let gone = [".b.tmp-1", ".b.seg-000000000002.tmp-7", ".b.live.tmp-3"];
+        let kept = [
+            ".b.bin.tmp-4",
+            "b.seg-000000000002",
+            "b.live",
+            "b",
+            ".bb.tmp-5",
+        ];
+        for f in gone.iter().chain(&kept) {
+            std::fs::write(dir.path().join(f), b"x").unwrap();
+        }
+        remove_stale_temp_books(&book);
+        for f in gone {
+            assert!(!dir.path().join(f).exists(), "{f} stayed");
+        }
+        for f in kept {
+            assert!(dir.path().join(f).exists(), "{f} was removed");
+        }
+    }
 }
