@@ -4,7 +4,7 @@
 //! value blocks, the redb book file, the delta tier, sorted runs; it defines the codec
 //! interface) ← [`chess`] (the chess codec: packed positions, Polyglot keys, moves, the
 //! position model) ← [`ops`] (import, probe, dump, stats, verify, merge, compact, Polyglot
-//! interop) ← the `bookdb` binary. [`error`] holds the errors of the operations, which wrap the
+//! interop, the explorer answer) ← [`server`] (`bookdb serve`) and the `bookdb` binary. [`error`] holds the errors of the operations, which wrap the
 //! store's and the chess layer's own.
 
 // What holds today, locked in: no `unwrap`/`expect` outside tests (errors are returned, not panicked
@@ -17,6 +17,7 @@ pub mod chess;
 pub mod error;
 pub mod ops;
 pub mod othello;
+pub mod server;
 pub mod store;
 
 pub use error::{Error, Result};

@@ -201,8 +201,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     book.display()
                 );
             }
-            let pos = query::resolve_position(fen.as_deref(), moves.as_deref())?;
-            let answer = query::probe(&b, &pos)?;
+            let line = query::resolve_line(fen.as_deref(), moves.as_deref())?;
+            let answer = query::probe_line(&b, &line)?;
             if json {
                 println!("{}", serde_json::to_string(&answer.json()?)?);
             } else {
@@ -447,6 +447,32 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("{message}");
             }
         }
+        Cmd::Serve {
+            book,
+            listen,
+            admin_token_file,
+            max_connections,
+            max_upload,
+            refresh_ms,
+            threads,
+            head_timeout,
+            json,
+            quiet,
+        } => {
+            init_logging(quiet);
+            bookdb::server::serve(bookdb::server::ServeOptions {
+                book,
+                listen,
+                admin_token_file,
+                max_connections: max_connections as usize,
+                max_upload: max_upload.saturating_mul(1 << 20),
+                refresh: std::time::Duration::from_millis(refresh_ms),
+                threads: threads.unwrap_or(0),
+                head_timeout: std::time::Duration::from_secs(head_timeout),
+                json,
+                ..Default::default()
+            })?;
+        }
         Cmd::Completions { shell } => {
             clap_complete::generate(shell, &mut command(), "bookdb", &mut std::io::stdout());
         }
@@ -455,6 +481,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The server's log on stderr: `BOOKDB_LOG` (a tracing filter such as `debug` or
+/// `bookdb=debug,tower_http=debug`) or, by default, `info` (`warn` with --quiet).
+fn init_logging(quiet: bool) {
+    let default = if quiet { "warn" } else { "info" };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("BOOKDB_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
 }
 
 /// mimalloc's `mi_option_purge_delay` (index 15 of `mi_option_e` in

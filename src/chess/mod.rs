@@ -1,11 +1,12 @@
 //! Chess layer: the packed position codec, Polyglot keys, FENs and move codes, Polyglot move
-//! conversion, key-only attachment, and the [`ChessCodec`] that plugs chess into the
+//! conversion, key-only attachment, opening names, and the [`ChessCodec`] that plugs chess into the
 //! game-independent store.
 
 pub mod attach;
 pub(crate) mod error;
 pub(crate) mod legal;
 pub(crate) mod model;
+pub mod openings;
 pub(crate) mod packed;
 pub(crate) mod polyglot;
 pub(crate) mod position;

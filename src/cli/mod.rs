@@ -267,6 +267,44 @@ pub(crate) enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Answer HTTP: the lichess opening explorer's API (/masters, /lichess), /v1/position,
+    /// /v1/book, /health, /metrics and (with --admin-token-file) POST /v1/import. Follows
+    /// every change other processes make to the book. Logs go to stderr (filter: BOOKDB_LOG,
+    /// e.g. BOOKDB_LOG=debug for every request); SIGTERM or SIGINT stop it gracefully.
+    Serve {
+        #[arg(long, env = "BOOKDB_BOOK")]
+        book: PathBuf,
+        /// Address and port to listen on (port 0: any free port, printed at start).
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: std::net::SocketAddr,
+        /// Enable POST /v1/import for requests carrying this file's token
+        /// (Authorization: Bearer TOKEN; at least 16 bytes).
+        #[arg(long, value_name = "FILE")]
+        admin_token_file: Option<PathBuf>,
+        /// Close connections beyond this many at once.
+        #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+        max_connections: u32,
+        /// Largest POST /v1/import body, MiB.
+        #[arg(long, default_value_t = 1024, value_name = "MIB")]
+        max_upload: u64,
+        /// How often to check the book for changes, milliseconds.
+        #[arg(long, default_value_t = 100, value_name = "MS",
+              value_parser = clap::value_parser!(u64).range(10..=60_000))]
+        refresh_ms: u64,
+        /// Worker threads (default: one per core).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Seconds a client may take to send a request's head (slow clients are cut off).
+        #[arg(long, default_value_t = 10, value_name = "SECONDS",
+              value_parser = clap::value_parser!(u64).range(1..=3600))]
+        head_timeout: u64,
+        /// Print the listening line as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Log warnings and errors only.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish or powershell) to stdout.
     Completions { shell: clap_complete::Shell },
     /// Print the man page (roff) to stdout: `bookdb man > bookdb.1`.
@@ -285,7 +323,8 @@ impl Cmd {
             | Cmd::ImportPolyglot { json, .. }
             | Cmd::Merge { json, .. }
             | Cmd::Compact { json, .. }
-            | Cmd::Migrate { json, .. } => *json,
+            | Cmd::Migrate { json, .. }
+            | Cmd::Serve { json, .. } => *json,
             Cmd::Dump { .. } | Cmd::Pack { .. } | Cmd::Completions { .. } | Cmd::Man => false,
         }
     }

@@ -1,5 +1,6 @@
-//! Book operations on top of the store: import, probe, dump, stats, verify.
+//! Book operations on top of the store: import, probe, dump, stats, verify, the explorer answer.
 
+pub mod explorer;
 pub mod game;
 pub mod import;
 #[doc(hidden)]

@@ -4,6 +4,7 @@ use serde::Serialize;
 use shakmaty::san::SanPlus;
 use shakmaty::{Chess, Position};
 
+use crate::chess::openings::{Opening, name_along, name_of};
 use crate::chess::{PosState, legal_move, move_uci, parse_fen, parse_move, to_hex};
 use crate::error::{Error, PositionError, Result};
 use crate::store::{Book, Entry, MoveRec};
@@ -34,6 +35,9 @@ pub struct EntryJson {
     pub(crate) moves: Vec<MoveJson>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(crate) key_only: bool,
+    /// `probe` only: the opening name (ECO and name) of the position or its line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) opening: Option<Opening>,
 }
 
 fn move_json(m: &MoveRec, pos: Option<&Chess>) -> MoveJson {
@@ -82,17 +86,27 @@ pub fn entry_json(e: &Entry, with_san: bool) -> Result<EntryJson> {
             .map(|m| move_json(m, chess.as_ref()))
             .collect(),
         key_only: e.pos.is_none(),
+        opening: None,
     })
 }
 
 /// Resolves `--fen` / `--moves` to a position (start position if neither).
 pub fn resolve_position(fen: Option<&str>, moves: Option<&str>) -> Result<Chess> {
+    let mut line = resolve_line(fen, moves)?;
+    line.pop()
+        .ok_or_else(|| Error::Internal("resolve_line returned no position".into()))
+}
+
+/// The positions along `--fen` / `--moves`: the start (or the FEN) and one per move (SAN or
+/// UCI, separated by spaces or commas; move numbers are skipped).
+pub fn resolve_line(fen: Option<&str>, moves: Option<&str>) -> Result<Vec<Chess>> {
     let mut pos = match fen {
         Some(f) => parse_fen(f)?,
         None => Chess::default(),
     };
-    if let Some(line) = moves {
-        for (i, tok) in line
+    let mut line = Vec::new();
+    if let Some(text) = moves {
+        for (i, tok) in text
             .split(|c: char| c.is_whitespace() || c == ',')
             .filter(|t| !t.is_empty())
             .filter(|t| !t.trim_end_matches('.').chars().all(|c| c.is_ascii_digit()))
@@ -105,10 +119,16 @@ pub fn resolve_position(fen: Option<&str>, moves: Option<&str>) -> Result<Chess>
                     i + 1
                 )))
             })?;
-            pos.play_unchecked(m);
+            let next = {
+                let mut p = pos.clone();
+                p.play_unchecked(m);
+                p
+            };
+            line.push(std::mem::replace(&mut pos, next));
         }
     }
-    Ok(pos)
+    line.push(pos);
+    Ok(line)
 }
 
 /// The probe answer for a position: its entry if the book holds it.
@@ -118,6 +138,9 @@ pub struct ProbeAnswer {
     pub entry: Option<Entry>,
     /// Other positions sharing the key (collisions), for information.
     pub same_key_others: usize,
+    /// The opening name of the position, or of the last named one of the line that led to
+    /// it ([`probe_line`]).
+    pub opening: Option<Opening>,
 }
 
 pub fn probe(book: &Book, pos: &Chess) -> Result<ProbeAnswer> {
@@ -134,7 +157,18 @@ pub fn probe(book: &Book, pos: &Chess) -> Result<ProbeAnswer> {
         state,
         entry,
         same_key_others: all.len(),
+        opening: name_of(pos).cloned(),
     })
+}
+
+/// [`probe`] of the last position of `line`, named by the last named position along it.
+pub fn probe_line(book: &Book, line: &[Chess]) -> Result<ProbeAnswer> {
+    let pos = line
+        .last()
+        .ok_or_else(|| Error::Internal("probe_line: empty line".into()))?;
+    let mut answer = probe(book, pos)?;
+    answer.opening = name_along(line.iter()).cloned();
+    Ok(answer)
 }
 
 impl ProbeAnswer {
@@ -145,7 +179,9 @@ impl ProbeAnswer {
             pos: Some(self.state.pack().0),
             moves: Vec::new(),
         };
-        entry_json(self.entry.as_ref().unwrap_or(&empty), true)
+        let mut j = entry_json(self.entry.as_ref().unwrap_or(&empty), true)?;
+        j.opening = self.opening.clone();
+        Ok(j)
     }
 
     /// Human-readable table.
@@ -154,6 +190,9 @@ impl ProbeAnswer {
         let j = self.json()?;
         let mut s = String::new();
         let _ = writeln!(s, "position  {}", self.state.fen());
+        if let Some(o) = &self.opening {
+            let _ = writeln!(s, "opening   {} {}", o.eco, o.name);
+        }
         let _ = writeln!(
             s,
             "key       {}   packed {}",

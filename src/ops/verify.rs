@@ -9,7 +9,7 @@ use crate::error::{Corruption, Result, StoreError};
 use crate::ops::game::Game;
 use crate::othello::{Board, square_name};
 use crate::store::book::BookFile;
-use crate::store::{BookMeta, Entry};
+use crate::store::{Book, BookMeta, Entry};
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct VerifyReport {
@@ -334,6 +334,11 @@ pub struct Stats {
 
 pub fn stats(path: &Path) -> Result<Stats> {
     let (game, book) = Game::open(path)?;
+    stats_of(path, game, &book)
+}
+
+/// [`stats`] of a book already open (a server's snapshot): `path` names it in the answer.
+pub fn stats_of(path: &Path, game: Game, book: &Book) -> Result<Stats> {
     let m = book.meta();
     let file_bytes = book.file_bytes();
     let per = |b: u64| {

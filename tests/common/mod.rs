@@ -117,3 +117,5 @@ pub fn copy_live_book(src: &Path, dst: &Path) {
 pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+pub mod server;

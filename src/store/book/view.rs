@@ -511,6 +511,13 @@ impl LiveBook {
         })
     }
 
+    /// A live book starting from `book`, opened already.
+    pub fn from_book(book: Book) -> LiveBook {
+        LiveBook {
+            current: RwLock::new(Arc::new(book)),
+        }
+    }
+
     /// The current state; it stays valid (its files stay readable) for as long as it is held.
     pub fn snapshot(&self) -> Arc<Book> {
         match self.current.read() {

@@ -1,0 +1,189 @@
+//! The lichess-opening-explorer answer for a chess position (DESIGN.md §3 "HTTP API"): totals,
+//! the moves with SAN, ratings and opening names, the opening of the line played.
+//!
+//! Transport-free: `bookdb serve` turns query parameters into [`resolve_line`] and [`explore`]
+//! calls and serialises the [`ExplorerAnswer`]; the tests compare it with `dump`.
+
+use serde::Serialize;
+use shakmaty::san::SanPlus;
+use shakmaty::{Chess, Position};
+
+use super::query::{probe, sorted_moves};
+use crate::chess::openings::{Opening, name_along, name_of};
+use crate::chess::{PosState, legal_move, move_uci, parse_fen, parse_move};
+use crate::error::{Error, Result};
+use crate::store::Book;
+
+/// Moves listed when the client does not say (lichess's default).
+pub const DEFAULT_MOVES: usize = 12;
+
+/// Longest `play` line accepted: longer lines are refused before any move is replayed.
+pub const MAX_PLAY_MOVES: usize = 1_000;
+
+/// The answer for one position, in the lichess explorer's shape plus bookdb's `key`, `fen` and
+/// `unknown`. The book keeps no games, so `topGames` and `recentGames` are always empty.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ExplorerAnswer {
+    pub white: u64,
+    pub draws: u64,
+    pub black: u64,
+    pub moves: Vec<ExplorerMove>,
+    pub top_games: Vec<()>,
+    pub recent_games: Vec<()>,
+    pub opening: Option<Opening>,
+    /// Polyglot key, 16 hex digits.
+    pub key: String,
+    /// Four-field FEN of the position answered for.
+    pub fen: String,
+    /// Games of unknown result, summed over the moves.
+    pub unknown: u64,
+}
+
+/// One move of an [`ExplorerAnswer`].
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ExplorerMove {
+    pub uci: String,
+    pub san: String,
+    /// Mean rating of the rated games that played the move; absent when none was rated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub average_rating: Option<u64>,
+    pub white: u64,
+    pub draws: u64,
+    pub black: u64,
+    /// Always `null`: the book keeps no games.
+    pub game: Option<()>,
+    /// The name of the position the move reaches, if it has one of its own.
+    pub opening: Option<Opening>,
+    pub unknown: u64,
+}
+
+/// The positions of a line: `fen` (default: the start; full or four-field, `_` allowed for
+/// spaces as lichess allows) and then one per move of `play` (comma-separated UCI moves). The
+/// last one is the position asked about.
+pub fn resolve_line(fen: Option<&str>, play: Option<&str>) -> Result<Vec<Chess>> {
+    let start = match fen.map(str::trim).filter(|f| !f.is_empty()) {
+        Some(f) => parse_fen(&f.replace('_', " "))?,
+        None => Chess::default(),
+    };
+    let moves: Vec<&str> = play
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .collect();
+    if moves.len() > MAX_PLAY_MOVES {
+        return Err(Error::Usage(format!(
+            "play: {} moves; at most {MAX_PLAY_MOVES} are accepted",
+            moves.len()
+        )));
+    }
+    let mut line = Vec::with_capacity(moves.len() + 1);
+    line.push(start);
+    for (i, text) in moves.iter().enumerate() {
+        let Some(pos) = line.last() else {
+            break;
+        };
+        let m = parse_move(pos, text).map_err(|e| {
+            Error::Usage(format!(
+                "play: move {} ({text}) cannot be played in {}: {e}",
+                i + 1,
+                PosState::from_chess(pos).fen()
+            ))
+        })?;
+        let mut next = pos.clone();
+        next.play_unchecked(m);
+        line.push(next);
+    }
+    Ok(line)
+}
+
+/// The explorer answer for the last position of `line` (from [`resolve_line`]), listing at
+/// most `max_moves` moves (most played first); the totals count every move.
+pub fn explore(book: &Book, line: &[Chess], max_moves: usize) -> Result<ExplorerAnswer> {
+    let pos = line
+        .last()
+        .ok_or_else(|| Error::Internal("explore: empty line".into()))?;
+    let answer = probe(book, pos)?;
+    let fen = answer.state.fen();
+    let mut out = ExplorerAnswer {
+        white: 0,
+        draws: 0,
+        black: 0,
+        moves: Vec::new(),
+        top_games: Vec::new(),
+        recent_games: Vec::new(),
+        opening: name_along(line.iter()).cloned(),
+        key: format!("{:016x}", answer.key),
+        fen,
+        unknown: 0,
+    };
+    let Some(entry) = answer.entry else {
+        return Ok(out);
+    };
+    for m in &entry.moves {
+        out.white += m.white;
+        out.draws += m.draws;
+        out.black += m.black;
+        out.unknown += m.unknown;
+    }
+    for m in sorted_moves(&entry).into_iter().take(max_moves) {
+        // A move the position does not allow (possible only in a damaged or foreign book) is
+        // listed by its UCI with no SAN and no opening, never dropped from the totals.
+        let (san, opening) = match legal_move(pos, m.mv) {
+            Some(mv) => {
+                let mut child = pos.clone();
+                child.play_unchecked(mv);
+                let opening = name_of(&child).cloned();
+                (SanPlus::from_move(pos.clone(), mv).to_string(), opening)
+            }
+            None => (move_uci(m.mv), None),
+        };
+        out.moves.push(ExplorerMove {
+            uci: move_uci(m.mv),
+            san,
+            average_rating: (m.rating_count > 0).then(|| m.rating_sum / m.rating_count),
+            white: m.white,
+            draws: m.draws,
+            black: m.black,
+            game: None,
+            opening,
+            unknown: m.unknown,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_resolve_from_fen_and_play() {
+        let line = resolve_line(None, Some("e2e4,c7c5")).unwrap();
+        assert_eq!(line.len(), 3);
+        let fen = PosState::from_chess(&line[2]).fen();
+        assert_eq!(
+            fen,
+            "rnbqkbnr/pp1ppppp/8/2p5/4P3/8/PPPP1PPP/RNBQKBNR w KQkq -"
+        );
+        // Four-field FEN with underscores, as lichess accepts it; empty play.
+        let again = resolve_line(Some(&fen.replace(' ', "_")), Some("")).unwrap();
+        assert_eq!(again.len(), 1);
+        assert_eq!(PosState::from_chess(&again[0]).fen(), fen);
+        assert_eq!(name_along(line.iter()).unwrap().eco, "B20");
+    }
+
+    #[test]
+    fn bad_lines_are_errors_that_say_which_move() {
+        let e = resolve_line(None, Some("e2e4,e7e5,e1e3"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("move 3 (e1e3)"), "{e}");
+        assert!(resolve_line(Some("not a fen"), None).is_err());
+        assert!(resolve_line(None, Some("zz")).is_err());
+        let long = vec!["g1f3"; MAX_PLAY_MOVES + 1].join(",");
+        assert!(resolve_line(None, Some(&long)).is_err());
+    }
+}

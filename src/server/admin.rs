@@ -1,0 +1,160 @@
+//! `POST /v1/import`: the admin route that imports a PGN body (plain or compressed) through
+//! the same exactly-once pipeline as `bookdb import`, behind the bearer token of `token.rs`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use http_body_util::BodyExt;
+use tokio::io::AsyncWriteExt;
+
+use super::error::ApiError;
+use super::error::json_ok;
+use super::params;
+use super::state::AppState;
+use crate::ops::import::{self as pipeline, ImportOptions};
+use crate::store::LockWait;
+
+/// How long an admin import waits for another writer (a cron import, a compaction) before
+/// answering 503.
+const LOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// `POST /v1/import?maxPly=&minRating=&dedupe=&force=`: the body is games (PGN, or what
+/// `bookdb import --game othello` reads for an Othello book), plain or zstd/gzip/bzip2/xz.
+pub async fn import(
+    State(s): State<Arc<AppState>>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> std::result::Result<Response, ApiError> {
+    let Some(token) = &s.admin else {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "POST /v1/import is off: start bookdb serve with --admin-token-file FILE to allow it",
+        ));
+    };
+    token.check(headers.get(header::AUTHORIZATION))?;
+    let p = params::import(uri.query().unwrap_or(""))?;
+    if let Some(n) = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        && n > s.max_upload
+    {
+        return Err(too_large(s.max_upload));
+    }
+    let Ok(guard) = s.import_lock.clone().try_lock_owned() else {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "another POST /v1/import is running; try again when it has finished",
+        ));
+    };
+    let (dir, file) = receive(&s.path, body, s.max_upload).await?;
+    let book = s.path.clone();
+    let mut opts = ImportOptions {
+        game: s.game,
+        dedupe: p.dedupe,
+        force: p.force,
+        // One worker: the server keeps a core for answering while it imports.
+        jobs: 1,
+        lock_wait: LockWait::For(LOCK_WAIT),
+        ..Default::default()
+    };
+    if let Some(m) = p.max_ply {
+        opts.rules.max_ply = m as usize;
+    }
+    opts.rules.min_rating = p.min_rating;
+    tracing::info!(bytes = file_len(&file), "admin import started");
+    let state = s.clone();
+    // The import runs to its end even if the client goes away: the guard and the upload
+    // directory live in the blocking task, and shutdown waits for the guard.
+    let summary = tokio::task::spawn_blocking(move || {
+        let _guard = guard;
+        let _dir = dir;
+        let r = pipeline::import(&book, &[file.display().to_string()], &opts);
+        state.metrics.imports.fetch_add(1, Relaxed);
+        state.refresh();
+        r
+    })
+    .await
+    .map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("import task: {e}"),
+        )
+    })??;
+    tracing::info!(
+        games = summary.games_imported,
+        positions_added = summary.positions_added,
+        "admin import finished"
+    );
+    if let Some(f) = summary.failed_inputs.first() {
+        return Err(ApiError::bad_request(format!(
+            "the body was not imported: {}",
+            f.error
+        )));
+    }
+    let body = serde_json::to_string(&summary)
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    Ok(json_ok(body, Some(s.live.snapshot().generation())).into_response())
+}
+
+fn too_large(max: u64) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "the body is larger than the server's --max-upload of {max} bytes; compress it, split it, or run bookdb import on the server"
+        ),
+    )
+}
+
+fn file_len(p: &Path) -> u64 {
+    std::fs::metadata(p).map_or(0, |m| m.len())
+}
+
+/// Streams the body into a private directory beside the book (where the space for the book
+/// is): the directory (removed when dropped) and the file.
+async fn receive(
+    book: &Path,
+    mut body: Body,
+    max: u64,
+) -> std::result::Result<(tempfile::TempDir, PathBuf), ApiError> {
+    let io = |e: std::io::Error| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("storing the upload beside the book: {e}"),
+        )
+    };
+    let parent = crate::store::files::dir_of(book);
+    let dir = tempfile::Builder::new()
+        .prefix(".bookdb-upload-")
+        .tempdir_in(parent)
+        .map_err(io)?;
+    let path = dir.path().join("upload");
+    let mut file = tokio::fs::File::create(&path).await.map_err(io)?;
+    let mut got: u64 = 0;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            ApiError::bad_request(format!("the upload broke off after {got} bytes: {e}"))
+        })?;
+        if let Ok(data) = frame.into_data() {
+            got += data.len() as u64;
+            if got > max {
+                return Err(too_large(max));
+            }
+            file.write_all(&data).await.map_err(io)?;
+        }
+    }
+    file.flush().await.map_err(io)?;
+    if got == 0 {
+        return Err(ApiError::bad_request(
+            "the body is empty: send the games to import (PGN, plain or compressed)",
+        ));
+    }
+    Ok((dir, path))
+}

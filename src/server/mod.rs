@@ -1,0 +1,69 @@
+//! `bookdb serve`: a lichess-opening-explorer-compatible HTTP server on a live book.
+//!
+//! Every request is answered from one book snapshot ([`crate::store::LiveBook`]); a refresher
+//! thread moves the server to each state another process publishes (imports, compactions,
+//! migrations) within [`ServeOptions::refresh`]. Connections are accepted by [`listen`], which
+//! bounds their number, times out slow request heads and shuts down gracefully.
+
+pub mod admin;
+pub mod error;
+mod listen;
+pub mod metrics;
+mod options;
+pub mod params;
+pub mod routes;
+pub mod state;
+pub mod token;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::error::{Error, Result};
+use crate::ops::game::Game;
+use crate::store::LiveBook;
+use metrics::Metrics;
+pub use options::ServeOptions;
+use state::{AppState, Refresher, unix_now};
+use token::AdminToken;
+
+/// Runs the server until SIGTERM or SIGINT; then finishes the requests in flight (and an
+/// admin import) and returns.
+pub fn serve(opts: ServeOptions) -> Result<()> {
+    let (game, book) = Game::open(&opts.book)?;
+    let admin = opts
+        .admin_token_file
+        .as_deref()
+        .map(AdminToken::read)
+        .transpose()?;
+    let state = Arc::new(AppState {
+        path: opts.book.clone(),
+        game,
+        live: LiveBook::from_book(book),
+        metrics: Metrics::default(),
+        admin,
+        max_upload: opts.max_upload,
+        import_lock: Arc::new(tokio::sync::Mutex::new(())),
+    });
+    state.metrics.last_change_unix.store(unix_now(), Relaxed);
+    // Build the opening-name table now rather than in the first request.
+    let _ = crate::chess::openings::name_of(&shakmaty::Chess::default());
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    if opts.threads > 0 {
+        rt.worker_threads(opts.threads);
+    }
+    let rt = rt
+        .enable_all()
+        .thread_name("bookdb-serve")
+        .build()
+        .map_err(|source| Error::Io {
+            context: "starting the server's runtime".into(),
+            source,
+        })?;
+    let refresher = Refresher::start(state.clone(), opts.refresh).map_err(|source| Error::Io {
+        context: "starting the book refresher thread".into(),
+        source,
+    })?;
+    let result = rt.block_on(listen::run(state, &opts));
+    drop(refresher);
+    result
+}

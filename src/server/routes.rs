@@ -1,0 +1,285 @@
+//! The HTTP routes and the layers around them: the lichess explorer routes, `/v1/position`,
+//! `/v1/book`, `/health`, `/metrics`, and the admin import; CORS, limits, timeouts, panics.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::cors::{Any, CorsLayer};
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tracing::Level;
+
+use super::admin;
+use super::error::{ApiError, json_error, json_ok};
+use super::metrics::{BookGauges, route_index};
+use super::params;
+use super::state::AppState;
+use crate::ops::explorer::{explore, resolve_line};
+use crate::ops::game::Game;
+use crate::ops::{othello, query};
+
+/// Longest URI accepted (bytes): longer ones get 414.
+pub const MAX_URI: usize = 16 * 1024;
+
+/// How long a read request may take before it is answered with 503.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long an upload may pause between two pieces of its body.
+const BODY_PAUSE: Duration = Duration::from_secs(30);
+
+/// The whole application: routes, then (inside out) panic catching, counting, limits.
+pub fn app(state: Arc<AppState>) -> Router {
+    with_layers(routes(), state)
+}
+
+fn routes() -> Router<Arc<AppState>> {
+    let read = Router::new()
+        .route("/masters", get(explorer))
+        .route("/lichess", get(explorer))
+        .route("/v1/position", get(position))
+        .route("/v1/book", get(book))
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            READ_TIMEOUT,
+        ))
+        .layer(RequestBodyLimitLayer::new(4 * 1024))
+        .layer(
+            CorsLayer::new()
+                .allow_origin(Any)
+                .allow_methods([Method::GET, Method::HEAD]),
+        );
+    read.merge(admin_routes())
+}
+
+fn admin_routes() -> Router<Arc<AppState>> {
+    Router::new().route(
+        "/v1/import",
+        // The size limit is checked while the body streams to disk (admin.rs).
+        post(admin::import).layer(RequestBodyTimeoutLayer::new(BODY_PAUSE)),
+    )
+}
+
+/// The layers every route gets. `routes` may hold more (the tests add a panicking one).
+pub(crate) fn with_layers(routes: Router<Arc<AppState>>, state: Arc<AppState>) -> Router {
+    routes
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| {
+            tracing::error!("a request handler panicked (message above); answered 500, serving on");
+            json_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal error: this request failed (the server log says why); the server goes on",
+            )
+        }))
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))
+                .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
+        )
+        .with_state(state)
+}
+
+/// Counts every request by route and status and refuses over-long URIs.
+async fn observe(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let route = route_index(req.uri().path());
+    let uri_len = req.uri().path().len() + req.uri().query().map_or(0, str::len);
+    let resp = if uri_len > MAX_URI {
+        ApiError::too_long(format!(
+            "the URI has {uri_len} bytes; at most {MAX_URI} are accepted"
+        ))
+        .into_response()
+    } else {
+        next.run(req).await
+    };
+    s.metrics
+        .observe(route, resp.status().as_u16(), start.elapsed());
+    resp
+}
+
+async fn not_found(uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!(
+            "no route {}: the routes are /masters, /lichess, /v1/position, /v1/book, /health, /metrics and POST /v1/import",
+            clip_path(uri.path())
+        ),
+    )
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{method} is not allowed on {}", clip_path(uri.path())),
+    )
+}
+
+fn clip_path(p: &str) -> String {
+    let mut s: String = p.chars().take(80).collect();
+    if s.len() < p.len() {
+        s.push('…');
+    }
+    s
+}
+
+fn to_json<T: serde::Serialize>(v: &T, generation: u64) -> Result<Response, ApiError> {
+    serde_json::to_string(v)
+        .map(|b| json_ok(b, Some(generation)))
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("encoding: {e}")))
+}
+
+/// `GET /masters`, `GET /lichess`: the lichess explorer's answer (DESIGN.md §3).
+async fn explorer(State(s): State<Arc<AppState>>, uri: Uri) -> Result<Response, ApiError> {
+    let p = params::explorer(uri.query().unwrap_or(""))?;
+    if s.game != Game::Chess {
+        return Err(ApiError::bad_request(format!(
+            "this server's book holds {} positions; the lichess explorer routes answer for chess books. Ask /v1/position?moves=f5,d6 instead",
+            s.game
+        )));
+    }
+    let book = s.live.snapshot();
+    let line = resolve_line(p.fen.as_deref(), p.play.as_deref())?;
+    to_json(&explore(&book, &line, p.moves)?, book.generation())
+}
+
+/// `GET /v1/position`: `dump`'s shape for one position of any game's book.
+async fn position(State(s): State<Arc<AppState>>, uri: Uri) -> Result<Response, ApiError> {
+    let p = params::position(uri.query().unwrap_or(""))?;
+    let book = s.live.snapshot();
+    match s.game {
+        Game::Othello { canonical } => {
+            if p.fen.is_some() {
+                return Err(ApiError::bad_request(
+                    "this book holds Othello positions: give board and/or moves, not fen",
+                ));
+            }
+            let board = othello::query::resolve_position(p.board.as_deref(), p.line.as_deref())?;
+            to_json(
+                &othello::query::probe(&book, canonical, &board)?.json()?,
+                book.generation(),
+            )
+        }
+        Game::Chess => {
+            if p.board.is_some() {
+                return Err(ApiError::bad_request(
+                    "board is for Othello books; this book holds chess positions (use fen)",
+                ));
+            }
+            let line = query::resolve_line(p.fen.as_deref(), p.line.as_deref())?;
+            to_json(&query::probe_line(&book, &line)?.json()?, book.generation())
+        }
+    }
+}
+
+/// `GET /v1/book`: `stats --json` of the state served, and its generation.
+async fn book(State(s): State<Arc<AppState>>) -> Result<Response, ApiError> {
+    let book = s.live.snapshot();
+    let stats = crate::ops::verify::stats_of(&s.path, s.game, &book)?;
+    let mut v = serde_json::to_value(&stats)
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("served_generation".into(), book.generation().into());
+    }
+    Ok(json_ok(v.to_string(), Some(book.generation())))
+}
+
+async fn health() -> Response {
+    json_ok(r#"{"status":"ok"}"#.to_string(), None)
+}
+
+async fn metrics(State(s): State<Arc<AppState>>) -> Response {
+    let book = s.live.snapshot();
+    let m = book.meta();
+    let text = s.metrics.render(&BookGauges {
+        positions: m.positions,
+        pairs: m.pairs,
+        games: m.games,
+        generation: book.generation(),
+        segments: book.segments().len() as u64,
+    });
+    let mut r = text.into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::import::{ImportOptions, import};
+    use crate::ops::progress::ProgressMode;
+    use crate::server::metrics::Metrics;
+    use crate::store::LiveBook;
+    use axum::body::Body;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    fn sample_state(dir: &std::path::Path) -> Arc<AppState> {
+        let book = dir.join("t.book");
+        let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sample.pgn");
+        let opts = ImportOptions {
+            progress: ProgressMode::None,
+            ..Default::default()
+        };
+        import(&book, &[sample.display().to_string()], &opts).unwrap();
+        let (game, b) = Game::open(&book).unwrap();
+        Arc::new(AppState {
+            path: book,
+            game,
+            live: LiveBook::from_book(b),
+            metrics: Metrics::default(),
+            admin: None,
+            max_upload: 1 << 20,
+            import_lock: Arc::new(tokio::sync::Mutex::new(())),
+        })
+    }
+
+    async fn call(app: &Router, uri: &str) -> (StatusCode, String) {
+        let req = Request::get(uri).body(Body::empty()).unwrap();
+        let r = app.clone().oneshot(req).await.unwrap();
+        let status = r.status();
+        let body = r.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_handler_panic_is_a_500_and_the_server_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = sample_state(dir.path());
+        let boom = routes().route(
+            "/boom",
+            get(|| async {
+                let fail = std::hint::black_box(true);
+                if fail {
+                    panic!("secret detail that must not reach the client");
+                }
+                "unreachable"
+            }),
+        );
+        let app = with_layers(boom, state.clone());
+        let (status, body) = call(&app, "/boom").await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        let j: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert!(j["error"].as_str().unwrap().contains("the server goes on"));
+        assert!(!body.contains("secret"));
+        // The same app answers the next requests.
+        let (status, body) = call(&app, "/masters?play=e2e4").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(call(&app, "/health").await.0, StatusCode::OK);
+        let text = state.metrics.render(&Default::default());
+        assert!(text.contains("route=\"other\",status=\"500\"} 1"), "{text}");
+    }
+}
