@@ -134,7 +134,9 @@ impl Manifest {
         file.take(MANIFEST_MAX_BYTES)
             .read_to_end(&mut bytes)
             .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-        Manifest::decode(&bytes).map(Some).map_err(Error::Corrupt)
+        Manifest::decode(&bytes)
+            .map(Some)
+            .map_err(|corruption| Error::CorruptFile { path, corruption })
     }
 
     /// Publishes this manifest: written beside the book under a temporary name, synced and
