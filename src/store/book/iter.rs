@@ -43,6 +43,8 @@ impl BookFile {
             next_key: Some(0),
             buf: VecDeque::new(),
             keep: Keep::default(),
+            last_block: None,
+            entries: 0,
         })
     }
 
@@ -164,6 +166,13 @@ pub(crate) struct BookIter<'a> {
     buf: VecDeque<Entry>,
     /// Leave indexed moves as indices (see [`Book::iter_for_rewrite`]).
     keep: Keep,
+    /// The first key of the last block read, and the entries decoded so far: redb does not
+    /// verify page checksums on reads, so a damaged B-tree page that still parses can hide
+    /// blocks or bring them out of order; both are caught here (issue 16's corruption
+    /// campaign found a swapped page doing it), so a full iteration (dump, export, merge,
+    /// compact) fails instead of silently reading less.
+    last_block: Option<u64>,
+    entries: u64,
 }
 
 /// Blocks read ahead and decoded together on all cores by [`BookIter`].
@@ -187,10 +196,26 @@ impl BookIter<'_> {
             }
             Ok(out)
         })?;
+        for (k, _) in &raw {
+            if self.last_block.is_some_and(|l| *k <= l) {
+                return Err(Corruption::Storage(format!(
+                    "the blocks table returns block {k:016x} after {:016x} (damaged redb pages; \
+                     run bookdb verify)",
+                    self.last_block.unwrap_or_default()
+                ))
+                .into());
+            }
+            self.last_block = Some(*k);
+        }
         self.next_key = match raw.last() {
             Some((k, _)) => k.checked_add(1),
             None => None,
         };
+        // At the end of a file of this version (its counters describe its blocks alone), every
+        // entry its counters count must have been read.
+        let meta = &self.book.meta;
+        let expected = meta.positions + meta.key_only;
+        let at_end = self.next_key.is_none();
         let (book, keep) = (self.book, self.keep);
         let threads = seal_threads();
         let per = raw.len().div_ceil(threads).max(1);
@@ -224,8 +249,17 @@ impl BookIter<'_> {
         };
         for part in decoded {
             for entries in part? {
+                self.entries += entries.len() as u64;
                 self.buf.extend(entries);
             }
+        }
+        if at_end && self.book.format_version >= 3 && self.entries != expected {
+            return Err(Corruption::Storage(format!(
+                "{} entries read from the blocks, the file's counters say {expected} (damaged \
+                 redb pages; run bookdb verify)",
+                self.entries
+            ))
+            .into());
         }
         Ok(())
     }

@@ -193,6 +193,12 @@ impl BookFile {
             })?;
         let txn = db.begin_read()?;
         let meta_table = txn.open_table(META).map_err(|e| match e {
+            // A damaged tree page can hide the table of a book.
+            redb::TableError::TableDoesNotExist(_) if looks_like_damaged_book(path) => {
+                Error::Corrupt(Corruption::Storage(format!(
+                    "the meta table is missing from the file's tree ({e})"
+                )))
+            }
             redb::TableError::TableDoesNotExist(_) => {
                 not_a_book(path, format!("no meta table ({e})"))
             }
@@ -204,6 +210,12 @@ impl BookFile {
             Ok(meta_table.get(k)?.map(|v| v.value().to_vec()))
         };
         if get(META_MAGIC)?.as_deref() != Some(MAGIC) {
+            if looks_like_damaged_book(path) {
+                return Err(Error::Corrupt(Corruption::Meta(
+                    "the bookdb magic is missing from the meta table the file's tree leads to"
+                        .into(),
+                )));
+            }
             return Err(not_a_book(path, "meta table lacks the bookdb magic"));
         }
         let version = get(META_VERSION)?
