@@ -103,9 +103,7 @@ pub(crate) fn decode_coded(
 /// How many legal moves `pos` has (a stored move index names a legal move exactly when it is
 /// below this).
 pub(crate) fn legal_count(pos: &shakmaty::Chess) -> usize {
-    let mut n = 0;
-    legal::for_each_legal_code(pos, |_| n += 1);
-    n
+    legal::count_legal(pos)
 }
 
 /// The codes of the legal moves of `pos`, ascending (index i names `codes[i]`).
