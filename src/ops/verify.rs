@@ -133,7 +133,7 @@ pub fn verify_with(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport> {
         redb_integrity_checked: opts.redb_check,
         ..VerifyReport::default()
     };
-    let manifest = crate::store::book::manifest_file(path);
+    let manifest = crate::store::book::Manifest::path_of(path);
     if manifest.exists() {
         report.manifest = Some(file_name(&manifest));
     }

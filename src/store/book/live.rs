@@ -122,6 +122,12 @@ impl Manifest {
         })
     }
 
+    /// The manifest file of the book at `book` (`<book>.live`, docs/FORMAT.md §10.2).
+    #[doc(hidden)]
+    pub fn path_of(book: &Path) -> PathBuf {
+        manifest_path(book)
+    }
+
     /// Reads the manifest of `book`; `None` if it has none (a book without segments).
     pub(crate) fn read(book: &Path) -> Result<Option<Manifest>> {
         let path = manifest_path(book);

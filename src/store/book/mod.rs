@@ -24,12 +24,6 @@ mod writer;
 pub(crate) use cache::*;
 pub(crate) use fold::*;
 pub use live::Manifest;
-
-/// The manifest file of the book at `book` (`<book>.live`, docs/FORMAT.md §10.2).
-#[doc(hidden)]
-pub fn manifest_file(book: &std::path::Path) -> std::path::PathBuf {
-    live::manifest_path(book)
-}
 pub(crate) use live::lock_for_writing;
 pub use options::WriterOptions;
 pub use reader::*;

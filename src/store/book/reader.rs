@@ -30,7 +30,16 @@ const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0
 /// a book's meta table keys (`format_version` and a position codec's name; the header page
 /// may be the damaged part). An empty file is none of these: it is not a book.
 pub(crate) fn looks_like_damaged_book(path: &Path) -> bool {
-    if starts_like_redb(path) || live::manifest_path(path).exists() {
+    starts_like_redb(path) || has_book_traces(path)
+}
+
+/// Whether a redb file that opens but lacks a book's meta table or magic was a book: a
+/// manifest stands beside it, or its bytes hold a book's meta keys (a damaged tree page can
+/// hide the table). A redb database of another program has neither: it is not a book.
+fn has_book_traces(path: &Path) -> bool {
+    // `<book>.live` (docs/FORMAT.md §10.1; spelled here as live.rs spells it, which reads
+    // generations through this file).
+    if crate::store::files::sidecar(path, "live").exists() {
         return true;
     }
     let Ok(f) = std::fs::File::open(path) else {
@@ -194,7 +203,7 @@ impl BookFile {
         let txn = db.begin_read()?;
         let meta_table = txn.open_table(META).map_err(|e| match e {
             // A damaged tree page can hide the table of a book.
-            redb::TableError::TableDoesNotExist(_) if looks_like_damaged_book(path) => {
+            redb::TableError::TableDoesNotExist(_) if has_book_traces(path) => {
                 Error::Corrupt(Corruption::Storage(format!(
                     "the meta table is missing from the file's tree ({e})"
                 )))
@@ -210,7 +219,7 @@ impl BookFile {
             Ok(meta_table.get(k)?.map(|v| v.value().to_vec()))
         };
         if get(META_MAGIC)?.as_deref() != Some(MAGIC) {
-            if looks_like_damaged_book(path) {
+            if has_book_traces(path) {
                 return Err(Error::Corrupt(Corruption::Meta(
                     "the bookdb magic is missing from the meta table the file's tree leads to"
                         .into(),
