@@ -77,7 +77,7 @@ impl ErrorKind {
                 ErrorKind::NotABook
             }
             StoreError::BookNotFound { .. } => ErrorKind::NotFound,
-            StoreError::Corrupt(_) => ErrorKind::Corrupt,
+            StoreError::Corrupt(_) | StoreError::CorruptFile { .. } => ErrorKind::Corrupt,
             StoreError::Busy { .. } => ErrorKind::Busy,
             StoreError::Usage(_) => ErrorKind::Usage,
             StoreError::Damaged(_) | StoreError::Codec(_) => ErrorKind::Input,

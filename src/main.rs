@@ -177,8 +177,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             board,
             moves,
             json,
+            fens,
         } => {
             let (game, b) = Game::open(&book)?;
+            if let Some(list) = fens {
+                if game.is_othello() {
+                    anyhow::bail!(
+                        "--fens is for chess books; {} is an Othello book",
+                        book.display()
+                    );
+                }
+                let text = if list.as_os_str() == "-" {
+                    std::io::read_to_string(std::io::stdin())?
+                } else {
+                    std::fs::read_to_string(&list)
+                        .map_err(|e| anyhow::anyhow!("reading {}: {e}", list.display()))?
+                };
+                return Ok(ExitCode::from(probe_fens(&b, &text)?));
+            }
             if let Game::Othello { canonical } = game {
                 if fen.is_some() {
                     anyhow::bail!(
@@ -277,14 +293,29 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        Cmd::Verify { book, json } => {
-            let r = verify::verify(&book)?;
+        Cmd::Verify {
+            book,
+            json,
+            since,
+            no_redb_check,
+            jobs,
+        } => {
+            let mut opts = verify::VerifyOptions {
+                since,
+                redb_check: !no_redb_check,
+                ..Default::default()
+            };
+            if let Some(j) = jobs {
+                opts.threads = j.max(1);
+            }
+            let r = verify::verify_with(&book, &opts)?;
             if json {
                 println!("{}", serde_json::to_string(&r)?);
             } else {
                 for p in &r.problems {
                     eprintln!("FAIL {p}");
                 }
+                print!("{}", verify::describe(&r));
                 if r.problems_total as usize > r.problems.len() {
                     eprintln!(
                         "… {} more problem(s)",
@@ -560,6 +591,40 @@ fn main() -> ExitCode {
             ExitCode::from(code)
         }
     }
+}
+
+/// `probe --fens`: one JSON line per FEN of `text`, an error object for a position that cannot
+/// be answered; the exit code of the worst error (0 if none).
+fn probe_fens(b: &bookdb::store::Book, text: &str) -> anyhow::Result<u8> {
+    let out = std::io::stdout();
+    let mut out = std::io::BufWriter::new(out.lock());
+    let mut worst = 0u8;
+    for fen in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let answer = query::resolve_position(Some(fen), None)
+            .and_then(|p| query::probe(b, &p))
+            .and_then(|a| a.json());
+        match answer {
+            Ok(j) => serde_json::to_writer(&mut out, &j)?,
+            Err(e) => {
+                let code = exit_code(Some(e.kind()));
+                // Corruption (3) outranks the others (1, 4, 75).
+                if worst != 3 && (worst == 0 || code == 3) {
+                    worst = code;
+                }
+                serde_json::to_writer(
+                    &mut out,
+                    &serde_json::json!({ "fen": fen, "error": {
+                        "kind": e.kind().as_str(),
+                        "message": e.to_string(),
+                        "exit_code": code,
+                    }}),
+                )?;
+            }
+        }
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(worst)
 }
 
 /// The exit code of a failure (README.md's table).

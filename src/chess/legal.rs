@@ -293,6 +293,122 @@ pub(crate) fn for_each_legal_code_to(pos: &Chess, dests: Bitboard, mut f: impl F
     }
 }
 
+/// The number of legal moves of `pos`: what [`for_each_legal_code`] would call its closure
+/// with, counted by destination sets (one popcount per piece) instead of move by move — for
+/// `verify`, which proves a stored move index legal by its being below this number.
+pub(crate) fn count_legal(pos: &Chess) -> usize {
+    let board = pos.board();
+    let turn = pos.turn();
+    let us = pos.us();
+    let occupied = board.occupied();
+    let Some(king) = board.king_of(turn) else {
+        return 0;
+    };
+    let blockers = slider_blockers(pos, king);
+    // A pinned piece moves only along the line through it and the king.
+    let allowed = |from: Square| {
+        if blockers.contains(from) {
+            attacks::ray(from, king)
+        } else {
+            Bitboard::FULL
+        }
+    };
+    let mut n = 0usize;
+    if let Some(to) = pos.maybe_ep_square() {
+        for from in board.pawns() & us & attacks::pawn_attacks(!turn, to) {
+            let capture = Square::from_coords(to.file(), from.rank());
+            let after =
+                (occupied ^ Bitboard::from(from) ^ Bitboard::from(capture)) | Bitboard::from(to);
+            if (board.attacks_to(king, !turn, after) & !Bitboard::from(capture)).is_empty() {
+                n += 1;
+            }
+        }
+    }
+    let checkers = pos.checkers();
+    let (king_target, target) = if checkers.is_empty() {
+        (!us, Some(!us))
+    } else {
+        let mut attacked = Bitboard(0);
+        for checker in checkers & board.sliders() {
+            attacked |= attacks::ray(checker, king) ^ Bitboard::from(checker);
+        }
+        let block = checkers
+            .single_square()
+            .map(|c| attacks::between(king, c) | Bitboard::from(c));
+        (!us & !attacked, block)
+    };
+    if let Some(target) = target {
+        let forward: i32 = if turn == Color::White { 8 } else { -8 };
+        let double_from = if turn == Color::White {
+            Bitboard::from_rank(shakmaty::Rank::Second)
+        } else {
+            Bitboard::from_rank(shakmaty::Rank::Seventh)
+        };
+        for from in board.pawns() & us {
+            let mut pawn_dests = attacks::pawn_attacks(turn, from) & pos.them();
+            if let Some(one) = from.offset(forward)
+                && !occupied.contains(one)
+            {
+                pawn_dests |= Bitboard::from(one);
+                if double_from.contains(from)
+                    && let Some(two) = one.offset(forward)
+                    && !occupied.contains(two)
+                {
+                    pawn_dests |= Bitboard::from(two);
+                }
+            }
+            let d = pawn_dests & target & allowed(from);
+            n += (d & !Bitboard::BACKRANKS).count()
+                + PROMOTIONS.len() * (d & Bitboard::BACKRANKS).count();
+        }
+        for from in board.knights() & us {
+            n += (attacks::knight_attacks(from) & target & allowed(from)).count();
+        }
+        for from in board.bishops() & us {
+            n += (attacks::bishop_attacks(from, occupied) & target & allowed(from)).count();
+        }
+        for from in board.rooks() & us {
+            n += (attacks::rook_attacks(from, occupied) & target & allowed(from)).count();
+        }
+        for from in board.queens() & us {
+            n += (attacks::queen_attacks(from, occupied) & target & allowed(from)).count();
+        }
+    }
+    for to in attacks::king_attacks(king) & king_target {
+        if board.attacks_to(to, !turn, occupied).is_empty() {
+            n += 1;
+        }
+    }
+    if checkers.is_empty() {
+        for side in [CastlingSide::KingSide, CastlingSide::QueenSide] {
+            let Some(rook) = pos.castles().rook(turn, side) else {
+                continue;
+            };
+            if (pos.castles().path(turn, side) & occupied).any() {
+                continue;
+            }
+            let king_to = side.king_to(turn);
+            let without = occupied
+                ^ Bitboard::from(king)
+                ^ Bitboard::from(rook)
+                ^ Bitboard::from(side.rook_to(turn));
+            if board.attacks_to(king_to, !turn, without).any() {
+                continue;
+            }
+            let passed = attacks::between(king, king_to) | Bitboard::from(king);
+            if passed.into_iter().any(|sq| {
+                board
+                    .attacks_to(sq, !turn, occupied ^ Bitboard::from(king))
+                    .any()
+            }) {
+                continue;
+            }
+            n += 1;
+        }
+    }
+    n
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,6 +459,7 @@ mod tests {
         ) {
             along_random_game(&choices, |pos, _| {
                 proptest::prop_assert_eq!(ours(pos), reference(pos), "{}", shakmaty::fen::Fen::from_position(pos, shakmaty::EnPassantMode::Legal));
+                proptest::prop_assert_eq!(count_legal(pos), reference(pos).len());
                 Ok(())
             })?;
         }
@@ -571,6 +688,7 @@ mod tests {
         ] {
             let pos = parse_fen(fen).unwrap();
             assert_eq!(ours(&pos), reference(&pos), "{fen}");
+            assert_eq!(count_legal(&pos), reference(&pos).len(), "{fen}");
         }
     }
 }

@@ -89,6 +89,32 @@ impl PositionCodec for ChessCodec {
     }
 }
 
+/// For `verify`: the position coded by `model` (decoded straight to its state with the
+/// trained chess model; through the model's generic decode otherwise).
+pub(crate) fn decode_coded(
+    model: &dyn PositionModel,
+    coded: &[u8],
+) -> Result<PosState, CodecError> {
+    match model.as_any().downcast_ref::<ChessModel>() {
+        Some(m) => Ok(m.decode_state(coded).ok_or(ChessCodecError::Undecodable)?),
+        None => Ok(PosState::unpack(&model.decode(coded)?)?),
+    }
+}
+
+/// How many legal moves `pos` has (a stored move index names a legal move exactly when it is
+/// below this).
+pub(crate) fn legal_count(pos: &shakmaty::Chess) -> usize {
+    legal::count_legal(pos)
+}
+
+/// The codes of the legal moves of `pos`, ascending (index i names `codes[i]`).
+pub(crate) fn legal_codes(pos: &shakmaty::Chess) -> Vec<u16> {
+    let mut codes = Vec::with_capacity(64);
+    legal::for_each_legal_code(pos, |c| codes.push(c));
+    codes.sort_unstable();
+    codes
+}
+
 /// The moves standing at the given ranks of a position's legal moves in move-code order.
 fn unindex_moves_of(state: &PosState, idx: &[u8]) -> Result<Vec<u16>, CodecError> {
     let chess = state.to_chess_unchecked()?;

@@ -158,6 +158,11 @@ pub(crate) enum Cmd {
         moves: Option<String>,
         #[arg(long)]
         json: bool,
+        /// Probe every FEN of FILE (one per line, `-` for stdin): one JSON line each, in
+        /// order; a position that cannot be answered gets `{"fen":…,"error":{…}}` and the
+        /// others are still probed (exit code of the worst error). Chess books.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["fen", "board", "moves"])]
+        fens: Option<PathBuf>,
     },
     /// Print every position as a JSON line, ascending key.
     Dump {
@@ -185,6 +190,17 @@ pub(crate) enum Cmd {
         book: PathBuf,
         #[arg(long)]
         json: bool,
+        /// Check only the files published after this generation (the `generation` a previous
+        /// verify printed), plus the manifest and every file's meta table; the merged view is
+        /// not recounted.
+        #[arg(long, value_name = "GENERATION")]
+        since: Option<u64>,
+        /// Skip redb's integrity check (it runs on a private copy of each file in $TMPDIR).
+        #[arg(long)]
+        no_redb_check: bool,
+        /// Threads that check blocks (default: every core).
+        #[arg(long)]
+        jobs: Option<usize>,
     },
     /// Write the book as a Polyglot .bin (weights by `polyglot make-book`'s rule) or JSON lines.
     Export {

@@ -98,6 +98,13 @@ pub enum Error {
     BookNotFound { path: PathBuf },
     #[error("corrupt book: {0}")]
     Corrupt(#[from] Corruption),
+    /// One file of the book (its base, a delta segment, its manifest) is damaged: which file,
+    /// and what is wrong with it.
+    #[error("corrupt book: {}: {corruption}", path.display())]
+    CorruptFile {
+        path: PathBuf,
+        corruption: Corruption,
+    },
     /// Another process holds what this one needs (the writer lock, or the file open in redb).
     #[error("{path}: {what}")]
     Busy { path: PathBuf, what: String },
@@ -130,6 +137,25 @@ pub enum Error {
 }
 
 impl Error {
+    /// This error with the file it concerns, when it is a corruption that does not name one.
+    pub(crate) fn in_file(self, path: &std::path::Path) -> Self {
+        match self {
+            Error::Corrupt(corruption) => Error::CorruptFile {
+                path: path.to_path_buf(),
+                corruption,
+            },
+            // redb reporting damaged pages while reading an opened file.
+            Error::Db { context, source } if is_damage(&source) => Error::CorruptFile {
+                path: path.to_path_buf(),
+                corruption: Corruption::Storage(match context {
+                    Some(c) => format!("{c}: {source}"),
+                    None => source.to_string(),
+                }),
+            },
+            other => other,
+        }
+    }
+
     /// A redb error with what the store was doing when it happened.
     pub(crate) fn db(context: impl Into<String>, source: impl Into<redb::Error>) -> Self {
         Error::Db {
@@ -144,6 +170,33 @@ impl Error {
             source,
         }
     }
+}
+
+/// Whether a redb error means the bytes are damaged (not the operating system failing: a real
+/// I/O error stays an I/O error).
+pub(crate) fn is_damage(e: &redb::Error) -> bool {
+    match e {
+        redb::Error::Io(io) => is_damage_io(io),
+        redb::Error::Corrupted(_) => true,
+        _ => false,
+    }
+}
+
+/// [`is_damage`] for redb's storage errors.
+pub(crate) fn is_storage_damage(e: &redb::StorageError) -> bool {
+    match e {
+        redb::StorageError::Io(io) => is_damage_io(io),
+        redb::StorageError::Corrupted(_) => true,
+        _ => false,
+    }
+}
+
+/// An I/O error that reports short or malformed bytes (a truncated file), not a failing system.
+fn is_damage_io(io: &std::io::Error) -> bool {
+    matches!(
+        io.kind(),
+        std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof
+    )
 }
 
 macro_rules! db_err {

@@ -19,7 +19,7 @@ pub use decompress::{Decompressors, PlainDecompressor};
 pub use header::{
     BLOCK_VERSION, BlockHeader, Compression, HEADER_LEN, MAX_RAW_LEN, OpenBlock, open_block, seal,
 };
-pub use view::{BlockView, Keep};
+pub use view::{BlockView, Keep, RawEntry};
 
 #[doc(hidden)]
 pub const COLUMNS: usize = 16;

@@ -122,6 +122,12 @@ impl Manifest {
         })
     }
 
+    /// The manifest file of the book at `book` (`<book>.live`, docs/FORMAT.md §10.2).
+    #[doc(hidden)]
+    pub fn path_of(book: &Path) -> PathBuf {
+        manifest_path(book)
+    }
+
     /// Reads the manifest of `book`; `None` if it has none (a book without segments).
     pub(crate) fn read(book: &Path) -> Result<Option<Manifest>> {
         let path = manifest_path(book);
@@ -134,7 +140,9 @@ impl Manifest {
         file.take(MANIFEST_MAX_BYTES)
             .read_to_end(&mut bytes)
             .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-        Manifest::decode(&bytes).map(Some).map_err(Error::Corrupt)
+        Manifest::decode(&bytes)
+            .map(Some)
+            .map_err(|corruption| Error::CorruptFile { path, corruption })
     }
 
     /// Publishes this manifest: written beside the book under a temporary name, synced and

@@ -11,7 +11,7 @@ use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 use super::*;
 use crate::store::block::{self, BlockView};
 use crate::store::entry::{Entry, MergeIter};
-use crate::store::error::{Corruption, Error, Result};
+use crate::store::error::{Corruption, Error, Result, is_damage, is_storage_damage};
 use crate::store::{IdentityModel, PositionCodec, PositionModel};
 
 fn not_a_book(path: &Path, reason: impl Into<String>) -> Error {
@@ -19,6 +19,66 @@ fn not_a_book(path: &Path, reason: impl Into<String>) -> Error {
         path: path.to_path_buf(),
         reason: reason.into(),
     }
+}
+
+/// redb's file magic: the first 9 bytes of every redb database.
+const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
+
+/// Whether the file at `path`, which redb cannot open or read, is a damaged book rather than
+/// a file that is not a book (docs/FORMAT.md §9): it starts like a redb database
+/// ([`starts_like_redb`]), or a manifest (`<path>.live`) stands beside it, or its bytes hold
+/// a book's meta table keys (`format_version` and a position codec's name; the header page
+/// may be the damaged part). An empty file is none of these: it is not a book.
+pub(crate) fn looks_like_damaged_book(path: &Path) -> bool {
+    starts_like_redb(path) || has_book_traces(path)
+}
+
+/// Whether a redb file that opens but lacks a book's meta table or magic was a book: a
+/// manifest stands beside it, or its bytes hold a book's meta keys (a damaged tree page can
+/// hide the table). A redb database of another program has neither: it is not a book.
+fn has_book_traces(path: &Path) -> bool {
+    // `<book>.live` (docs/FORMAT.md §10.1; spelled here as live.rs spells it, which reads
+    // generations through this file).
+    if crate::store::files::sidecar(path, "live").exists() {
+        return true;
+    }
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    // The meta table is small and written early; the first 256 MiB are plenty.
+    let mut bytes = Vec::new();
+    if std::io::Read::read_to_end(&mut std::io::Read::take(f, 256 << 20), &mut bytes).is_err() {
+        return false;
+    }
+    let has = |needle: &[u8]| memchr::memmem::find(&bytes, needle).is_some();
+    has(META_VERSION.as_bytes()) && (has(b"chess-packed-v1") || has(b"othello-packed-v1"))
+}
+
+/// Whether the file at `path` starts like a redb database: at least 6 of its first 9 bytes
+/// equal redb's magic (so a few damaged bytes there still count), or it is a non-empty prefix
+/// of the magic (a file truncated inside it).
+fn starts_like_redb(path: &Path) -> bool {
+    let mut head = [0u8; REDB_MAGIC.len()];
+    let n = match std::fs::File::open(path) {
+        Ok(mut f) => {
+            let mut n = 0;
+            while n < head.len() {
+                match std::io::Read::read(&mut f, &mut head[n..]) {
+                    Ok(0) | Err(_) => break,
+                    Ok(k) => n += k,
+                }
+            }
+            n
+        }
+        Err(_) => return false,
+    };
+    if n == 0 {
+        return false;
+    }
+    if n < REDB_MAGIC.len() {
+        return head[..n] == REDB_MAGIC[..n];
+    }
+    head.iter().zip(&REDB_MAGIC).filter(|(a, b)| a == b).count() >= 6
 }
 
 /// One file of a book (the base or a delta segment, docs/FORMAT.md §10) opened for reading.
@@ -68,6 +128,16 @@ impl BookFile {
     ) -> Result<BookFile> {
         let mut f = shield("opening the book", || {
             Self::open_inner(path, codec, older, cache_bytes)
+        })
+        .map_err(|e| match e {
+            // A file that starts like redb's but cannot be opened or read is damaged.
+            Error::Db { source, .. } if is_damage(&source) && looks_like_damaged_book(path) => {
+                Error::CorruptFile {
+                    path: path.to_path_buf(),
+                    corruption: Corruption::Storage(format!("redb cannot read it: {source}")),
+                }
+            }
+            other => other.in_file(path),
         })?;
         if cache_bytes != READER_CACHE_BYTES {
             f.set_cache_bytes(cache_bytes);
@@ -103,6 +173,11 @@ impl BookFile {
                             what: "the book is being written by another process; try again when it is done".into(),
                         });
                     }
+                    Err(redb::DatabaseError::Storage(e)) if looks_like_damaged_book(path) => {
+                        return Err(Error::Corrupt(Corruption::Storage(format!(
+                            "redb's recovery failed: {e}"
+                        ))));
+                    }
                     Err(e) => return Err(not_a_book(path, format!("recovery failed: {e}"))),
                 }
                 open()
@@ -116,16 +191,40 @@ impl BookFile {
                 {
                     Error::io(format!("opening {}", path.display()), io)
                 }
+                redb::DatabaseError::Storage(storage)
+                    if is_storage_damage(&storage) && looks_like_damaged_book(path) =>
+                {
+                    Error::Corrupt(Corruption::Storage(format!(
+                        "a redb file that redb cannot open: {storage}"
+                    )))
+                }
                 other => not_a_book(path, format!("not a redb database: {other}")),
             })?;
         let txn = db.begin_read()?;
-        let meta_table = txn
-            .open_table(META)
-            .map_err(|e| not_a_book(path, format!("no meta table ({e})")))?;
+        let meta_table = txn.open_table(META).map_err(|e| match e {
+            // A damaged tree page can hide the table of a book.
+            redb::TableError::TableDoesNotExist(_) if has_book_traces(path) => {
+                Error::Corrupt(Corruption::Storage(format!(
+                    "the meta table is missing from the file's tree ({e})"
+                )))
+            }
+            redb::TableError::TableDoesNotExist(_) => {
+                not_a_book(path, format!("no meta table ({e})"))
+            }
+            other => Error::Corrupt(Corruption::Storage(format!(
+                "the meta table cannot be read: {other}"
+            ))),
+        })?;
         let get = |k: &str| -> Result<Option<Vec<u8>>> {
             Ok(meta_table.get(k)?.map(|v| v.value().to_vec()))
         };
         if get(META_MAGIC)?.as_deref() != Some(MAGIC) {
+            if has_book_traces(path) {
+                return Err(Error::Corrupt(Corruption::Meta(
+                    "the bookdb magic is missing from the meta table the file's tree leads to"
+                        .into(),
+                )));
+            }
             return Err(not_a_book(path, "meta table lacks the bookdb magic"));
         }
         let version = get(META_VERSION)?
@@ -299,6 +398,7 @@ impl BookFile {
         f: impl FnOnce(u64, &[u8]) -> Result<T>,
     ) -> Result<Option<T>> {
         shield("reading a block", || self.with_block_inner(key, f))
+            .map_err(|e| e.in_file(&self.path))
     }
 
     fn with_block_inner<T>(
@@ -356,6 +456,11 @@ impl BookFile {
 
     /// Entries with this key in the blocks only.
     pub(crate) fn get_blocks(&self, key: u64) -> Result<Vec<Entry>> {
+        self.get_blocks_inner(key)
+            .map_err(|e| e.in_file(&self.path))
+    }
+
+    fn get_blocks_inner(&self, key: u64) -> Result<Vec<Entry>> {
         let Some((block_key, blk)) = self.cached_block(key)? else {
             return Ok(Vec::new());
         };
@@ -412,6 +517,11 @@ impl BookFile {
 
     /// The entry holding exactly this encoded position in the blocks (decodes only that entry).
     pub(crate) fn lookup_blocks(&self, pos: &[u8]) -> Result<Option<Entry>> {
+        self.lookup_blocks_inner(pos)
+            .map_err(|e| e.in_file(&self.path))
+    }
+
+    fn lookup_blocks_inner(&self, pos: &[u8]) -> Result<Option<Entry>> {
         let key = self.codec.key(pos)?;
         let Some((block_key, blk)) = self.cached_block(key)? else {
             return Ok(None);
@@ -466,7 +576,7 @@ impl BookFile {
 
     /// The import records: input fingerprint → JSON.
     pub fn imports(&self) -> Result<Vec<(String, Vec<u8>)>> {
-        shield("reading import records", || self.imports_inner())
+        shield("reading import records", || self.imports_inner()).map_err(|e| e.in_file(&self.path))
     }
 
     fn imports_inner(&self) -> Result<Vec<(String, Vec<u8>)>> {
@@ -482,6 +592,81 @@ impl BookFile {
             out.push((k.value().to_string(), v.value().to_vec()));
         }
         Ok(out)
+    }
+
+    /// The position model a block of this file names (for `verify`, which decodes
+    /// positions itself).
+    #[doc(hidden)]
+    pub fn block_model(&self, block_key: u64, id: u16) -> Result<&dyn PositionModel, Corruption> {
+        self.model(block_key, id)
+    }
+
+    /// Runs redb's own integrity check (`Database::check_integrity`: every page's checksum,
+    /// the B-trees' structure, the allocator state) on a private copy of this file in
+    /// `scratch`, because the check needs a writable handle, may repair what it checks, and
+    /// cannot take the file while readers hold it: the book itself is never opened for
+    /// writing. The copy is removed afterwards. `Ok(None)`: the check passed; `Ok(Some(what))`:
+    /// redb found the file damaged; `Err`: the copy could not be made (I/O).
+    #[doc(hidden)]
+    pub fn redb_integrity(&self, scratch: &Path) -> Result<Option<String>> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let dir = scratch.join(format!(
+            ".bookdb-verify-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let ctx = |e| {
+            Error::io(
+                format!(
+                    "copying {} to {} for redb's integrity check (set TMPDIR to a directory with room for it, or pass --no-redb-check)",
+                    self.path.display(),
+                    dir.display()
+                ),
+                e,
+            )
+        };
+        std::fs::create_dir(&dir).map_err(ctx)?;
+        let copy = dir.join("copy.redb");
+        let result = (|| {
+            std::fs::copy(&self.path, &copy).map_err(ctx)?;
+            let mut perm = std::fs::metadata(&copy).map_err(ctx)?.permissions();
+            std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o600);
+            std::fs::set_permissions(&copy, perm).map_err(ctx)?;
+            let repaired = std::sync::Arc::new(AtomicBool::new(false));
+            let flag = repaired.clone();
+            shield("checking the file's redb integrity", || {
+                let mut db = match redb::Builder::new()
+                    .set_cache_size(16 << 20)
+                    .set_repair_callback(move |_| flag.store(true, Ordering::Relaxed))
+                    .open(&copy)
+                {
+                    Ok(db) => db,
+                    Err(e) => return Ok(Some(format!("redb cannot open a copy of it: {e}"))),
+                };
+                if repaired.load(Ordering::Relaxed) {
+                    return Ok(Some(
+                        "redb found it not closed cleanly and had to repair a copy (a published \
+                         book file is always closed cleanly: its header or pages are damaged)"
+                            .into(),
+                    ));
+                }
+                Ok(match db.check_integrity() {
+                    Ok(true) => None,
+                    Ok(false) => Some(
+                        "redb's integrity check found damage (and repaired the private copy; \
+                         the book is untouched)"
+                            .into(),
+                    ),
+                    Err(e) => Some(format!("redb's integrity check failed: {e}")),
+                })
+            })
+        })();
+        let _ = std::fs::remove_dir_all(&dir);
+        match result {
+            Err(Error::Corrupt(c)) => Ok(Some(c.to_string())),
+            other => other,
+        }
     }
 
     /// Opens one stored block (checksum and decompression only), for tools.

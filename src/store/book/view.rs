@@ -206,7 +206,32 @@ impl Book {
                     match BookFile::open_file(&sp, codec.clone(), false, cache_bytes) {
                         Ok(f) => Arc::new(f),
                         // Folded away by a writer after the manifest was read: start again.
-                        Err(_) if !sp.exists() => return Ok(None),
+                        // Missing while the manifest still lists it: the book lost a file.
+                        Err(_) if !sp.exists() => {
+                            if Manifest::read(path)? == manifest {
+                                return Err(Error::CorruptFile {
+                                    path: sp.clone(),
+                                    corruption: Corruption::Manifest(format!(
+                                        "the manifest lists the delta segment of generation {g}, \
+                                         but its file does not exist"
+                                    )),
+                                });
+                            }
+                            return Ok(None);
+                        }
+                        // The manifest names it as a segment: a file there that is not a book
+                        // is a damaged one (another game's codec is still the codec's refusal).
+                        Err(Error::NotABook { reason, .. })
+                            if !reason.starts_with("position codec") =>
+                        {
+                            return Err(Error::CorruptFile {
+                                path: sp.clone(),
+                                corruption: Corruption::Storage(format!(
+                                    "the manifest lists it as a delta segment, but it does not \
+                                     read as a book file ({reason})"
+                                )),
+                            });
+                        }
                         Err(e) => return Err(e),
                     }
                 }
