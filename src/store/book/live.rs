@@ -302,6 +302,7 @@ pub(crate) fn recover(book: &Path, base_generation: u64) -> Result<()> {
 /// writers removed, [`recover`]ed. Every command that changes a book starts here.
 pub(crate) fn lock_for_writing(book: &Path, wait: LockWait) -> Result<WriterLock> {
     let lock = WriterLock::acquire(book, wait)?;
+    crash_point("lock-taken");
     remove_stale_temp_books(book);
     match super::reader::read_generation(book) {
         Some(g) => recover(book, g)?,
@@ -321,7 +322,11 @@ pub(crate) fn remove_segments_except(book: &Path, keep: &[u64]) {
     let mut removed = false;
     for (g, path) in segment_files(book) {
         if !keep.contains(&g) {
-            removed |= std::fs::remove_file(path).is_ok();
+            let gone = std::fs::remove_file(path).is_ok();
+            removed |= gone;
+            if gone {
+                crash_point("segment-removed");
+            }
         }
     }
     if removed {

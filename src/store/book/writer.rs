@@ -79,6 +79,7 @@ impl BookWriter {
             .set_cache_size(opts.cache_bytes)
             .create(&tmp_path)
             .map_err(|e| Error::db(format!("creating {}", tmp_path.display()), e))?;
+        crate::store::files::crash_point("writer-created");
         Ok(BookWriter {
             final_path: path.to_path_buf(),
             tmp_path,
