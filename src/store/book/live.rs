@@ -187,7 +187,8 @@ pub(super) fn publish(
     target: &Target,
     generation: u64,
 ) -> Result<()> {
-    let f = std::fs::File::open(tmp).map_err(|e| Error::io("reopening new book", e))?;
+    let f = std::fs::File::open(tmp)
+        .map_err(|e| Error::io(format!("reopening new book file {}", tmp.display()), e))?;
     // Every file of a book keeps the mode, owner and group of the book's base (a rewrite under
     // another umask or user must not lock out the book's readers).
     let book = match target {
@@ -199,7 +200,7 @@ pub(super) fn publish(
         return Err(e);
     }
     f.sync_all()
-        .map_err(|e| Error::io("fsync of new book", e))?;
+        .map_err(|e| Error::io(format!("fsync of new book file {}", tmp.display()), e))?;
     drop(f);
     crash_point("file-synced");
     std::fs::rename(tmp, final_path)

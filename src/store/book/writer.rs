@@ -447,15 +447,20 @@ impl BookWriter {
             .db
             .as_ref()
             .ok_or_else(|| Error::Internal("writer closed".into()))?;
-        let mut txn = db.begin_write()?;
-        txn.set_durability(redb::Durability::None)?;
-        {
-            let mut t = txn.open_table(BLOCKS)?;
-            for (k, v) in self.batch.drain(..) {
-                t.insert(k, v.as_slice())?;
+        let batch = &mut self.batch;
+        (|| -> Result<()> {
+            let mut txn = db.begin_write()?;
+            txn.set_durability(redb::Durability::None)?;
+            {
+                let mut t = txn.open_table(BLOCKS)?;
+                for (k, v) in batch.drain(..) {
+                    t.insert(k, v.as_slice())?;
+                }
             }
-        }
-        txn.commit()?;
+            txn.commit()?;
+            Ok(())
+        })()
+        .map_err(|e| e.in_file(&self.tmp_path))?;
         self.batch_bytes = 0;
         Ok(())
     }
@@ -531,7 +536,7 @@ impl BookWriter {
         drop(db);
         if let Err(e) = res {
             let _ = std::fs::remove_file(&self.tmp_path);
-            return Err(e);
+            return Err(e.in_file(&self.tmp_path));
         }
         publish(&self.tmp_path, &self.final_path, &self.target, generation)?;
         Ok(self.meta.clone())
