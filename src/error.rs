@@ -95,6 +95,22 @@ impl Error {
         }
     }
 
+    /// The operating-system error at the root of this one, if any.
+    pub fn os_error(&self) -> Option<&std::io::Error> {
+        match self {
+            Error::Store(e) => e.os_error(),
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// What to do about this error when a system fault caused it (a full disk, a read-only
+    /// file system, permissions, the open-file limit); see [`crate::store::error::system_fault_hint`].
+    pub fn hint(&self) -> Option<&'static str> {
+        self.os_error()
+            .and_then(crate::store::error::system_fault_hint)
+    }
+
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Store(e) => ErrorKind::of_store(e),

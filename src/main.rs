@@ -572,6 +572,19 @@ fn main() -> ExitCode {
                 e.downcast_ref::<StoreError>()
                     .map(|se| (se.to_string(), ErrorKind::of_store(se)))
             };
+            // A full disk, a read-only file system, permissions, the open-file limit: what to do.
+            let hint = e
+                .chain()
+                .find_map(|c| {
+                    c.downcast_ref::<bookdb::Error>()
+                        .and_then(bookdb::Error::os_error)
+                        .or_else(|| {
+                            c.downcast_ref::<StoreError>()
+                                .and_then(StoreError::os_error)
+                        })
+                        .or_else(|| c.downcast_ref::<std::io::Error>())
+                })
+                .and_then(bookdb::store::error::system_fault_hint);
             let kind = library.as_ref().map(|(_, kind)| *kind);
             let message = match library {
                 Some((msg, _)) => msg,
@@ -579,14 +592,20 @@ fn main() -> ExitCode {
             };
             let code = exit_code(kind);
             if json {
-                let j = serde_json::json!({ "error": {
+                let mut j = serde_json::json!({ "error": {
                     "kind": kind.map_or("error", ErrorKind::as_str),
                     "message": message,
                     "exit_code": code,
                 }});
+                if let Some(h) = hint {
+                    j["error"]["hint"] = h.into();
+                }
                 eprintln!("{j}");
             } else {
                 eprintln!("bookdb: error: {message}");
+                if let Some(h) = hint {
+                    eprintln!("bookdb: {h}");
+                }
             }
             ExitCode::from(code)
         }

@@ -56,37 +56,6 @@ fn answers(dump: &str) -> HashMap<String, String> {
         .collect()
 }
 
-/// The games of a PGN file, as byte strings.
-fn games_of(pgn: &Path) -> Vec<Vec<u8>> {
-    let text = std::fs::read(pgn).unwrap();
-    let mut starts: Vec<usize> = text
-        .windows(8)
-        .enumerate()
-        .filter(|(i, w)| *w == b"\n[Event " || (*i == 0 && w.starts_with(b"[Event ")))
-        .map(|(i, _)| {
-            if i == 0 && text.starts_with(b"[Event ") {
-                0
-            } else {
-                i + 1
-            }
-        })
-        .collect();
-    starts.dedup();
-    starts.push(text.len());
-    starts
-        .windows(2)
-        .map(|w| text[w[0]..w[1]].to_vec())
-        .collect()
-}
-
-fn write_games(path: &Path, games: &[Vec<u8>]) {
-    let mut f = std::fs::File::create(path).unwrap();
-    for g in games {
-        f.write_all(g).unwrap();
-        f.write_all(b"\n").unwrap();
-    }
-}
-
 /// Games for these tests: the 10k-game file if present, else the sample repeated with
 /// different results is not enough variety, so the sample alone.
 fn test_games(dir: &Path) -> Vec<Vec<u8>> {
@@ -343,6 +312,7 @@ fn readers_see_whole_commits_while_writers_run() {
 }
 
 /// Runs bookdb with a crash point set; true if it was killed there.
+#[cfg(feature = "failpoints")]
 fn run_with_crash(args: &[&str], point: Option<&str>, kill_after: Option<Duration>) -> bool {
     let mut cmd = Command::new(bin());
     cmd.args(args).stdout(Stdio::null()).stderr(Stdio::piped());
@@ -367,6 +337,9 @@ fn run_with_crash(args: &[&str], point: Option<&str>, kill_after: Option<Duratio
     false
 }
 
+/// Needs the crash points of a `--features failpoints` build (tests/crash_points.rs fails
+/// without it, saying so).
+#[cfg(feature = "failpoints")]
 #[test]
 fn writers_killed_while_publishing_or_folding_leave_a_sound_book() {
     let dir = tempfile::tempdir().unwrap();

@@ -275,7 +275,7 @@ fn open_checked(path: &str, pgn: bool) -> Result<Input> {
         if e.kind() == io::ErrorKind::InvalidData || e.kind() == io::ErrorKind::InvalidInput {
             not_pgn(&name, &format!("cannot be decompressed ({e})"))
         } else {
-            ctx(e)
+            read_error(&name, e)
         }
     })?;
     if pgn && let Some(why) = check_text(&text, complete) {
@@ -291,6 +291,24 @@ fn open_checked(path: &str, pgn: bool) -> Result<Input> {
 }
 
 /// The error for an input that is not PGN text.
+/// An error reading the (decompressed) text of input `name`: a compressed stream that ends
+/// early (zstd's "incomplete frame", an unexpected end of file from gzip, bzip2 or xz) is
+/// called what it is, a truncated or damaged file, with what to do; anything else is an I/O
+/// error naming the input.
+pub(crate) fn read_error(name: &str, e: std::io::Error) -> Error {
+    let text = e.to_string();
+    if e.kind() == std::io::ErrorKind::UnexpectedEof
+        || text.contains("incomplete frame")
+        || text.contains("unexpected end")
+        || text.contains("EOF reached")
+    {
+        return Error::Input(format!(
+            "{name}: the compressed data ends early ({text}): the file is truncated or damaged; copy or download it again (the import stopped; the book is unchanged)"
+        ));
+    }
+    Error::io(format!("reading {name}"), e)
+}
+
 pub(crate) fn not_pgn(name: &str, why: &str) -> Error {
     Error::Input(format!(
         "{name}: {why}; it was not imported (give PGN text, plain or compressed with zstd, gzip, bzip2 or xz)"

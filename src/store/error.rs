@@ -170,6 +170,53 @@ impl Error {
             source,
         }
     }
+
+    /// Names the file a redb error without context happened in (`writing <path>`).
+    pub(crate) fn writing(self, path: &std::path::Path) -> Error {
+        match self {
+            Error::Db {
+                context: None,
+                source,
+            } => Error::Db {
+                context: Some(format!("writing {}", path.display())),
+                source,
+            },
+            e => e,
+        }
+    }
+
+    /// The operating-system error at the root of this one, if any (through redb's errors).
+    pub fn os_error(&self) -> Option<&std::io::Error> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            Error::Db {
+                source: redb::Error::Io(e),
+                ..
+            } => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// What to do about a system fault under a book command, by its operating-system error: a
+/// full disk, a read-only file system, missing permissions, too many open files. `None` for
+/// other errors (their messages say what to do themselves).
+pub fn system_fault_hint(e: &std::io::Error) -> Option<&'static str> {
+    Some(match e.raw_os_error()? {
+        libc::ENOSPC | libc::EDQUOT => {
+            "the disk is full: free space (or use a book on another file system) and run the same command again; a book is changed only by a finished command, so it is as it was, and an interrupted import resumes from its last checkpoint"
+        }
+        libc::EROFS => {
+            "the file system is read-only: commands that change a book need a writable directory; probe, dump, stats and verify still work"
+        }
+        libc::EACCES | libc::EPERM => {
+            "permission denied: commands that change a book need write access to its directory and files (run as the book's owner or group); probe, dump, stats and verify need read access only"
+        }
+        libc::EMFILE | libc::ENFILE => {
+            "too many open files: raise the limit (`ulimit -n 1024`) and run the same command again"
+        }
+        _ => return None,
+    })
 }
 
 /// Whether a redb error means the bytes are damaged (not the operating system failing: a real

@@ -19,6 +19,8 @@ pub use block::{BlockHeader, BlockView, Compression};
 pub use book::{Book, BookCompression, BookMeta, BookWriter, LiveBook, WriterOptions};
 pub use entry::{Entry, MoveExtra, MoveRec};
 pub use files::LockWait;
+#[doc(hidden)]
+pub use files::{CRASH_POINTS, HAS_CRASH_POINTS};
 
 /// The book format versions this build writes, and the oldest it reads (through
 /// `bookdb migrate`; every other command reads only the version it writes).

@@ -73,7 +73,7 @@ impl RunWriter {
             .map_err(|e| Error::io("zstd", e))?;
         let mut enc = BufWriter::with_capacity(1 << 18, enc);
         enc.write_all(MAGIC)
-            .map_err(|e| Error::io("writing run", e))?;
+            .map_err(|e| Error::io(format!("writing run {}", tmp.display()), e))?;
         Ok(RunWriter {
             tmp,
             path: path.to_path_buf(),
@@ -97,31 +97,25 @@ impl RunWriter {
         let len = (self.buf.len() as u32).to_le_bytes();
         self.crc.update(&len);
         self.crc.update(&self.buf);
-        self.enc
-            .write_all(&len)
-            .map_err(|e| Error::io("writing run", e))?;
-        self.enc
-            .write_all(&self.buf)
-            .map_err(|e| Error::io("writing run", e))?;
+        let tmp = &self.tmp;
+        let ctx = |e| Error::io(format!("writing run {}", tmp.display()), e);
+        self.enc.write_all(&len).map_err(ctx)?;
+        self.enc.write_all(&self.buf).map_err(ctx)?;
         self.count += 1;
         Ok(())
     }
 
     /// Ends the run durably and moves it to its final name. Returns the entry count.
     pub(crate) fn finish(mut self) -> Result<u64> {
-        let ctx = |e| Error::io("finishing run", e);
+        let tmp = self.tmp.clone();
+        let ctx = |e| Error::io(format!("finishing run {}", tmp.display()), e);
         self.enc.write_all(&0u32.to_le_bytes()).map_err(ctx)?;
         self.enc.write_all(&self.count.to_le_bytes()).map_err(ctx)?;
         let crc = self.crc.clone().finalize();
         self.enc.write_all(&crc.to_le_bytes()).map_err(ctx)?;
-        let enc = self
-            .enc
-            .into_inner()
-            .map_err(|e| Error::io("flushing run", e.into_error()))?;
+        let enc = self.enc.into_inner().map_err(|e| ctx(e.into_error()))?;
         let w = enc.finish().map_err(ctx)?;
-        let f = w
-            .into_inner()
-            .map_err(|e| Error::io("flushing run", e.into_error()))?;
+        let f = w.into_inner().map_err(|e| ctx(e.into_error()))?;
         f.sync_all().map_err(ctx)?;
         std::fs::rename(&self.tmp, &self.path).map_err(ctx)?;
         Ok(self.count)

@@ -118,4 +118,37 @@ pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// The games of a PGN file, as byte strings.
+pub fn games_of(pgn: &Path) -> Vec<Vec<u8>> {
+    let text = std::fs::read(pgn).unwrap();
+    let mut starts: Vec<usize> = text
+        .windows(8)
+        .enumerate()
+        .filter(|(i, w)| *w == b"\n[Event " || (*i == 0 && w.starts_with(b"[Event ")))
+        .map(|(i, _)| {
+            if i == 0 && text.starts_with(b"[Event ") {
+                0
+            } else {
+                i + 1
+            }
+        })
+        .collect();
+    starts.dedup();
+    starts.push(text.len());
+    starts
+        .windows(2)
+        .map(|w| text[w[0]..w[1]].to_vec())
+        .collect()
+}
+
+/// Writes games (as from [`games_of`]) to a PGN file, a blank line after each.
+pub fn write_games(path: &Path, games: &[Vec<u8>]) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).unwrap();
+    for g in games {
+        f.write_all(g).unwrap();
+        f.write_all(b"\n").unwrap();
+    }
+}
+
 pub mod server;

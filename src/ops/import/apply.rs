@@ -85,6 +85,7 @@ pub(super) fn apply_phase(
     };
     let games = state.per_input.iter().map(|c| c.imported).sum();
     staging.mark_applying(&attempt)?;
+    crate::store::files::crash_point("import-applying-marked");
     apply(
         book_path,
         staging.dir(),
@@ -119,8 +120,10 @@ pub(super) fn reduce_runs(
             w.push(&e?)?;
         }
         let n = w.finish()?;
+        crate::store::files::crash_point("import-runs-merged");
         state.runs.push((name, n));
         state.save(state_path)?;
+        crate::store::files::crash_point("import-merge-recorded");
         for (r, _) in group {
             let _ = std::fs::remove_file(staging.join(r));
         }

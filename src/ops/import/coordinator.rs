@@ -317,8 +317,10 @@ impl Coordinator<'_> {
                 ));
             }
         }
+        crate::store::files::crash_point("import-runs-spilled");
         self.logs.checkpoint(state)?;
         state.save(&staging.join(STATE_FILE))?;
+        crate::store::files::crash_point("import-checkpoint-saved");
         self.full = false;
         self.checkpoints += 1;
         Ok(())

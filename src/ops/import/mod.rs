@@ -113,11 +113,13 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
         opts,
         &progress,
     )?;
+    crate::store::files::crash_point("import-applied");
     report.publish()?;
     summary.apply_secs = t_apply.elapsed().as_secs_f64();
 
     // Clean up.
     staging.remove();
+    crate::store::files::crash_point("import-staging-removed");
     finish(book_path, &recorded.meta, summary, start, &progress, opts)
 }
 

@@ -16,8 +16,19 @@ use crate::store::fpset::FingerprintSet;
 
 /// Raw text handed to a worker at once, at most (see `read_phase` for smaller budgets).
 pub(super) const CHUNK_BYTES: usize = 1 << 20;
-/// A chunk grows past this only if no game boundary was found (then it is cut at a line end).
+/// A chunk grows past its size only while no game boundary is found, up to 8 times its size
+/// (at least 4 MiB, so that no real game is cut: the longest, TCEC games with engine
+/// comments, are under 100 KB) and at most this; then it is cut at a line end. Bounded by the
+/// chunk size, hence by `--memory`: a 1 GiB line without a game boundary took 292 MiB at
+/// `--memory 64` when every chunk could grow to 64 MiB (tests/hostile_inputs.rs).
 const MAX_CHUNK_BYTES: usize = 64 << 20;
+
+/// The most a chunk of normally `chunk_bytes` grows to while looking for a game boundary.
+fn max_chunk_bytes(chunk_bytes: usize) -> usize {
+    chunk_bytes
+        .saturating_mul(8)
+        .clamp(4 << 20, MAX_CHUNK_BYTES)
+}
 
 /// Where to cut a buffer of PGN text that starts outside any comment (at the start of the
 /// input or of a game): just before the last `[` that starts a line after a blank line (the
@@ -164,7 +175,7 @@ impl<'a, R: Read> Chunker<'a, R> {
     }
 
     /// The next chunk: at least `chunk_bytes` of text cut just before a game (or at a line end
-    /// if no game starts in the first [`MAX_CHUNK_BYTES`]), or the rest of the input. The text
+    /// if no game starts in the first [`max_chunk_bytes`]), or the rest of the input. The text
     /// after the cut is kept in `spare` (an emptied buffer, reused), which becomes the buffer
     /// the next chunk is read into.
     pub(super) fn next_chunk(&mut self, spare: Vec<u8>) -> Result<Vec<u8>> {
@@ -176,7 +187,7 @@ impl<'a, R: Read> Chunker<'a, R> {
                     match self.reader.read(&mut self.buf[start..]) {
                         Ok(n) => break n,
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                        Err(e) => return Err(Error::io(format!("reading {}", self.name), e)),
+                        Err(e) => return Err(crate::ops::input::read_error(self.name, e)),
                     }
                 };
                 self.buf.truncate(start + n);
@@ -187,14 +198,14 @@ impl<'a, R: Read> Chunker<'a, R> {
             }
             match self.kind.boundary(&self.buf, self.offset) {
                 Some(i) => break i,
-                None if self.buf.len() < MAX_CHUNK_BYTES => {
+                None if self.buf.len() < max_chunk_bytes(self.chunk_bytes) => {
                     // No boundary yet: read more before cutting.
                     let start = self.buf.len();
                     self.buf.resize(start + (1 << 20), 0);
                     let n = self
                         .reader
                         .read(&mut self.buf[start..])
-                        .map_err(|e| Error::io(format!("reading {}", self.name), e))?;
+                        .map_err(|e| crate::ops::input::read_error(self.name, e))?;
                     self.buf.truncate(start + n);
                     self.eof = n == 0;
                 }

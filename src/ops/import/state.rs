@@ -249,12 +249,22 @@ impl PendingLogs {
             .create(true)
             .append(true)
             .open(staging.join(SKIPPED_LOG))
-            .map_err(|e| Error::io("opening skipped-games log", e))?;
+            .map_err(|e| {
+                Error::io(
+                    format!("opening skipped-games log in {}", staging.display()),
+                    e,
+                )
+            })?;
         let games_file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(staging.join(GAMES_LOG))
-            .map_err(|e| Error::io("opening game fingerprints", e))?;
+            .map_err(|e| {
+                Error::io(
+                    format!("opening game fingerprints in {}", staging.display()),
+                    e,
+                )
+            })?;
         Ok(PendingLogs::new(skipped_file, games_file))
     }
 

@@ -195,7 +195,8 @@ pub(super) fn publish(
     target: &Target,
     generation: u64,
 ) -> Result<()> {
-    let f = std::fs::File::open(tmp).map_err(|e| Error::io("reopening new book", e))?;
+    let f = std::fs::File::open(tmp)
+        .map_err(|e| Error::io(format!("reopening new book file {}", tmp.display()), e))?;
     // Every file of a book keeps the mode, owner and group of the book's base (a rewrite under
     // another umask or user must not lock out the book's readers).
     let book = match target {
@@ -207,7 +208,7 @@ pub(super) fn publish(
         return Err(e);
     }
     f.sync_all()
-        .map_err(|e| Error::io("fsync of new book", e))?;
+        .map_err(|e| Error::io(format!("fsync of new book file {}", tmp.display()), e))?;
     drop(f);
     crash_point("file-synced");
     std::fs::rename(tmp, final_path)
@@ -310,6 +311,7 @@ pub(crate) fn recover(book: &Path, base_generation: u64) -> Result<()> {
 /// writers removed, [`recover`]ed. Every command that changes a book starts here.
 pub(crate) fn lock_for_writing(book: &Path, wait: LockWait) -> Result<WriterLock> {
     let lock = WriterLock::acquire(book, wait)?;
+    crash_point("lock-taken");
     remove_stale_temp_books(book);
     match super::reader::read_generation(book) {
         Some(g) => recover(book, g)?,
@@ -329,7 +331,11 @@ pub(crate) fn remove_segments_except(book: &Path, keep: &[u64]) {
     let mut removed = false;
     for (g, path) in segment_files(book) {
         if !keep.contains(&g) {
-            removed |= std::fs::remove_file(path).is_ok();
+            let gone = std::fs::remove_file(path).is_ok();
+            removed |= gone;
+            if gone {
+                crash_point("segment-removed");
+            }
         }
     }
     if removed {

@@ -79,6 +79,7 @@ impl BookWriter {
             .set_cache_size(opts.cache_bytes)
             .create(&tmp_path)
             .map_err(|e| Error::db(format!("creating {}", tmp_path.display()), e))?;
+        crate::store::files::crash_point("writer-created");
         Ok(BookWriter {
             final_path: path.to_path_buf(),
             tmp_path,
@@ -446,15 +447,20 @@ impl BookWriter {
             .db
             .as_ref()
             .ok_or_else(|| Error::Internal("writer closed".into()))?;
-        let mut txn = db.begin_write()?;
-        txn.set_durability(redb::Durability::None)?;
-        {
-            let mut t = txn.open_table(BLOCKS)?;
-            for (k, v) in self.batch.drain(..) {
-                t.insert(k, v.as_slice())?;
+        let batch = &mut self.batch;
+        (|| -> Result<()> {
+            let mut txn = db.begin_write()?;
+            txn.set_durability(redb::Durability::None)?;
+            {
+                let mut t = txn.open_table(BLOCKS)?;
+                for (k, v) in batch.drain(..) {
+                    t.insert(k, v.as_slice())?;
+                }
             }
-        }
-        txn.commit()?;
+            txn.commit()?;
+            Ok(())
+        })()
+        .map_err(|e| e.writing(&self.tmp_path))?;
         self.batch_bytes = 0;
         Ok(())
     }
@@ -530,7 +536,7 @@ impl BookWriter {
         drop(db);
         if let Err(e) = res {
             let _ = std::fs::remove_file(&self.tmp_path);
-            return Err(e);
+            return Err(e.writing(&self.tmp_path));
         }
         publish(&self.tmp_path, &self.final_path, &self.target, generation)?;
         Ok(self.meta.clone())
