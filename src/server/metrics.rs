@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 /// Routes, as `route` labels; anything else is `other`.
-pub const ROUTES: [&str; 9] = [
+pub const ROUTES: [&str; 10] = [
     "/masters",
     "/lichess",
     "/v1/position",
@@ -17,6 +17,7 @@ pub const ROUTES: [&str; 9] = [
     "/health",
     "/metrics",
     "/",
+    "/assets",
     "other",
 ];
 
@@ -56,6 +57,12 @@ pub struct Metrics {
 
 /// The index of a route label.
 pub fn route_index(route: &str) -> usize {
+    // The explorer page's files all count under one label.
+    let route = if route.starts_with("/assets/") {
+        "/assets"
+    } else {
+        route
+    };
     ROUTES
         .iter()
         .position(|r| *r == route)

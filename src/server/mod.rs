@@ -10,6 +10,7 @@ pub mod error;
 mod listen;
 pub mod metrics;
 mod options;
+pub mod page;
 pub mod params;
 pub mod routes;
 pub mod state;

@@ -20,6 +20,7 @@ use tracing::Level;
 use super::admin;
 use super::error::{ApiError, json_error, json_ok};
 use super::metrics::{BookGauges, route_index};
+use super::page;
 use super::params;
 use super::state::AppState;
 use crate::ops::explorer::{explore, resolve_line};
@@ -48,6 +49,8 @@ fn routes() -> Router<Arc<AppState>> {
         .route("/v1/book", get(book))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
+        .route("/", get(page::index))
+        .route("/assets/{file}", get(page::asset))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::SERVICE_UNAVAILABLE,
             READ_TIMEOUT,
@@ -112,7 +115,7 @@ async fn not_found(uri: Uri) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
         format!(
-            "no route {}: the routes are /masters, /lichess, /v1/position, /v1/book, /health, /metrics and POST /v1/import",
+            "no route {}: the routes are / (the explorer page), /masters, /lichess, /v1/position, /v1/book, /health, /metrics and POST /v1/import",
             clip_path(uri.path())
         ),
     )
