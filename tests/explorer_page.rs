@@ -502,6 +502,24 @@ fn the_explorer_page_in_a_real_browser() {
     let b = Browser::start();
     b.goto(&format!("{base}/"));
     expect_position(&b, &srv, &[]);
+    // The board is a chess board: a1 dark in the bottom-left corner, h1 light; flipped, h8
+    // (dark) is bottom-left and a8 (light) bottom-right.
+    let squares = |b: &Browser| {
+        b.js(
+            r#"
+            const at = (x, y) => Array.from(document.querySelectorAll('#board rect[data-square]'))
+                .find(r => r.getAttribute('x') == x && r.getAttribute('y') == y);
+            const bl = at(0, 70), br = at(70, 70);
+            return [bl.dataset.square, bl.dataset.shade, br.dataset.square, br.dataset.shade];
+            "#,
+            json!([]),
+        )
+    };
+    assert_eq!(squares(&b), json!(["a1", "dark", "h1", "light"]));
+    b.click("#flip");
+    assert_eq!(squares(&b), json!(["h8", "dark", "a8", "light"]));
+    b.click("#flip");
+    assert_eq!(squares(&b), json!(["a1", "dark", "h1", "light"]));
 
     // Click through a line, checking the table, board, URL and breadcrumbs at every step.
     let mut play: Vec<String> = Vec::new();

@@ -572,8 +572,13 @@ function renderBoard() {
       const file = flipped ? 7 - f : f;
       const rank = flipped ? r + 1 : 8 - r;
       const sq = "abcdefgh"[file] + rank;
-      const light = (file + rank) % 2 === 1;
-      svg("rect", { x: f * 10, y: r * 10, width: 10, height: 10, fill: light ? "var(--light-sq)" : "var(--dark-sq)" }, root);
+      // a1 (file 0, rank 1) is dark, h1 light: a square is light when file + rank is even.
+      const light = (file + rank) % 2 === 0;
+      svg("rect", {
+        x: f * 10, y: r * 10, width: 10, height: 10,
+        fill: light ? "var(--light-sq)" : "var(--dark-sq)",
+        "data-square": sq, "data-shade": light ? "light" : "dark",
+      }, root);
       if (lastSquares.includes(sq)) {
         svg("rect", { x: f * 10, y: r * 10, width: 10, height: 10, fill: "var(--last-move)" }, root);
       }
