@@ -16,12 +16,12 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::server::{Server, enc};
-use common::{ok, peers_required, s, sample_pgn};
+use common::{ok, peers_required, s, sample_halves};
 use serde_json::{Value, json};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -408,17 +408,6 @@ fn expect_position(b: &Browser, srv: &Server, play: &[String]) -> Value {
     );
 }
 
-/// The sample's games in two PGN files (first and second half).
-fn halves(dir: &Path) -> (PathBuf, PathBuf) {
-    let text = std::fs::read_to_string(sample_pgn()).unwrap();
-    let starts: Vec<usize> = text.match_indices("[Event ").map(|(i, _)| i).collect();
-    let mid = starts[starts.len() / 2];
-    let (a, b) = (dir.join("first.pgn"), dir.join("second.pgn"));
-    std::fs::write(&a, &text[..mid]).unwrap();
-    std::fs::write(&b, &text[mid..]).unwrap();
-    (a, b)
-}
-
 fn have_browser() -> bool {
     let missing: Vec<&str> = [CHROMIUM, CHROMEDRIVER]
         .into_iter()
@@ -466,7 +455,7 @@ fn the_explorer_page_in_a_real_browser() {
     let tmp = tempfile::tempdir().unwrap();
     let shots = std::env::temp_dir().join("bookdb-explorer-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
-    let (first, second) = halves(tmp.path());
+    let (first, second) = sample_halves(tmp.path());
     let book = tmp.path().join("page.book");
     ok(&["import", s(&first), "--book", s(&book), "--quiet"]);
     let srv = Server::start(&book, &[]);

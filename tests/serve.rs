@@ -15,19 +15,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::server::{Server, enc};
-use common::{bin, copy_in, dump, ok, peers_required, s, sample_pgn};
+use common::{bin, copy_in, dump, ok, peers_required, s, sample_halves, sample_pgn};
 use serde_json::Value;
-
-/// The sample's games split in two PGN files (first and second half).
-fn halves(dir: &Path) -> (PathBuf, PathBuf) {
-    let text = std::fs::read_to_string(sample_pgn()).unwrap();
-    let starts: Vec<usize> = text.match_indices("[Event ").map(|(i, _)| i).collect();
-    let mid = starts[starts.len() / 2];
-    let (a, b) = (dir.join("first.pgn"), dir.join("second.pgn"));
-    std::fs::write(&a, &text[..mid]).unwrap();
-    std::fs::write(&b, &text[mid..]).unwrap();
-    (a, b)
-}
 
 fn sample_book(dir: &Path) -> PathBuf {
     let book = dir.join("sample.book");
@@ -305,7 +294,7 @@ fn wait_for_generation_change(srv: &Server, old: u64) -> (u64, Duration) {
 #[test]
 fn changes_by_other_processes_are_served_within_a_second_without_a_failed_request() {
     let tmp = tempfile::tempdir().unwrap();
-    let (first, second) = halves(tmp.path());
+    let (first, second) = sample_halves(tmp.path());
     let book = tmp.path().join("live.book");
     ok(&["import", s(&first), "--book", s(&book), "--quiet"]);
     let srv = Arc::new(Server::start(&book, &[]));
@@ -574,7 +563,7 @@ const TOKEN: &str = "s3cret-token-0123456789abcdef";
 #[test]
 fn the_admin_import_is_exactly_once_and_needs_the_token() {
     let tmp = tempfile::tempdir().unwrap();
-    let (first, second) = halves(tmp.path());
+    let (first, second) = sample_halves(tmp.path());
     let book = tmp.path().join("admin.book");
     ok(&["import", s(&first), "--book", s(&book), "--quiet"]);
 
@@ -675,7 +664,7 @@ fn the_admin_import_is_exactly_once_and_needs_the_token() {
 #[test]
 fn sigterm_finishes_an_admin_import_in_flight_then_exits_0() {
     let tmp = tempfile::tempdir().unwrap();
-    let (first, _) = halves(tmp.path());
+    let (first, _) = sample_halves(tmp.path());
     let book = tmp.path().join("term.book");
     ok(&["import", s(&first), "--book", s(&book), "--quiet"]);
     let tf = token_file(tmp.path(), TOKEN);

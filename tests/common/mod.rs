@@ -93,6 +93,18 @@ pub fn sample_pgn() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sample.pgn")
 }
 
+/// The sample's games in two PGN files, `first.pgn` and `second.pgn` in `dir` (split at the
+/// middle game's `[Event ` tag).
+pub fn sample_halves(dir: &Path) -> (PathBuf, PathBuf) {
+    let text = std::fs::read_to_string(sample_pgn()).unwrap();
+    let starts: Vec<usize> = text.match_indices("[Event ").map(|(i, _)| i).collect();
+    let mid = starts[starts.len() / 2];
+    let (a, b) = (dir.join("first.pgn"), dir.join("second.pgn"));
+    std::fs::write(&a, &text[..mid]).unwrap();
+    std::fs::write(&b, &text[mid..]).unwrap();
+    (a, b)
+}
+
 /// Copies a live book (its base, manifest and delta segments: every `<name>` and `<name>.*`
 /// file but the lock) to `dst`, keeping the names' suffixes.
 pub fn copy_live_book(src: &Path, dst: &Path) {
