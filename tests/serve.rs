@@ -584,6 +584,17 @@ fn the_admin_import_is_exactly_once_and_needs_the_token() {
     let auth = format!("Bearer {TOKEN}");
     let r = srv.post("/v1/import", &[], &body);
     assert_eq!(r.status, 401, "{}", r.body);
+    // A refusal made before the body is read still reaches a client that is sending a large
+    // body (the server reads and drops it first; closing with unread data would reset the
+    // connection under the client's send — this request failed with EPIPE before).
+    let r = srv.post("/v1/import", &[], &vec![b' '; 3 << 20]);
+    assert_eq!(r.status, 401, "{}", r.body);
+    let r = srv.post(
+        "/v1/import",
+        &[("Authorization", &format!("Bearer {TOKEN}"))],
+        &vec![b' '; 2 << 20],
+    );
+    assert_eq!(r.status, 413, "{}", r.body);
     let r = srv.post(
         "/v1/import",
         &[("Authorization", "Bearer s3cret-token-0123456789abcdeX")],

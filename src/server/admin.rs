@@ -32,27 +32,12 @@ pub async fn import(
     uri: Uri,
     body: Body,
 ) -> std::result::Result<Response, ApiError> {
-    let Some(token) = &s.admin else {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "POST /v1/import is off: start bookdb serve with --admin-token-file FILE to allow it",
-        ));
-    };
-    token.check(headers.get(header::AUTHORIZATION))?;
-    let p = params::import(uri.query().unwrap_or(""))?;
-    if let Some(n) = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        && n > s.max_upload
-    {
-        return Err(too_large(s.max_upload));
-    }
-    let Ok(guard) = s.import_lock.clone().try_lock_owned() else {
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "another POST /v1/import is running; try again when it has finished",
-        ));
+    let (p, guard) = match admit(&s, &headers, &uri) {
+        Ok(admitted) => admitted,
+        Err(refused) => {
+            drain(body).await;
+            return Err(refused);
+        }
     };
     let (dir, file) = receive(&s.path, body, s.max_upload).await?;
     let book = s.path.clone();
@@ -102,6 +87,62 @@ pub async fn import(
     let body = serde_json::to_string(&summary)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
     Ok(json_ok(body, Some(s.live.snapshot().generation())).into_response())
+}
+
+/// The checks made before the body is read: the route is on, the token, the parameters, the
+/// declared size, no other admin import running (its guard is returned).
+fn admit(
+    s: &AppState,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> std::result::Result<(params::ImportParams, tokio::sync::OwnedMutexGuard<()>), ApiError> {
+    let Some(token) = &s.admin else {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "POST /v1/import is off: start bookdb serve with --admin-token-file FILE to allow it",
+        ));
+    };
+    token.check(headers.get(header::AUTHORIZATION))?;
+    let p = params::import(uri.query().unwrap_or(""))?;
+    if let Some(n) = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        && n > s.max_upload
+    {
+        return Err(too_large(s.max_upload));
+    }
+    let Ok(guard) = s.import_lock.clone().try_lock_owned() else {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "another POST /v1/import is running; try again when it has finished",
+        ));
+    };
+    Ok((p, guard))
+}
+
+/// At most this much of a refused request's body is read and dropped…
+const DRAIN_BYTES: usize = 8 << 20;
+/// …for at most this long.
+const DRAIN_TIME: Duration = Duration::from_secs(2);
+
+/// Reads and drops what a client is still sending of a refused request (bounded by
+/// [`DRAIN_BYTES`] and [`DRAIN_TIME`]), so that it reads the refusal rather than a connection
+/// reset: closing a socket with unread data makes the kernel reset it, and the client's
+/// send fails before it sees the answer (curl would report "connection reset" instead of
+/// the 401).
+async fn drain(mut body: Body) {
+    let read = async {
+        let mut left = DRAIN_BYTES;
+        while let Some(Ok(frame)) = body.frame().await {
+            let n = frame.data_ref().map_or(0, |d| d.len());
+            if n >= left {
+                break;
+            }
+            left -= n;
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_TIME, read).await;
 }
 
 fn too_large(max: u64) -> ApiError {
