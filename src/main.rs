@@ -486,6 +486,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             max_upload,
             refresh_ms,
             threads,
+            cache_mib,
             head_timeout,
             json,
             quiet,
@@ -499,6 +500,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 max_upload: max_upload.saturating_mul(1 << 20),
                 refresh: std::time::Duration::from_millis(refresh_ms),
                 threads: threads.unwrap_or(0),
+                block_cache_bytes: usize::try_from(cache_mib << 20).unwrap_or(usize::MAX),
                 head_timeout: std::time::Duration::from_secs(head_timeout),
                 json,
                 ..Default::default()

@@ -246,7 +246,14 @@ fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
     for extra in [&[][..], &["--dedupe"][..]] {
         let busy = dir.path().join("busy.book");
         copy_live_book(&inc, &busy);
-        let reader = bookdb::store::Book::open(&busy, bookdb::chess_codec()).unwrap();
+        // Opened with a server's cache sizes: the refreshed book keeps them, for the new
+        // segment's file too.
+        let caches = bookdb::store::CacheSizes {
+            block_bytes: 3 << 20,
+            ..Default::default()
+        };
+        let reader =
+            bookdb::store::Book::open_with_caches(&busy, bookdb::chess_codec(), caches).unwrap();
         let before = reader.meta().clone();
         let r = import(&[&tiny2], &busy, extra);
         assert_eq!(r["applied"], "delta", "{extra:?}: {r}");
@@ -261,6 +268,10 @@ fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
             .unwrap()
             .expect("the import is visible after a refresh");
         assert!(now.meta().games > before.games);
+        assert_eq!(now.cache_sizes(), caches);
+        let limits = now.block_cache_limits();
+        assert_eq!(limits.len(), reader.block_cache_limits().len() + 1);
+        assert!(limits.iter().all(|&l| l == 3 << 20), "{limits:?}");
         assert!(now.refresh().unwrap().is_none());
         drop(reader);
         assert_eq!(dump(&busy), dump(&whole4), "{extra:?}");

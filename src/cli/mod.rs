@@ -310,6 +310,11 @@ pub(crate) enum Cmd {
         /// Worker threads (default: one per core).
         #[arg(long)]
         threads: Option<usize>,
+        /// Memory for opened blocks of each book file, MiB (a limit: it fills as positions
+        /// are asked for; about 18 MiB per million positions holds the whole book).
+        #[arg(long, default_value_t = bookdb::server::DEFAULT_BLOCK_CACHE_MIB as u64, value_name = "MIB",
+              value_parser = clap::value_parser!(u64).range(0..=1 << 20))]
+        cache_mib: u64,
         /// Seconds a client may take to send a request's head (slow clients are cut off).
         #[arg(long, default_value_t = 10, value_name = "SECONDS",
               value_parser = clap::value_parser!(u64).range(1..=3600))]

@@ -5,12 +5,12 @@
 //! calls and serialises the [`ExplorerAnswer`]; the tests compare it with `dump`.
 
 use serde::Serialize;
-use shakmaty::san::SanPlus;
+use shakmaty::san::{San, SanPlus, Suffix};
 use shakmaty::{Chess, Position};
 
-use super::query::{probe, sorted_moves};
+use super::query::sorted_moves;
 use crate::chess::openings::{Opening, name_along, name_of};
-use crate::chess::{PosState, legal_move, move_uci, parse_fen, parse_move};
+use crate::chess::{PosState, encode_move, move_uci, parse_fen, parse_move};
 use crate::error::{Error, Result};
 use crate::store::Book;
 
@@ -105,8 +105,10 @@ pub fn explore(book: &Book, line: &[Chess], max_moves: usize) -> Result<Explorer
     let pos = line
         .last()
         .ok_or_else(|| Error::Internal("explore: empty line".into()))?;
-    let answer = probe(book, pos)?;
-    let fen = answer.state.fen();
+    // Found by its coded bytes (no position in the book is decoded) and moves, as `probe`
+    // finds it; a key-only entry has no position and is not answered by position.
+    let state = PosState::from_chess(pos);
+    let entry = book.lookup(&state.pack().0)?;
     let mut out = ExplorerAnswer {
         white: 0,
         draws: 0,
@@ -115,11 +117,11 @@ pub fn explore(book: &Book, line: &[Chess], max_moves: usize) -> Result<Explorer
         top_games: Vec::new(),
         recent_games: Vec::new(),
         opening: name_along(line.iter()).cloned(),
-        key: format!("{:016x}", answer.key),
-        fen,
+        key: format!("{:016x}", state.key()),
+        fen: state.fen(),
         unknown: 0,
     };
-    let Some(entry) = answer.entry else {
+    let Some(entry) = entry else {
         return Ok(out);
     };
     for m in &entry.moves {
@@ -128,15 +130,18 @@ pub fn explore(book: &Book, line: &[Chess], max_moves: usize) -> Result<Explorer
         out.black += m.black;
         out.unknown += m.unknown;
     }
+    let legal = pos.legal_moves();
     for m in sorted_moves(&entry).into_iter().take(max_moves) {
         // A move the position does not allow (possible only in a damaged or foreign book) is
         // listed by its UCI with no SAN and no opening, never dropped from the totals.
-        let (san, opening) = match legal_move(pos, m.mv) {
+        let (san, opening) = match legal.iter().find(|mv| encode_move(mv) == m.mv) {
             Some(mv) => {
+                let san = San::from_move(pos, *mv);
                 let mut child = pos.clone();
-                child.play_unchecked(mv);
+                child.play_unchecked(*mv);
+                let suffix = Suffix::from_position(&child);
                 let opening = name_of(&child).cloned();
-                (SanPlus::from_move(pos.clone(), mv).to_string(), opening)
+                (SanPlus { san, suffix }.to_string(), opening)
             }
             None => (move_uci(m.mv), None),
         };

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, Result, StoreError};
-use crate::store::{Book, PositionCodec};
+use crate::store::{Book, CacheSizes, PositionCodec};
 
 /// A game a book can hold.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -64,6 +64,11 @@ impl Game {
     /// Opens a book of any game: its game and the book.
     pub fn open(path: &Path) -> Result<(Game, Book)> {
         Self::open_with(path, Book::open)
+    }
+
+    /// [`Game::open`] with other cache sizes (`bookdb serve --cache-mib`).
+    pub fn open_with_caches(path: &Path, caches: CacheSizes) -> Result<(Game, Book)> {
+        Self::open_with(path, |p, codec| Book::open_with_caches(p, codec, caches))
     }
 
     /// [`Game::open`] for `migrate` (older format versions too).

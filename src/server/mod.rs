@@ -21,16 +21,20 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use crate::error::{Error, Result};
 use crate::ops::game::Game;
-use crate::store::LiveBook;
+use crate::store::{CacheSizes, LiveBook};
 use metrics::Metrics;
-pub use options::ServeOptions;
+pub use options::{DEFAULT_BLOCK_CACHE_MIB, ServeOptions};
 use state::{AppState, Refresher, unix_now};
 use token::AdminToken;
 
 /// Runs the server until SIGTERM or SIGINT; then finishes the requests in flight (and an
 /// admin import) and returns.
 pub fn serve(opts: ServeOptions) -> Result<()> {
-    let (game, book) = Game::open(&opts.book)?;
+    let caches = CacheSizes {
+        block_bytes: opts.block_cache_bytes,
+        ..CacheSizes::default()
+    };
+    let (game, book) = Game::open_with_caches(&opts.book, caches)?;
     let admin = opts
         .admin_token_file
         .as_deref()

@@ -4,6 +4,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Default `--cache-mib` of `bookdb serve`: room for the opened blocks of a book of some ten
+/// million positions (the 7.3M-position book of docs/PERFORMANCE.md opens to 134 MB).
+pub const DEFAULT_BLOCK_CACHE_MIB: usize = 256;
+
 /// How `bookdb serve` runs.
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
@@ -21,6 +25,9 @@ pub struct ServeOptions {
     pub head_timeout: Duration,
     /// How long shutdown waits for in-flight requests (an admin import is always waited for).
     pub shutdown_grace: Duration,
+    /// Limit of the cache of opened (verified, decompressed) blocks of each book file, bytes:
+    /// room for the whole book lets every request be answered from memory.
+    pub block_cache_bytes: usize,
     /// Worker threads; 0 = one per core.
     pub threads: usize,
     /// Print the listening line as JSON.
@@ -38,6 +45,7 @@ impl Default for ServeOptions {
             refresh: Duration::from_millis(100),
             head_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(30),
+            block_cache_bytes: DEFAULT_BLOCK_CACHE_MIB << 20,
             threads: 0,
             json: false,
         }

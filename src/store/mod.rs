@@ -16,7 +16,7 @@ pub mod varint;
 use error::CodecError;
 
 pub use block::{BlockHeader, BlockView, Compression};
-pub use book::{Book, BookCompression, BookMeta, BookWriter, LiveBook, WriterOptions};
+pub use book::{Book, BookCompression, BookMeta, BookWriter, CacheSizes, LiveBook, WriterOptions};
 pub use entry::{Entry, MoveExtra, MoveRec};
 pub use files::LockWait;
 #[doc(hidden)]

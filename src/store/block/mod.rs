@@ -19,6 +19,7 @@ pub use decompress::{Decompressors, PlainDecompressor};
 pub use header::{
     BLOCK_VERSION, BlockHeader, Compression, HEADER_LEN, MAX_RAW_LEN, OpenBlock, open_block, seal,
 };
+pub(crate) use view::ColumnRanges;
 pub use view::{BlockView, Keep, RawEntry};
 
 #[doc(hidden)]

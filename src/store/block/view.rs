@@ -31,6 +31,9 @@ pub struct BlockView<'a> {
     b: &'a [u8],
 }
 
+/// Start and end of each column in section A.
+pub(crate) type ColumnRanges = [(u32, u32); COLUMNS];
+
 /// Varint count columns 8..=13, indexed 0..6 in the cursor.
 const VARINT_COLS: usize = 6;
 
@@ -97,6 +100,34 @@ impl<'a> BlockView<'a> {
             cols,
             b,
         })
+    }
+
+    /// Where each column lies in section A (`raw`, the slice this view was parsed from): kept
+    /// with a cached block so that later lookups skip [`BlockView::parse_parts`]'s checks.
+    pub(crate) fn column_ranges(&self, raw: &[u8]) -> ColumnRanges {
+        let base = raw.as_ptr() as usize;
+        self.cols.map(|c| {
+            let start = (c.as_ptr() as usize).wrapping_sub(base);
+            (start as u32, (start + c.len()) as u32)
+        })
+    }
+
+    /// The view of a block parsed before ([`BlockView::column_ranges`] of the same `raw`):
+    /// no checks repeated. A range outside `raw` (impossible for ranges taken from it) gives
+    /// an empty column, which the readers report as damage rather than panic on.
+    pub(crate) fn from_ranges(
+        block_key: u64,
+        count: usize,
+        raw: &'a [u8],
+        b: &'a [u8],
+        ranges: &ColumnRanges,
+    ) -> BlockView<'a> {
+        BlockView {
+            block_key,
+            count,
+            cols: ranges.map(|(s, e)| raw.get(s as usize..e as usize).unwrap_or(&[])),
+            b,
+        }
     }
 
     pub fn fragment(&self, i: usize) -> u8 {

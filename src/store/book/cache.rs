@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use crate::store::block::Decompressors;
+use crate::store::block::{BlockView, ColumnRanges, Decompressors};
 use crate::store::error::DecompressError;
 
 /// Opened blocks (checksum verified, section A decompressed), kept for repeated probes. Keyed
@@ -28,12 +28,19 @@ pub(super) struct CachedBlock {
     pub(super) model_id: u16,
     pub(super) a: Vec<u8>,
     pub(super) b: Vec<u8>,
+    /// The columns of `a`, parsed and checked when the block was read.
+    pub(super) ranges: ColumnRanges,
     /// First key of the next block (`None`: the last block): the block covers the keys from
     /// its own first key up to this one, exclusive.
     pub(super) next_first: Option<u64>,
 }
 
 impl CachedBlock {
+    /// The block's view, without parsing it again.
+    pub(super) fn view(&self, block_key: u64) -> BlockView<'_> {
+        BlockView::from_ranges(block_key, self.count, &self.a, &self.b, &self.ranges)
+    }
+
     fn bytes(&self) -> usize {
         self.a.len() + self.b.len() + 64
     }
@@ -106,6 +113,26 @@ impl BlockCache {
 
 /// redb page cache of a book opened for reading.
 pub(crate) const READER_CACHE_BYTES: usize = 64 << 20;
+
+/// The cache sizes of each file of a [`Book`](super::Book) opened for reading: redb's page
+/// cache (stored pages) and the cache of opened blocks (verified, decompressed). Both are
+/// limits, not allocations: a cache grows only with what is read. A refreshed book keeps its
+/// sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheSizes {
+    pub redb_bytes: usize,
+    pub block_bytes: usize,
+}
+
+impl Default for CacheSizes {
+    /// 64 MiB each.
+    fn default() -> Self {
+        CacheSizes {
+            redb_bytes: READER_CACHE_BYTES,
+            block_bytes: DEFAULT_CACHE_BYTES,
+        }
+    }
+}
 
 /// Default size of the block cache of a [`Book`].
 pub(crate) const DEFAULT_CACHE_BYTES: usize = 64 << 20;

@@ -21,6 +21,7 @@ mod train;
 mod view;
 mod writer;
 
+pub use cache::CacheSizes;
 pub(crate) use cache::*;
 pub(crate) use fold::*;
 pub use live::Manifest;

@@ -124,10 +124,10 @@ impl BookFile {
         path: &Path,
         codec: Arc<dyn PositionCodec>,
         older: bool,
-        cache_bytes: usize,
+        caches: CacheSizes,
     ) -> Result<BookFile> {
         let mut f = shield("opening the book", || {
-            Self::open_inner(path, codec, older, cache_bytes)
+            Self::open_inner(path, codec, older, caches.redb_bytes)
         })
         .map_err(|e| match e {
             // A file that starts like redb's but cannot be opened or read is damaged.
@@ -139,8 +139,8 @@ impl BookFile {
             }
             other => other.in_file(path),
         })?;
-        if cache_bytes != READER_CACHE_BYTES {
-            f.set_cache_bytes(cache_bytes);
+        if caches.block_bytes != f.cache.limit {
+            f.set_cache_bytes(caches.block_bytes);
         }
         Ok(f)
     }
@@ -464,9 +464,14 @@ impl BookFile {
         let Some((block_key, blk)) = self.cached_block(key)? else {
             return Ok(Vec::new());
         };
-        let view = BlockView::parse_parts(block_key, blk.count, &blk.a, &blk.b)?;
+        let view = blk.view(block_key);
         let model = self.model(block_key, blk.model_id)?;
         Ok(view.find(key, &*self.codec, model)?)
+    }
+
+    /// The limit of the cache of opened blocks, bytes.
+    pub(crate) fn block_cache_limit(&self) -> usize {
+        self.cache.limit
     }
 
     /// Sets the size of the cache of opened blocks (0 disables it).
@@ -496,6 +501,7 @@ impl BookFile {
                 return Ok(Some((block_key, b)));
             }
             let blk = block::open_block(block_key, v.value(), &self.pool)?;
+            let ranges = BlockView::parse(block_key, &blk)?.column_ranges(&blk.a);
             let next_first = match block_key.checked_add(1) {
                 Some(from) => match table.range(from..)?.next() {
                     Some(item) => Some(item?.0.value()),
@@ -508,6 +514,7 @@ impl BookFile {
                 model_id: blk.header.model_id,
                 b: blk.b.to_vec(),
                 a: blk.a,
+                ranges,
                 next_first,
             });
             self.cache.put(block_key, b.clone());
@@ -526,7 +533,7 @@ impl BookFile {
         let Some((block_key, blk)) = self.cached_block(key)? else {
             return Ok(None);
         };
-        let view = BlockView::parse_parts(block_key, blk.count, &blk.a, &blk.b)?;
+        let view = blk.view(block_key);
         let model = self.model(block_key, blk.model_id)?;
         let mut coded = Vec::with_capacity(32);
         model.encode(pos, &mut coded)?;

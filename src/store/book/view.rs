@@ -48,6 +48,8 @@ pub struct Book {
     manifest_generation: Option<u64>,
     generation: u64,
     meta: BookMeta,
+    /// The cache sizes its files were opened with (files opened by a refresh get the same).
+    caches: CacheSizes,
 }
 
 impl std::fmt::Debug for Book {
@@ -91,7 +93,17 @@ impl Book {
     /// # Ok(()) }
     /// ```
     pub fn open(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
-        Self::open_view(path, &codec, None, READER_CACHE_BYTES, false)
+        Self::open_view(path, &codec, None, CacheSizes::default(), false)
+    }
+
+    /// [`Book::open`] with other cache sizes than 64 MiB each: a server gives the block cache
+    /// room for the whole book; [`Book::refresh`] keeps the sizes.
+    pub fn open_with_caches(
+        path: &Path,
+        codec: Arc<dyn PositionCodec>,
+        caches: CacheSizes,
+    ) -> Result<Book> {
+        Self::open_view(path, &codec, None, caches, false)
     }
 
     /// [`Book::open`] with both caches (redb's pages, opened blocks) at `cache_bytes` each
@@ -101,33 +113,31 @@ impl Book {
         codec: Arc<dyn PositionCodec>,
         cache_bytes: usize,
     ) -> Result<Book> {
-        let mut b = Self::open_view(path, &codec, None, cache_bytes, false)?;
-        for f in &mut b.files {
-            if let Some(f) = Arc::get_mut(f) {
-                f.set_cache_bytes(cache_bytes);
-            }
-        }
-        Ok(b)
+        let caches = CacheSizes {
+            redb_bytes: cache_bytes,
+            block_bytes: cache_bytes,
+        };
+        Self::open_view(path, &codec, None, caches, false)
     }
 
     /// Opens a book of format version [`OLDEST_MIGRATABLE`] up to the current one, for `bookdb
     /// migrate` only (older books are one file: their delta tier is inside it).
     pub(crate) fn open_for_migration(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
-        Self::open_view(path, &codec, None, READER_CACHE_BYTES, true)
+        Self::open_view(path, &codec, None, CacheSizes::default(), true)
     }
 
     fn open_view(
         path: &Path,
         codec: &Arc<dyn PositionCodec>,
         prior: Option<&Book>,
-        cache_bytes: usize,
+        caches: CacheSizes,
         older: bool,
     ) -> Result<Book> {
         for attempt in 0..OPEN_ATTEMPTS {
             if attempt > 0 {
                 std::thread::sleep(std::time::Duration::from_millis(u64::from(attempt.min(20))));
             }
-            if let Some(book) = Self::try_open(path, codec, prior, cache_bytes, older)? {
+            if let Some(book) = Self::try_open(path, codec, prior, caches, older)? {
                 return Ok(book);
             }
         }
@@ -145,7 +155,7 @@ impl Book {
         path: &Path,
         codec: &Arc<dyn PositionCodec>,
         prior: Option<&Book>,
-        cache_bytes: usize,
+        caches: CacheSizes,
         older: bool,
     ) -> Result<Option<Book>> {
         // The manifest first: a fold renames its base before its manifest, so a base newer
@@ -158,12 +168,7 @@ impl Book {
         };
         let base = match prior {
             Some(p) if p.base_id == id => p.files[0].clone(),
-            _ => Arc::new(BookFile::open_file(
-                path,
-                codec.clone(),
-                older,
-                cache_bytes,
-            )?),
+            _ => Arc::new(BookFile::open_file(path, codec.clone(), older, caches)?),
         };
         if file_id(path)? != Some(id) {
             return Ok(None);
@@ -203,7 +208,7 @@ impl Book {
                 Some(f) => f,
                 None => {
                     let sp = segment_path(path, *g);
-                    match BookFile::open_file(&sp, codec.clone(), false, cache_bytes) {
+                    match BookFile::open_file(&sp, codec.clone(), false, caches) {
                         Ok(f) => Arc::new(f),
                         // Folded away by a writer after the manifest was read: start again.
                         // Missing while the manifest still lists it: the book lost a file.
@@ -262,6 +267,7 @@ impl Book {
             manifest_generation,
             generation,
             meta,
+            caches,
         }))
     }
 
@@ -282,7 +288,19 @@ impl Book {
             return Ok(None);
         }
         let codec = self.files[0].codec.clone();
-        Self::open_view(&self.path, &codec, Some(self), READER_CACHE_BYTES, false).map(Some)
+        Self::open_view(&self.path, &codec, Some(self), self.caches, false).map(Some)
+    }
+
+    /// The cache sizes the book was opened with.
+    pub fn cache_sizes(&self) -> CacheSizes {
+        self.caches
+    }
+
+    /// Each file's block cache limit, base first (for tests: a refresh must give new files
+    /// the book's sizes).
+    #[doc(hidden)]
+    pub fn block_cache_limits(&self) -> Vec<usize> {
+        self.files.iter().map(|f| f.block_cache_limit()).collect()
     }
 
     pub(crate) fn path(&self) -> &Path {
