@@ -3,7 +3,7 @@
 #
 #   benches/serve.sh            # builds or reuses the large-set book, then measures
 #
-# In one run, on one server:
+# In one run, on one server (after a warm-up pass over the paths, not recorded):
 #   1. /health at each connection count: the ceiling of the HTTP stack on this machine;
 #   2. /masters at each connection count: random book positions, a fifth of them misses;
 #   3. /masters at 64 connections while `bookdb import` of the medium set and then
@@ -120,6 +120,10 @@ EMPTY=$WORK/empty.txt
 : > "$EMPTY"
 RESULTS=$WORK/results.jsonl
 : > "$RESULTS"
+# Warm-up (not recorded): a server that has been running holds the blocks it was asked for
+# (--cache-mib, default 256 MiB: the whole 7.3M-position book); one pass of DURATION seconds
+# over the paths reads most of them once.
+measure "warm-up" 64 "$PATHS" /masters
 for c in $CONNECTIONS; do
     measure health "$c" "$EMPTY" /health | tee -a "$RESULTS"
     measure masters "$c" "$PATHS" /masters | tee -a "$RESULTS"

@@ -1,7 +1,7 @@
 //! Read caches of an open book: opened blocks and pooled zstd decompressors.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use crate::store::block::{BlockView, ColumnRanges, Decompressors};
 use crate::store::error::DecompressError;
@@ -12,7 +12,9 @@ use crate::store::error::DecompressError;
 /// block's first key at open, docs/FORMAT.md §10.4).
 pub(super) struct BlockCache {
     pub(super) limit: usize,
-    pub(super) map: Mutex<CacheMap>,
+    /// Read-locked by lookups (any number at once: a server's workers do not queue on it),
+    /// write-locked only to add a block.
+    pub(super) map: RwLock<CacheMap>,
 }
 
 #[derive(Default)]
@@ -50,7 +52,7 @@ impl BlockCache {
     pub(super) fn new(limit: usize) -> BlockCache {
         BlockCache {
             limit,
-            map: Mutex::new(CacheMap::default()),
+            map: RwLock::new(CacheMap::default()),
         }
     }
 
@@ -59,7 +61,7 @@ impl BlockCache {
         if self.limit == 0 {
             return None;
         }
-        let g = self.map.lock().ok()?;
+        let g = self.map.read().ok()?;
         let (&first, b) = g.blocks.range(..=key).next_back()?;
         b.next_first
             .is_none_or(|next| key < next)
@@ -71,14 +73,14 @@ impl BlockCache {
         if self.limit == 0 {
             return None;
         }
-        self.map.lock().ok()?.blocks.get(&first).cloned()
+        self.map.read().ok()?.blocks.get(&first).cloned()
     }
 
     pub(super) fn put(&self, key: u64, b: Arc<CachedBlock>) {
         if self.limit == 0 {
             return;
         }
-        if let Ok(mut g) = self.map.lock() {
+        if let Ok(mut g) = self.map.write() {
             let g = &mut *g;
             // Pseudo-random eviction until the new block fits.
             while g.used + b.bytes() > self.limit && !g.blocks.is_empty() {
@@ -104,7 +106,7 @@ impl BlockCache {
     }
 
     pub(super) fn clear(&self) {
-        if let Ok(mut g) = self.map.lock() {
+        if let Ok(mut g) = self.map.write() {
             g.blocks.clear();
             g.used = 0;
         }
