@@ -416,7 +416,12 @@ mod crash {
         let dir = tempfile::tempdir().unwrap();
         let mut scs = scenarios(dir.path());
         if let Some(o) = &only {
-            scs.retain(|sc| sc.name.contains(o.as_str()));
+            // A whole name picks that writer alone ("merge" is also part of the first's).
+            if scs.iter().any(|sc| sc.name == o.as_str()) {
+                scs.retain(|sc| sc.name == o.as_str());
+            } else {
+                scs.retain(|sc| sc.name.contains(o.as_str()));
+            }
             assert!(!scs.is_empty(), "no writer scenario matches {o:?}");
         }
         let mut trial = 0;
