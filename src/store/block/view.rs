@@ -424,49 +424,7 @@ impl<'a> BlockView<'a> {
         }
         let mut moves = Vec::with_capacity(n);
         for (&kind, &mv) in kinds.iter().zip(&codes) {
-            let has_extra = kind & KIND_EXTRA != 0;
-            let kind = kind & !KIND_EXTRA;
-            let mut rec = MoveRec {
-                mv,
-                indexed: kept_indices,
-                ..Default::default()
-            };
-            match kind {
-                0..=7 => {
-                    match kind & 3 {
-                        0 => rec.white = 1,
-                        1 => rec.draws = 1,
-                        2 => rec.black = 1,
-                        _ => rec.unknown = 1,
-                    }
-                    if kind >= 4 {
-                        rec.rating_sum = self.next_value(cur, 4, i)?;
-                        rec.rating_count = 1;
-                    }
-                }
-                _ => {
-                    rec.white = self.next_value(cur, 0, i)?;
-                    rec.draws = self.next_value(cur, 1, i)?;
-                    rec.black = self.next_value(cur, 2, i)?;
-                    rec.unknown = self.next_value(cur, 3, i)?;
-                    rec.rating_sum = self.next_value(cur, 4, i)?;
-                    rec.rating_count = self.next_value(cur, 5, i)?;
-                }
-            }
-            if has_extra {
-                let p = cur.extra;
-                cur.extra += 1;
-                rec.extra = Some(MoveExtra {
-                    weight: u16::from_le_bytes([self.cols[14][2 * p], self.cols[14][2 * p + 1]]),
-                    learn: u32::from_le_bytes([
-                        self.cols[15][4 * p],
-                        self.cols[15][4 * p + 1],
-                        self.cols[15][4 * p + 2],
-                        self.cols[15][4 * p + 3],
-                    ]),
-                });
-            }
-            moves.push(rec);
+            moves.push(self.record(cur, kind, mv, kept_indices, i)?);
         }
         if codes.len() != n {
             return Err(entry_err("move count and moves differ".into()));
@@ -478,6 +436,61 @@ impl<'a> BlockView<'a> {
             pos,
             moves,
         })
+    }
+
+    /// One move record of entry `i` from its stored kind (a single game's result, with or
+    /// without a rating, or general counters; [`KIND_EXTRA`]: with a Polyglot weight and
+    /// learn value), taking its values from the columns at `cur`. The callers checked that
+    /// the extra columns are long enough for the entry's extras.
+    fn record(
+        &self,
+        cur: &mut Cursor,
+        kind: u8,
+        mv: u16,
+        indexed: bool,
+        i: usize,
+    ) -> Result<MoveRec, Corruption> {
+        let mut rec = MoveRec {
+            mv,
+            indexed,
+            ..Default::default()
+        };
+        match kind & !KIND_EXTRA {
+            k @ 0..=7 => {
+                match k & 3 {
+                    0 => rec.white = 1,
+                    1 => rec.draws = 1,
+                    2 => rec.black = 1,
+                    _ => rec.unknown = 1,
+                }
+                if k >= 4 {
+                    rec.rating_sum = self.next_value(cur, 4, i)?;
+                    rec.rating_count = 1;
+                }
+            }
+            _ => {
+                rec.white = self.next_value(cur, 0, i)?;
+                rec.draws = self.next_value(cur, 1, i)?;
+                rec.black = self.next_value(cur, 2, i)?;
+                rec.unknown = self.next_value(cur, 3, i)?;
+                rec.rating_sum = self.next_value(cur, 4, i)?;
+                rec.rating_count = self.next_value(cur, 5, i)?;
+            }
+        }
+        if kind & KIND_EXTRA != 0 {
+            let p = cur.extra;
+            cur.extra += 1;
+            let weight = self.cols[14].get(2 * p..2 * p + 2);
+            let learn = self.cols[15].get(4 * p..4 * p + 4);
+            let (Some(w), Some(l)) = (weight, learn) else {
+                return Err(self.bad(format!("extra columns too short at entry {i}")));
+            };
+            rec.extra = Some(MoveExtra {
+                weight: u16::from_le_bytes([w[0], w[1]]),
+                learn: u32::from_le_bytes([l[0], l[1], l[2], l[3]]),
+            });
+        }
+        Ok(rec)
     }
 
     /// Walks every entry without decoding positions (for `verify`, which decodes and checks
@@ -544,56 +557,11 @@ impl<'a> BlockView<'a> {
             };
             moves.clear();
             for (j, &kind) in kinds.iter().enumerate() {
-                let has_extra = kind & KIND_EXTRA != 0;
-                let kind = kind & !KIND_EXTRA;
                 let mv = match idx {
                     Some(idx) => u16::from(idx[j]),
                     None => u16::from_le_bytes([raw[2 * j], raw[2 * j + 1]]),
                 };
-                let mut rec = MoveRec {
-                    mv,
-                    indexed: idx.is_some(),
-                    ..Default::default()
-                };
-                match kind {
-                    0..=7 => {
-                        match kind & 3 {
-                            0 => rec.white = 1,
-                            1 => rec.draws = 1,
-                            2 => rec.black = 1,
-                            _ => rec.unknown = 1,
-                        }
-                        if kind >= 4 {
-                            rec.rating_sum = self.next_value(&mut cur, 4, i)?;
-                            rec.rating_count = 1;
-                        }
-                    }
-                    _ => {
-                        rec.white = self.next_value(&mut cur, 0, i)?;
-                        rec.draws = self.next_value(&mut cur, 1, i)?;
-                        rec.black = self.next_value(&mut cur, 2, i)?;
-                        rec.unknown = self.next_value(&mut cur, 3, i)?;
-                        rec.rating_sum = self.next_value(&mut cur, 4, i)?;
-                        rec.rating_count = self.next_value(&mut cur, 5, i)?;
-                    }
-                }
-                if has_extra {
-                    let p = cur.extra;
-                    cur.extra += 1;
-                    rec.extra = Some(MoveExtra {
-                        weight: u16::from_le_bytes([
-                            self.cols[14][2 * p],
-                            self.cols[14][2 * p + 1],
-                        ]),
-                        learn: u32::from_le_bytes([
-                            self.cols[15][4 * p],
-                            self.cols[15][4 * p + 1],
-                            self.cols[15][4 * p + 2],
-                            self.cols[15][4 * p + 3],
-                        ]),
-                    });
-                }
-                moves.push(rec);
+                moves.push(self.record(&mut cur, kind, mv, idx.is_some(), i)?);
             }
             cur.moves += n;
             f(RawEntry {
