@@ -16,38 +16,13 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use bookdb::store::Book;
-use bookdb_fuzz::samples;
+use bookdb_fuzz::{ignore_redb_panics, samples};
 use libfuzzer_sys::fuzz_target;
 
 fn path() -> &'static PathBuf {
     static P: OnceLock<PathBuf> = OnceLock::new();
     P.get_or_init(|| {
         std::env::temp_dir().join(format!("bookdb-fuzz-book-{}.redb", std::process::id()))
-    })
-}
-
-fn in_redb(info: &panic::PanicHookInfo<'_>) -> bool {
-    info.location().is_some_and(|l| {
-        let f = l.file();
-        f.contains("/redb-") || f.contains("\\redb-")
-    })
-}
-
-/// Installs, once, a hook that lets redb-internal panics unwind (to be caught below) and
-/// hands every other panic to libFuzzer's hook, which aborts. Returns whether it is active.
-fn ignore_redb_panics() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| {
-        let on = std::env::var("BOOKDB_FUZZ_IGNORE_REDB_PANICS").is_ok_and(|v| v == "1");
-        if on {
-            let fuzzer_hook = panic::take_hook();
-            panic::set_hook(Box::new(move |info| {
-                if !in_redb(info) {
-                    fuzzer_hook(info);
-                }
-            }));
-        }
-        on
     })
 }
 

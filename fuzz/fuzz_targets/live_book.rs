@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 
 use bookdb::store::book::Manifest;
 use bookdb::store::{Book, LiveBook};
-use bookdb_fuzz::samples;
+use bookdb_fuzz::{ignore_redb_panics, samples};
 use libfuzzer_sys::fuzz_target;
 
 fn dir() -> &'static PathBuf {
@@ -31,31 +31,6 @@ fn dir() -> &'static PathBuf {
         let d = std::env::temp_dir().join(format!("bookdb-fuzz-live-{}", std::process::id()));
         std::fs::create_dir_all(&d).expect("creating the temporary directory");
         d
-    })
-}
-
-fn in_redb(info: &panic::PanicHookInfo<'_>) -> bool {
-    info.location().is_some_and(|l| {
-        let f = l.file();
-        f.contains("/redb-") || f.contains("\\redb-")
-    })
-}
-
-/// As in `book_file`: lets redb-internal panics unwind (caught below) when
-/// `BOOKDB_FUZZ_IGNORE_REDB_PANICS=1`; every other panic goes to libFuzzer's hook.
-fn ignore_redb_panics() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| {
-        let on = std::env::var("BOOKDB_FUZZ_IGNORE_REDB_PANICS").is_ok_and(|v| v == "1");
-        if on {
-            let fuzzer_hook = panic::take_hook();
-            panic::set_hook(Box::new(move |info| {
-                if !in_redb(info) {
-                    fuzzer_hook(info);
-                }
-            }));
-        }
-        on
     })
 }
 

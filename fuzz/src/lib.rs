@@ -3,6 +3,7 @@
 //! chess position models trained once per process, and valid blocks built from fuzz-chosen
 //! entries.
 
+use std::panic;
 use std::sync::OnceLock;
 
 use arbitrary::{Result as ArbResult, Unstructured};
@@ -216,4 +217,32 @@ pub fn arb_entries(u: &mut Unstructured<'_>, max_entries: usize) -> ArbResult<Ve
         }
     }
     Ok(out)
+}
+
+/// Whether a panic was raised inside redb's own source.
+fn in_redb(info: &panic::PanicHookInfo<'_>) -> bool {
+    info.location().is_some_and(|l| {
+        let f = l.file();
+        f.contains("/redb-") || f.contains("\\redb-")
+    })
+}
+
+/// For the targets that hand fuzzed files to redb (`book_file`, `live_book`): with
+/// `BOOKDB_FUZZ_IGNORE_REDB_PANICS=1`, installs (once) a hook that lets redb-internal panics
+/// unwind, for the target to catch, and hands every other panic to libFuzzer's hook, which
+/// aborts. Returns whether it is active.
+pub fn ignore_redb_panics() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        let on = std::env::var("BOOKDB_FUZZ_IGNORE_REDB_PANICS").is_ok_and(|v| v == "1");
+        if on {
+            let fuzzer_hook = panic::take_hook();
+            panic::set_hook(Box::new(move |info| {
+                if !in_redb(info) {
+                    fuzzer_hook(info);
+                }
+            }));
+        }
+        on
+    })
 }
