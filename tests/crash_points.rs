@@ -76,9 +76,7 @@ fn crash_points_need_the_failpoints_feature() {
 mod crash {
     use super::common::*;
     use super::*;
-    use std::os::unix::process::ExitStatusExt;
     use std::path::PathBuf;
-    use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
 
     /// A writer command to crash, on a copy of `template` (absent: the command creates the
@@ -126,32 +124,11 @@ mod crash {
     }
 
     fn run_crashing(args: &[String], point: Option<&str>, kill_after: Option<Duration>) -> End {
-        let mut cmd = Command::new(bin());
-        cmd.args(args).stdout(Stdio::null()).stderr(Stdio::piped());
-        if let Some(p) = point {
-            cmd.env("BOOKDB_CRASH_AT", p);
+        if super::common::run_crashing(args, point, kill_after) {
+            End::Killed
+        } else {
+            End::Finished
         }
-        let mut child = cmd.spawn().unwrap();
-        if let Some(d) = kill_after {
-            let t = Instant::now();
-            while t.elapsed() < d {
-                if child.try_wait().unwrap().is_some() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            let _ = child.kill();
-        }
-        let out = child.wait_with_output().unwrap();
-        if out.status.signal() == Some(9) {
-            return End::Killed;
-        }
-        assert!(
-            out.status.success(),
-            "bookdb {args:?} (crash at {point:?}) failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        End::Finished
     }
 
     /// Copies the scenario's starting book to `book` (in a fresh directory).
@@ -281,15 +258,7 @@ mod crash {
         let other = t("other");
         imp(&other, &big_pgn);
         let bin = dir.join("other.bin");
-        ok(&[
-            "export",
-            "--book",
-            s(&other),
-            "--format",
-            "polyglot",
-            "--out",
-            s(&bin),
-        ]);
+        export_polyglot(&other, &bin);
         // A version-2 book for migrate.
         let v2 = t("v2");
         std::fs::copy(

@@ -151,15 +151,7 @@ fn a_full_disk_fails_clearly_keeps_the_book_and_the_command_succeeds_later() {
     let other = work.path().join("other.book");
     ok(&["import", "--quiet", "--book", s(&other), s(&big)]);
     let bin = work.path().join("other.bin");
-    ok(&[
-        "export",
-        "--book",
-        s(&other),
-        "--format",
-        "polyglot",
-        "--out",
-        s(&bin),
-    ]);
+    export_polyglot(&other, &bin);
     let book_bytes: u64 = std::fs::read_dir(work.path())
         .unwrap()
         .flatten()

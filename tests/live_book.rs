@@ -311,32 +311,6 @@ fn readers_see_whole_commits_while_writers_run() {
     );
 }
 
-/// Runs bookdb with a crash point set; true if it was killed there.
-#[cfg(feature = "failpoints")]
-fn run_with_crash(args: &[&str], point: Option<&str>, kill_after: Option<Duration>) -> bool {
-    let mut cmd = Command::new(bin());
-    cmd.args(args).stdout(Stdio::null()).stderr(Stdio::piped());
-    if let Some(p) = point {
-        cmd.env("BOOKDB_CRASH_AT", p);
-    }
-    let mut child = cmd.spawn().unwrap();
-    if let Some(d) = kill_after {
-        std::thread::sleep(d);
-        let _ = child.kill();
-    }
-    let out = child.wait_with_output().unwrap();
-    use std::os::unix::process::ExitStatusExt;
-    if out.status.signal() == Some(9) {
-        return true;
-    }
-    assert!(
-        out.status.success(),
-        "bookdb {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    false
-}
-
 /// Needs the crash points of a `--features failpoints` build (tests/crash_points.rs fails
 /// without it, saying so).
 #[cfg(feature = "failpoints")]
@@ -448,7 +422,7 @@ fn writers_killed_while_publishing_or_folding_leave_a_sound_book() {
             "import8" => vec!["import", "--quiet", "--book", s(&book), s(&smalls[8])],
             _ => vec!["compact", "--book", s(&book)],
         };
-        let k = run_with_crash(&cmd, Some(&point), None);
+        let k = run_crashing(&cmd, Some(&point), None);
         assert!(k, "{cmd:?} did not reach crash point {point}");
         trials += 1;
         killed += 1;
@@ -464,7 +438,7 @@ fn writers_killed_while_publishing_or_folding_leave_a_sound_book() {
         copy_live_book(&template, &book);
         ok(&["import", "--quiet", "--book", s(&book), s(&smalls[7])]);
         let cmd = ["import", "--quiet", "--book", s(&book), s(&smalls[8])];
-        let k = run_with_crash(&cmd, None, Some(Duration::from_millis(rng % 400)));
+        let k = run_crashing(&cmd, None, Some(Duration::from_millis(rng % 400)));
         trials += 1;
         killed += usize::from(k);
         check(&book, &cmd, &[&after_one, &after_fold], &after_fold, k);

@@ -1,8 +1,10 @@
 //! Shared helpers for the integration tests.
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// True when CI demands the peers (`BOOKDB_REQUIRE_PEERS=1`): missing peers fail, not skip.
 pub fn peers_required() -> bool {
@@ -164,3 +166,53 @@ pub fn write_games(path: &Path, games: &[Vec<u8>]) {
 }
 
 pub mod server;
+
+/// Exports `book` as a Polyglot `.bin` to `out`.
+pub fn export_polyglot(book: &Path, out: &Path) {
+    ok(&[
+        "export",
+        "--book",
+        s(book),
+        "--format",
+        "polyglot",
+        "--out",
+        s(out),
+    ]);
+}
+
+/// Runs bookdb with the crash point `point` set (`BOOKDB_CRASH_AT`, a `--features failpoints`
+/// build) and, with `kill_after`, SIGKILLs it after that long if it is still running. True if
+/// it was killed (at the point or by the timer); otherwise it must have succeeded.
+pub fn run_crashing<A: AsRef<OsStr> + std::fmt::Debug>(
+    args: &[A],
+    point: Option<&str>,
+    kill_after: Option<Duration>,
+) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    let mut cmd = Command::new(bin());
+    cmd.args(args).stdout(Stdio::null()).stderr(Stdio::piped());
+    if let Some(p) = point {
+        cmd.env("BOOKDB_CRASH_AT", p);
+    }
+    let mut child = cmd.spawn().unwrap();
+    if let Some(d) = kill_after {
+        let t = Instant::now();
+        while t.elapsed() < d {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
+    if out.status.signal() == Some(9) {
+        return true;
+    }
+    assert!(
+        out.status.success(),
+        "bookdb {args:?} (crash at {point:?}) failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
+}
