@@ -15,6 +15,9 @@ pub enum Error {
     Position(#[from] PositionError),
     #[error(transparent)]
     Pack(#[from] PackError),
+    /// A position asked for (`probe`, `/v1/position`, `/masters`) that cannot be given.
+    #[error(transparent)]
+    Query(#[from] QueryError),
     /// What the user asked for cannot be done as asked (an option value, an argument, a
     /// request to import what is already imported); the message says what to do instead.
     #[error("{0}")]
@@ -32,6 +35,48 @@ pub enum Error {
     /// A broken invariant of this program (a bug): please report it.
     #[error("internal error (please report it): {0}")]
     Internal(String),
+}
+
+/// A position asked for that cannot be given, in the words of the caller (`param` is a CLI
+/// flag such as `--moves` or an HTTP parameter such as `play`) and of the book's game.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    /// A move of the line that does not parse or is not legal where it is played.
+    #[error(
+        "{param}: move {index} ({text}) cannot be played in the {game} position {at}: {reason}"
+    )]
+    Move {
+        game: &'static str,
+        param: &'static str,
+        /// 1-based.
+        index: usize,
+        text: String,
+        /// The position the move was played in (a FEN or an Othello board string).
+        at: String,
+        reason: String,
+    },
+    /// The starting position (a FEN, an Othello board) does not parse.
+    #[error("{param}: {reason}")]
+    Start { param: &'static str, reason: String },
+    /// A line longer than a request may ask for.
+    #[error("{param}: {count} moves; at most {max} are accepted")]
+    TooLong {
+        param: &'static str,
+        count: usize,
+        max: usize,
+    },
+    /// A way of giving a position that the book's game does not have (`fen` for an Othello
+    /// book, `board` for a chess book).
+    #[error(
+        "{param} is for {for_game} books; this is {article} {book_game} book: give the position with {instead}"
+    )]
+    WrongGame {
+        param: &'static str,
+        for_game: &'static str,
+        article: &'static str,
+        book_game: String,
+        instead: String,
+    },
 }
 
 /// What kind of failure an [`Error`] is, for exit codes and for callers that retry.
@@ -114,7 +159,9 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Store(e) => ErrorKind::of_store(e),
-            Error::Position(_) | Error::Pack(_) | Error::Usage(_) => ErrorKind::Usage,
+            Error::Position(_) | Error::Pack(_) | Error::Query(_) | Error::Usage(_) => {
+                ErrorKind::Usage
+            }
             Error::Input(_) => ErrorKind::Input,
             Error::Io { .. } => ErrorKind::Io,
             Error::Internal(_) => ErrorKind::Internal,

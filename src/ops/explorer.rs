@@ -1,8 +1,8 @@
-//! The lichess-opening-explorer answer for a chess position (DESIGN.md §3 "HTTP API"): totals,
+//! The lichess-opening-explorer answer for a chess position (docs/CONTRACT.md §3 "HTTP API"): totals,
 //! the moves with SAN, ratings and opening names, the opening of the line played.
 //!
-//! Transport-free: `bookdb serve` turns query parameters into [`resolve_line`] and [`explore`]
-//! calls and serialises the [`ExplorerAnswer`]; the tests compare it with `dump`.
+//! Transport-free: `bookdb serve` turns query parameters into a line
+//! ([`crate::ops::position::chess_line`]) and an [`explore`] call and serialises the [`ExplorerAnswer`]; the tests compare it with `dump`.
 
 use serde::Serialize;
 use shakmaty::san::{San, SanPlus, Suffix};
@@ -10,15 +10,12 @@ use shakmaty::{Chess, Position};
 
 use super::query::sorted_moves;
 use crate::chess::openings::{Opening, name_along, name_of};
-use crate::chess::{PosState, encode_move, move_uci, parse_fen, parse_move};
+use crate::chess::{PosState, encode_move, move_uci};
 use crate::error::{Error, Result};
 use crate::store::Book;
 
 /// Moves listed when the client does not say (lichess's default).
 pub const DEFAULT_MOVES: usize = 12;
-
-/// Longest `play` line accepted: longer lines are refused before any move is replayed.
-pub const MAX_PLAY_MOVES: usize = 1_000;
 
 /// The answer for one position, in the lichess explorer's shape plus bookdb's `key`, `fen` and
 /// `unknown`. The book keeps no games, so `topGames` and `recentGames` are always empty.
@@ -59,47 +56,7 @@ pub struct ExplorerMove {
     pub unknown: u64,
 }
 
-/// The positions of a line: `fen` (default: the start; full or four-field, `_` allowed for
-/// spaces as lichess allows) and then one per move of `play` (comma-separated UCI moves). The
-/// last one is the position asked about.
-pub fn resolve_line(fen: Option<&str>, play: Option<&str>) -> Result<Vec<Chess>> {
-    let start = match fen.map(str::trim).filter(|f| !f.is_empty()) {
-        Some(f) => parse_fen(&f.replace('_', " "))?,
-        None => Chess::default(),
-    };
-    let moves: Vec<&str> = play
-        .unwrap_or("")
-        .split(',')
-        .map(str::trim)
-        .filter(|m| !m.is_empty())
-        .collect();
-    if moves.len() > MAX_PLAY_MOVES {
-        return Err(Error::Usage(format!(
-            "play: {} moves; at most {MAX_PLAY_MOVES} are accepted",
-            moves.len()
-        )));
-    }
-    let mut line = Vec::with_capacity(moves.len() + 1);
-    line.push(start);
-    for (i, text) in moves.iter().enumerate() {
-        let Some(pos) = line.last() else {
-            break;
-        };
-        let m = parse_move(pos, text).map_err(|e| {
-            Error::Usage(format!(
-                "play: move {} ({text}) cannot be played in {}: {e}",
-                i + 1,
-                PosState::from_chess(pos).fen()
-            ))
-        })?;
-        let mut next = pos.clone();
-        next.play_unchecked(m);
-        line.push(next);
-    }
-    Ok(line)
-}
-
-/// The explorer answer for the last position of `line` (from [`resolve_line`]), listing at
+/// The explorer answer for the last position of `line` (from [`crate::ops::position::chess_line`]), listing at
 /// most `max_moves` moves (most played first); the totals count every move.
 pub fn explore(book: &Book, line: &[Chess], max_moves: usize) -> Result<ExplorerAnswer> {
     let pos = line
@@ -163,6 +120,17 @@ pub fn explore(book: &Book, line: &[Chess], max_moves: usize) -> Result<Explorer
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::position::{MAX_LINE_MOVES, Names, PositionQuery, chess_line};
+
+    /// A line as the explorer routes give it (`fen`, `play`).
+    fn resolve_line(fen: Option<&str>, play: Option<&str>) -> Result<Vec<Chess>> {
+        chess_line(&PositionQuery {
+            fen,
+            board: None,
+            line: play,
+            names: Names::HTTP.with_line("play"),
+        })
+    }
 
     #[test]
     fn lines_resolve_from_fen_and_play() {
@@ -188,7 +156,7 @@ mod tests {
         assert!(e.contains("move 3 (e1e3)"), "{e}");
         assert!(resolve_line(Some("not a fen"), None).is_err());
         assert!(resolve_line(None, Some("zz")).is_err());
-        let long = vec!["g1f3"; MAX_PLAY_MOVES + 1].join(",");
+        let long = vec!["g1f3"; MAX_LINE_MOVES + 1].join(",");
         assert!(resolve_line(None, Some(&long)).is_err());
     }
 }

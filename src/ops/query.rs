@@ -1,12 +1,12 @@
 //! Reading answers out of a book: `probe` and `dump` (JSON shapes of docs/CONTRACT.md §3).
 
 use serde::Serialize;
+use shakmaty::Chess;
 use shakmaty::san::SanPlus;
-use shakmaty::{Chess, Position};
 
 use crate::chess::openings::{Opening, name_along, name_of};
-use crate::chess::{PosState, legal_move, move_uci, parse_fen, parse_move, to_hex};
-use crate::error::{Error, PositionError, Result};
+use crate::chess::{PosState, legal_move, move_uci, to_hex};
+use crate::error::{Error, Result};
 use crate::store::{Book, Entry, MoveRec};
 
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
@@ -88,47 +88,6 @@ pub fn entry_json(e: &Entry, with_san: bool) -> Result<EntryJson> {
         key_only: e.pos.is_none(),
         opening: None,
     })
-}
-
-/// Resolves `--fen` / `--moves` to a position (start position if neither).
-pub fn resolve_position(fen: Option<&str>, moves: Option<&str>) -> Result<Chess> {
-    let mut line = resolve_line(fen, moves)?;
-    line.pop()
-        .ok_or_else(|| Error::Internal("resolve_line returned no position".into()))
-}
-
-/// The positions along `--fen` / `--moves`: the start (or the FEN) and one per move (SAN or
-/// UCI, separated by spaces or commas; move numbers are skipped).
-pub fn resolve_line(fen: Option<&str>, moves: Option<&str>) -> Result<Vec<Chess>> {
-    let mut pos = match fen {
-        Some(f) => parse_fen(f)?,
-        None => Chess::default(),
-    };
-    let mut line = Vec::new();
-    if let Some(text) = moves {
-        for (i, tok) in text
-            .split(|c: char| c.is_whitespace() || c == ',')
-            .filter(|t| !t.is_empty())
-            .filter(|t| !t.trim_end_matches('.').chars().all(|c| c.is_ascii_digit()))
-            .enumerate()
-        {
-            let tok = tok.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
-            let m = parse_move(&pos, tok).map_err(|e| {
-                Error::Position(PositionError::Illegal(format!(
-                    "--moves, move {}: {e}",
-                    i + 1
-                )))
-            })?;
-            let next = {
-                let mut p = pos.clone();
-                p.play_unchecked(m);
-                p
-            };
-            line.push(std::mem::replace(&mut pos, next));
-        }
-    }
-    line.push(pos);
-    Ok(line)
 }
 
 /// The probe answer for a position: its entry if the book holds it.

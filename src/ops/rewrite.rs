@@ -163,6 +163,61 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
     })
 }
 
+/// What `migrate` did: the versions, the rewrite (if one was needed) and the sentence the text
+/// output is (also in the JSON, as before, as `message`).
+#[derive(Clone, Debug, Serialize)]
+pub struct MigrateSummary {
+    pub book: String,
+    pub from_version: u32,
+    pub to_version: u32,
+    /// The rewrite, `None` when the book was already at the current version.
+    pub migrated: Option<CompactSummary>,
+    pub message: String,
+}
+
+impl std::fmt::Display for MigrateSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::fmt::Display for MergeSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self;
+        write!(
+            f,
+            "merged {} book(s) into {}: {} positions, {} pairs, {} games, {} bytes in {:.2}s",
+            s.inputs.len(),
+            s.output,
+            s.book.positions,
+            s.book.pairs,
+            s.book.games,
+            s.output_bytes,
+            s.elapsed_secs
+        )
+    }
+}
+
+impl std::fmt::Display for CompactSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self;
+        write!(
+            f,
+            "{}: {} -> {} bytes ({:+.1}%); {} positions, {} pairs; pruned {} moves, {} positions; delta tier folded ({} entries) in {:.2}s",
+            s.book,
+            s.bytes_before,
+            s.bytes_after,
+            100.0 * (s.bytes_after as f64 - s.bytes_before as f64) / s.bytes_before.max(1) as f64,
+            s.after.positions,
+            s.after.pairs,
+            s.moves_pruned,
+            s.positions_pruned,
+            s.before.delta_entries,
+            s.elapsed_secs
+        )
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct CompactSummary {
     pub book: String,
@@ -256,7 +311,7 @@ fn rewrite_whole(
 /// (and the message says so); one at an older version down to [`OLDEST_MIGRATABLE`] is
 /// rewritten with the same content (migrations/README.md, migrations/v1-to-v2.md,
 /// migrations/v2-to-v3.md).
-pub fn migrate(book: &Path, opts: &RewriteOptions) -> Result<String> {
+pub fn migrate(book: &Path, opts: &RewriteOptions) -> Result<MigrateSummary> {
     if !book.exists() {
         return Err(StoreError::BookNotFound {
             path: book.to_path_buf(),
@@ -279,22 +334,34 @@ pub fn migrate(book: &Path, opts: &RewriteOptions) -> Result<String> {
     };
     let version = old.format_version();
     if version == FORMAT_VERSION {
-        return Ok(format!(
-            "{}: already at format version {FORMAT_VERSION}; nothing to do",
-            book.display()
-        ));
+        return Ok(MigrateSummary {
+            book: book.display().to_string(),
+            from_version: version,
+            to_version: FORMAT_VERSION,
+            migrated: None,
+            message: format!(
+                "{}: already at format version {FORMAT_VERSION}; nothing to do",
+                book.display()
+            ),
+        });
     }
     // v1 → v2 → v3 (migrations/v1-to-v2.md, v2-to-v3.md): the same content, the delta tier
     // folded in, rewritten as every whole-book rewrite is (temp file, fsync, rename), now
     // marked version 3 with a generation. Each step only adds or drops tables, so one
     // rewrite from any older version does them all.
     let s = rewrite_whole(book, (game, old), None, opts, "migrate")?;
-    Ok(format!(
-        "{}: migrated from format version {version} to {FORMAT_VERSION} ({} positions, {} pairs; {} -> {} bytes)",
-        book.display(),
-        s.after.positions,
-        s.after.pairs,
-        s.bytes_before,
-        s.bytes_after
-    ))
+    Ok(MigrateSummary {
+        book: book.display().to_string(),
+        from_version: version,
+        to_version: FORMAT_VERSION,
+        message: format!(
+            "{}: migrated from format version {version} to {FORMAT_VERSION} ({} positions, {} pairs; {} -> {} bytes)",
+            book.display(),
+            s.after.positions,
+            s.after.pairs,
+            s.bytes_before,
+            s.bytes_after
+        ),
+        migrated: Some(s),
+    })
 }

@@ -19,7 +19,7 @@ use crate::ops::game::Game;
 use crate::othello::{Board, square_name};
 use crate::store::block::{BlockHeader, BlockView, HEADER_LEN, RawEntry};
 use crate::store::book::BookFile;
-use crate::store::{Book, BookMeta, Entry, MoveRec};
+use crate::store::{BookMeta, Entry, MoveRec};
 
 /// What `verify` checks and how.
 #[derive(Clone, Debug)]
@@ -55,6 +55,9 @@ pub struct FileGeneration {
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct VerifyReport {
+    /// The book as the caller named it (for the text report).
+    #[serde(skip)]
+    pub book: String,
     pub blocks: u64,
     pub entries: u64,
     pub pairs: u64,
@@ -127,6 +130,7 @@ pub fn verify_with(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport> {
     }
     let (game, book) = Game::open(path)?;
     let mut report = VerifyReport {
+        book: path.display().to_string(),
         generation: book.generation(),
         since: opts.since,
         threads: opts.threads.max(1),
@@ -209,64 +213,68 @@ pub fn verify_with(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport> {
     Ok(report)
 }
 
-/// What a report says was checked, as lines of text (the generation to pass to a later
-/// `--since`, the files checked and skipped, redb's check, the merged view).
-pub fn describe(r: &VerifyReport) -> String {
-    let list = |files: &[FileGeneration]| {
-        files
-            .iter()
-            .map(|f| format!("{} (generation {})", f.file, f.generation))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let mut out = format!(
-        "generation        {}
-",
-        r.generation
-    );
-    out += &format!(
-        "checked           {}
-",
-        list(&r.checked_files)
-    );
-    if let Some(g) = r.since {
-        out += &format!(
-            "skipped           {} (published at or before generation {g})
-",
-            if r.skipped_files.is_empty() {
-                "nothing".to_string()
-            } else {
-                list(&r.skipped_files)
-            }
-        );
-    }
-    if let Some(m) = &r.manifest {
-        out += &format!(
-            "manifest          {m} (checksum and structure)
-"
-        );
-    }
-    out += &format!(
-        "redb integrity    {}
-",
-        if r.redb_integrity_checked {
-            "checked (on private copies)"
-        } else {
-            "skipped (--no-redb-check)"
+/// What a report says was checked (the generation to pass to a later `--since`, the files
+/// checked and skipped, redb's check, the merged view), then the counts and the verdict.
+impl fmt::Display for VerifyReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = self;
+        let list = |files: &[FileGeneration]| {
+            files
+                .iter()
+                .map(|f| format!("{} (generation {})", f.file, f.generation))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        writeln!(f, "generation        {}", r.generation)?;
+        writeln!(f, "checked           {}", list(&r.checked_files))?;
+        if let Some(g) = r.since {
+            writeln!(
+                f,
+                "skipped           {} (published at or before generation {g})",
+                if r.skipped_files.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    list(&r.skipped_files)
+                }
+            )?;
         }
-    );
-    if r.checked_files.len() + r.skipped_files.len() > 1 {
-        out += &format!(
-            "merged view       {}
-",
-            if r.merged_view_checked {
-                "recounted"
+        if let Some(m) = &r.manifest {
+            writeln!(f, "manifest          {m} (checksum and structure)")?;
+        }
+        writeln!(
+            f,
+            "redb integrity    {}",
+            if r.redb_integrity_checked {
+                "checked (on private copies)"
             } else {
-                "not recounted (--since)"
+                "skipped (--no-redb-check)"
             }
-        );
+        )?;
+        if r.checked_files.len() + r.skipped_files.len() > 1 {
+            writeln!(
+                f,
+                "merged view       {}",
+                if r.merged_view_checked {
+                    "recounted"
+                } else {
+                    "not recounted (--since)"
+                }
+            )?;
+        }
+        write!(
+            f,
+            "{}: {} blocks, {} entries, {} pairs checked; {}",
+            r.book,
+            r.blocks,
+            r.entries,
+            r.pairs,
+            if r.ok() {
+                "OK".to_string()
+            } else {
+                format!("{} problem(s)", r.problems_total)
+            }
+        )
     }
-    out
 }
 
 /// The file name of `path`, for problem reports.
@@ -686,72 +694,4 @@ fn check_othello_entry(place: Place, e: &Entry, canonical: bool, report: &mut Ve
             ));
         }
     }
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct Stats {
-    pub path: String,
-    /// The game the book holds (`chess`, `Othello`, `canonical Othello (--canonical)`).
-    pub game: String,
-    pub format_version: u32,
-    pub games: u64,
-    pub positions: u64,
-    pub key_only: u64,
-    pub pairs: u64,
-    pub collisions: u64,
-    pub blocks: u64,
-    pub raw_bytes: u64,
-    pub stored_bytes: u64,
-    pub dictionary_bytes: u64,
-    /// Game fingerprints recorded by `--dedupe` imports.
-    pub dedupe_games: u64,
-    /// Bytes of all the book's files (base and delta segments).
-    pub file_bytes: u64,
-    pub bytes_per_pair: f64,
-    pub stored_bytes_per_pair: f64,
-    /// The generation of the state shown (docs/FORMAT.md §10).
-    pub generation: u64,
-    /// Delta segments over the base, and the entries they hold (folded into the base by
-    /// `compact` or automatically).
-    pub segments: u64,
-    pub segment_entries: u64,
-}
-
-pub fn stats(path: &Path) -> Result<Stats> {
-    let (game, book) = Game::open(path)?;
-    stats_of(path, game, &book)
-}
-
-/// [`stats`] of a book already open (a server's snapshot): `path` names it in the answer.
-pub fn stats_of(path: &Path, game: Game, book: &Book) -> Result<Stats> {
-    let m = book.meta();
-    let file_bytes = book.file_bytes();
-    let per = |b: u64| {
-        if m.pairs == 0 {
-            0.0
-        } else {
-            b as f64 / m.pairs as f64
-        }
-    };
-    Ok(Stats {
-        path: path.display().to_string(),
-        game: game.to_string(),
-        format_version: crate::store::book::FORMAT_VERSION,
-        games: m.games,
-        positions: m.positions,
-        key_only: m.key_only,
-        pairs: m.pairs,
-        collisions: m.collisions,
-        blocks: m.blocks,
-        raw_bytes: m.raw_bytes,
-        stored_bytes: m.stored_bytes,
-        dictionary_bytes: book.dictionaries().values().map(|d| d.len() as u64).sum(),
-        dedupe_games: book.game_fingerprint_count()?,
-        file_bytes,
-        bytes_per_pair: per(file_bytes),
-        stored_bytes_per_pair: per(m.stored_bytes),
-        generation: book.generation(),
-        segments: book.files().len() as u64 - 1,
-        segment_entries: m.delta_entries,
-    })
 }

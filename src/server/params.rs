@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use super::error::ApiError;
 use crate::ops::explorer::DEFAULT_MOVES;
+use crate::ops::position::{Names, PositionQuery};
 
 /// Longest query string accepted (bytes, before decoding); the whole URI is capped too.
 pub const MAX_QUERY: usize = 8 * 1024;
@@ -42,6 +43,32 @@ pub struct PositionParams {
     pub board: Option<String>,
     /// The line: `moves`, or `play` as the lichess routes call it.
     pub line: Option<String>,
+    /// Which of the two names the line came under (for errors).
+    pub line_name: &'static str,
+}
+
+impl ExplorerParams {
+    /// The position asked for, in the explorer routes' words (`fen`, `play`).
+    pub fn query(&self) -> PositionQuery<'_> {
+        PositionQuery {
+            fen: self.fen.as_deref(),
+            board: None,
+            line: self.play.as_deref(),
+            names: Names::HTTP.with_line("play"),
+        }
+    }
+}
+
+impl PositionParams {
+    /// The position asked for, in the request's words.
+    pub fn query(&self) -> PositionQuery<'_> {
+        PositionQuery {
+            fen: self.fen.as_deref(),
+            board: self.board.as_deref(),
+            line: self.line.as_deref(),
+            names: Names::HTTP.with_line(self.line_name),
+        }
+    }
 }
 
 /// Options of `POST /v1/import`, as `bookdb import` has them.
@@ -216,6 +243,11 @@ pub fn position(query: &str) -> Result<PositionParams, ApiError> {
         fen: p.get("fen").cloned(),
         board: p.get("board").cloned(),
         line: p.get("moves").or_else(|| p.get("play")).cloned(),
+        line_name: if p.contains_key("play") {
+            "play"
+        } else {
+            "moves"
+        },
     })
 }
 

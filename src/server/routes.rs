@@ -23,9 +23,9 @@ use super::metrics::{BookGauges, route_index};
 use super::page;
 use super::params;
 use super::state::AppState;
-use crate::ops::explorer::{explore, resolve_line};
+use crate::ops::explorer::explore;
 use crate::ops::game::Game;
-use crate::ops::{othello, query};
+use crate::ops::position;
 
 /// Longest URI accepted (bytes): longer ones get 414.
 pub const MAX_URI: usize = 16 * 1024;
@@ -142,7 +142,7 @@ fn to_json<T: serde::Serialize>(v: &T, generation: u64) -> Result<Response, ApiE
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("encoding: {e}")))
 }
 
-/// `GET /masters`, `GET /lichess`: the lichess explorer's answer (DESIGN.md §3).
+/// `GET /masters`, `GET /lichess`: the lichess explorer's answer (docs/CONTRACT.md §3).
 async fn explorer(State(s): State<Arc<AppState>>, uri: Uri) -> Result<Response, ApiError> {
     let p = params::explorer(uri.query().unwrap_or(""))?;
     if s.game != Game::Chess {
@@ -152,43 +152,22 @@ async fn explorer(State(s): State<Arc<AppState>>, uri: Uri) -> Result<Response, 
         )));
     }
     let book = s.live.snapshot();
-    let line = resolve_line(p.fen.as_deref(), p.play.as_deref())?;
+    let line = position::chess_line(&p.query())?;
     to_json(&explore(&book, &line, p.moves)?, book.generation())
 }
 
-/// `GET /v1/position`: `dump`'s shape for one position of any game's book.
+/// `GET /v1/position`: `probe --json`'s shape for one position of any game's book.
 async fn position(State(s): State<Arc<AppState>>, uri: Uri) -> Result<Response, ApiError> {
     let p = params::position(uri.query().unwrap_or(""))?;
     let book = s.live.snapshot();
-    match s.game {
-        Game::Othello { canonical } => {
-            if p.fen.is_some() {
-                return Err(ApiError::bad_request(
-                    "this book holds Othello positions: give board and/or moves, not fen",
-                ));
-            }
-            let board = othello::query::resolve_position(p.board.as_deref(), p.line.as_deref())?;
-            to_json(
-                &othello::query::probe(&book, canonical, &board)?.json()?,
-                book.generation(),
-            )
-        }
-        Game::Chess => {
-            if p.board.is_some() {
-                return Err(ApiError::bad_request(
-                    "board is for Othello books; this book holds chess positions (use fen)",
-                ));
-            }
-            let line = query::resolve_line(p.fen.as_deref(), p.line.as_deref())?;
-            to_json(&query::probe_line(&book, &line)?.json()?, book.generation())
-        }
-    }
+    let answer = position::probe(&book, s.game, &p.query())?;
+    to_json(&answer.json()?, book.generation())
 }
 
 /// `GET /v1/book`: `stats --json` of the state served, and its generation.
 async fn book(State(s): State<Arc<AppState>>) -> Result<Response, ApiError> {
     let book = s.live.snapshot();
-    let stats = crate::ops::verify::stats_of(&s.path, s.game, &book)?;
+    let stats = crate::ops::stats::stats_of(&s.path, s.game, &book)?;
     let mut v = serde_json::to_value(&stats)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
     if let Some(o) = v.as_object_mut() {

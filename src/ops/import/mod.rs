@@ -55,6 +55,7 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
         )?;
     }
     let mut summary = ImportSummary {
+        book_path: book_path.display().to_string(),
         applied: Applied::None,
         ..Default::default()
     };

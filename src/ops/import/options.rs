@@ -99,6 +99,9 @@ pub struct FailedInput {
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ImportSummary {
+    /// The book as the caller named it (for the text summary).
+    #[serde(skip)]
+    pub book_path: String,
     pub games_read: u64,
     pub games_imported: u64,
     pub games_skipped: u64,
@@ -164,5 +167,49 @@ impl Applied {
 impl std::fmt::Display for Applied {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// The text summary of `bookdb import`: inputs already counted, a resumed run, games read,
+/// imported and skipped (by reason), and what the book became.
+impl std::fmt::Display for ImportSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self;
+        for name in &s.already_imported {
+            writeln!(
+                f,
+                "{name}: already imported into {}; skipped (use --force to count it again)",
+                s.book_path
+            )?;
+        }
+        if s.resumed {
+            writeln!(f, "resumed an interrupted import from its last checkpoint")?;
+        }
+        write!(
+            f,
+            "{} games read, {} imported, {} skipped",
+            s.games_read, s.games_imported, s.games_skipped
+        )?;
+        if !s.skipped_by_reason.is_empty() {
+            let reasons: Vec<String> = s
+                .skipped_by_reason
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect();
+            write!(f, " ({})", reasons.join(", "))?;
+        }
+        writeln!(f)?;
+        write!(
+            f,
+            "+{} positions, +{} (position, move) pairs; book {}: {} positions, {} pairs, {} bytes ({:.2} bytes/pair) in {:.2}s",
+            s.positions_added,
+            s.pairs_added,
+            s.book_path,
+            s.book.positions,
+            s.book.pairs,
+            s.book_bytes,
+            s.book_bytes as f64 / s.book.pairs.max(1) as f64,
+            s.elapsed_secs
+        )
     }
 }

@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
-use crate::error::{Error, PositionError, Result};
-use crate::othello::{Board, OthelloError, parse_square, square_name, untransform_square};
+use crate::error::{Error, Result};
+use crate::othello::{Board, OthelloError, square_name, untransform_square};
 use crate::store::{Book, Entry, MoveRec};
 
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
@@ -70,35 +70,6 @@ pub fn entry_json(e: &Entry) -> Result<OthelloEntryJson> {
         board: board.board_string(),
         moves: moves_json(e.moves.iter().map(|m| (m, m.mv)))?,
     })
-}
-
-/// The position of `--board` or of `--moves` from the start (the start position if neither).
-/// Moves are square names separated by spaces or commas, or run together (`f5d6c3`).
-pub fn resolve_position(board: Option<&str>, moves: Option<&str>) -> Result<Board> {
-    let usage = |m: String| Error::Position(PositionError::Illegal(m));
-    let mut b = match board {
-        Some(s) => Board::parse_board(s).map_err(|e| usage(format!("--board: {e}")))?,
-        None => Board::start(),
-    };
-    if let Some(line) = moves {
-        let mut n = 0;
-        for tok in line
-            .split(|c: char| c.is_whitespace() || c == ',')
-            .filter(|t| !t.is_empty())
-        {
-            if !tok.is_ascii() || tok.len() % 2 != 0 {
-                return Err(usage(format!("--moves: {tok:?} is not a list of squares")));
-            }
-            for i in (0..tok.len()).step_by(2) {
-                n += 1;
-                let sq = parse_square(&tok[i..i + 2])
-                    .map_err(|e| usage(format!("--moves, move {n}: {e}")))?;
-                b.play(sq)
-                    .map_err(|e| usage(format!("--moves, move {n}: {e}")))?;
-            }
-        }
-    }
-    Ok(b)
 }
 
 /// The probe answer for an Othello position: its moves in the orientation asked.

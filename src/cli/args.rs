@@ -1,0 +1,128 @@
+//! Arguments several commands share: the book (`--book`), output (`--json`, `--quiet`), the
+//! writer lock (`--wait`, writers only), progress (`--progress`, long jobs only), `--game`, and
+//! the rewrite options they make.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum, ValueHint};
+
+use bookdb::ops::progress::ProgressMode;
+use bookdb::store::LockWait;
+
+/// `--book FILE` (default `$BOOKDB_BOOK`).
+#[derive(Args)]
+pub(crate) struct BookArg {
+    /// The book file (default: $BOOKDB_BOOK).
+    #[arg(long, env = "BOOKDB_BOOK", value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub(crate) book: PathBuf,
+}
+
+/// `--json` and `--quiet`: how a command reports what it did.
+#[derive(Args, Clone, Copy, Default)]
+pub(crate) struct Output {
+    /// Print the result as one JSON object (errors too, on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// No progress, no summary (warnings and errors still go to stderr).
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
+}
+
+/// `--json` alone, for commands whose output is their answer (probe, stats).
+#[derive(Args, Clone, Copy, Default)]
+pub(crate) struct JsonArg {
+    /// Print the answer as JSON (errors too, on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+impl From<JsonArg> for Output {
+    fn from(j: JsonArg) -> Output {
+        Output {
+            json: j.json,
+            quiet: false,
+        }
+    }
+}
+
+/// `--wait[=SECONDS]`: how long a writer waits for another writer's lock.
+#[derive(Args)]
+pub(crate) struct WaitArg {
+    /// Wait for another writer's lock on the book, up to SECONDS (no value: as long as it
+    /// takes) instead of failing at once with exit code 75.
+    #[arg(long, value_name = "SECONDS", num_args = 0..=1, require_equals = true,
+          default_missing_value = "forever", value_parser = parse_wait)]
+    wait: Option<LockWait>,
+}
+
+impl WaitArg {
+    pub(crate) fn lock_wait(&self) -> LockWait {
+        self.wait.unwrap_or_default()
+    }
+}
+
+pub(crate) fn parse_wait(s: &str) -> Result<LockWait, String> {
+    if s == "forever" {
+        return Ok(LockWait::Forever);
+    }
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("--wait takes a number of seconds, not {s:?}"))?;
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("--wait takes a number of seconds, not {s:?}"));
+    }
+    Ok(LockWait::For(std::time::Duration::from_secs_f64(secs)))
+}
+
+/// `--progress MODE`, for the jobs that can take minutes.
+#[derive(Args)]
+pub(crate) struct ProgressArg {
+    /// Progress on stderr: auto (a bar on a terminal, otherwise a plain line every few
+    /// seconds), bar, plain or none. --quiet means none; so does --json unless given.
+    #[arg(long, value_enum, value_name = "MODE")]
+    progress: Option<Progress>,
+}
+
+/// The values of `--progress`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Progress {
+    Auto,
+    Bar,
+    Plain,
+    None,
+}
+
+impl ProgressArg {
+    /// The progress mode given `--quiet` and `--json`.
+    pub(crate) fn mode(&self, out: Output) -> ProgressMode {
+        match self.progress {
+            _ if out.quiet => ProgressMode::None,
+            Some(Progress::Auto) => ProgressMode::Auto,
+            Some(Progress::Bar) => ProgressMode::Bar,
+            Some(Progress::Plain) => ProgressMode::Plain,
+            Some(Progress::None) => ProgressMode::None,
+            None if out.json => ProgressMode::None,
+            None => ProgressMode::Auto,
+        }
+    }
+}
+
+/// `--game`: what the inputs of an import (or the position of `pack`) are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum GameArg {
+    Chess,
+    Othello,
+}
+
+/// `merge`, `compact` and `migrate`: progress and lock waiting as asked.
+pub(crate) fn rewrite_options(
+    wait: &WaitArg,
+    progress: &ProgressArg,
+    out: Output,
+) -> bookdb::ops::rewrite::RewriteOptions {
+    bookdb::ops::rewrite::RewriteOptions {
+        progress: progress.mode(out),
+        lock_wait: wait.lock_wait(),
+        ..Default::default()
+    }
+}
