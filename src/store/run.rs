@@ -94,7 +94,15 @@ impl RunWriter {
         }
         self.buf.clear();
         record::encode_entry(e, &mut self.buf);
-        let len = (self.buf.len() as u32).to_le_bytes();
+        let len = u32::try_from(self.buf.len())
+            .map_err(|_| {
+                Error::Internal(format!(
+                    "run entry {:016x} of {} bytes is past the run format's u32 length",
+                    e.key,
+                    self.buf.len()
+                ))
+            })?
+            .to_le_bytes();
         self.crc.update(&len);
         self.crc.update(&self.buf);
         let tmp = &self.tmp;

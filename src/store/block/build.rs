@@ -42,7 +42,13 @@ pub fn prepare(
                     codec.prepare(model, pos, &[], &mut p.coded)?;
                 }
             }
-            p.move_idx = Some(e.moves.iter().map(|m| m.mv as u8).collect());
+            let idx: Result<Vec<u8>, _> = e.moves.iter().map(|m| u8::try_from(m.mv)).collect();
+            p.move_idx = Some(idx.map_err(|_| {
+                CodecError::from(format!(
+                    "key {:016x}: a move index beyond 255 cannot be stored",
+                    e.key
+                ))
+            })?);
             return Ok(p);
         }
         let mut moves = [0u16; 32];
@@ -161,7 +167,13 @@ pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Pa
     let total: usize = cols.iter().map(Vec::len).sum();
     let mut a = Vec::with_capacity(COLUMNS * 4 + total);
     for c in &cols {
-        a.extend_from_slice(&(c.len() as u32).to_le_bytes());
+        let len = u32::try_from(c.len()).map_err(|_| {
+            Error::Internal(format!(
+                "a block column of {} bytes is past the format's 4 GiB limit",
+                c.len()
+            ))
+        })?;
+        a.extend_from_slice(&len.to_le_bytes());
     }
     for c in &cols {
         a.extend_from_slice(c);

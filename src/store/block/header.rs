@@ -104,14 +104,23 @@ pub fn seal(
         Some((c, dict_id)) => (Compression::Zstd, dict_id, c.compress(&p.a)?),
         None => (Compression::None, 0, p.a.clone()),
     };
+    // The header's fields are u32: a block past them is refused, never truncated.
+    let field = |n: usize, what: &str| {
+        u32::try_from(n).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("a block's {what} of {n} is past the format's u32 limit"),
+            )
+        })
+    };
     let mut header = BlockHeader {
         version: BLOCK_VERSION,
         compression,
         dict_id,
         model_id,
-        count: p.count as u32,
-        raw_len: p.a.len() as u32,
-        a_len: a.len() as u32,
+        count: field(p.count, "entry count")?,
+        raw_len: field(p.a.len(), "section A length")?,
+        a_len: field(a.len(), "compressed section A length")?,
         crc: 0,
     };
     let mut out = Vec::with_capacity(HEADER_LEN + a.len() + p.b.len());

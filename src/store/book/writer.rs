@@ -290,8 +290,11 @@ impl BookWriter {
             .moves
             .iter()
             .filter(|m| m.indexed)
-            .map(|m| m.mv as u8)
-            .collect();
+            .map(|m| u8::try_from(m.mv))
+            .collect::<Result<_, _>>()
+            .map_err(|_| {
+                CodecError::from(format!("key {:016x}: a move index beyond 255", e.key))
+            })?;
         let codes = self.codec.unindex_moves(pos, &idx).map_err(|reason| {
             CodecError::from(format!(
                 "key {:016x}: move indices invalid: {reason}",
