@@ -1,11 +1,14 @@
-//! bookdb: a persistent chess opening-book database.
+//! bookdb: a persistent opening-book database for board games — chess, and Othello on the
+//! same store.
 //!
 //! Layers, bottom up (docs/ARCHITECTURE.md): [`store`] (the game-independent storage engine:
-//! value blocks, the redb book file, the delta tier, sorted runs; it defines the codec
-//! interface) ← [`chess`] (the chess codec: packed positions, Polyglot keys, moves, the
-//! position model) ← [`ops`] (import, probe, dump, stats, verify, merge, compact, Polyglot
-//! interop, the explorer answer) ← [`server`] (`bookdb serve`) and the `bookdb` binary. [`error`] holds the errors of the operations, which wrap the
-//! store's and the chess layer's own.
+//! value blocks, book files, the live book of a base and immutable delta segments, sorted
+//! runs; it defines the codec interface) ← [`chess`] and [`othello`] (the game codecs: packed
+//! positions, Zobrist keys, moves, position models; independent siblings) ← [`ops`] (import,
+//! the position query, probe, dump, stats, verify, merge, compact, Polyglot interop, the
+//! explorer answer) ← [`server`] (`bookdb serve`) and the `bookdb` binary (`src/cli/`, one
+//! file per command). [`error`] holds the errors of the operations, which wrap the store's and
+//! the game layers' own.
 
 // What holds today, locked in: no `unwrap`/`expect` outside tests (errors are returned, not panicked
 // on); every `unsafe` block carries a `// SAFETY:` note saying why it is sound.

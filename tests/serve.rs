@@ -52,7 +52,7 @@ fn check_against_dump(srv: &Server, line: &Value) {
         .iter()
         .map(counts)
         .collect();
-    // Most games first, then by UCI (DESIGN.md §3; games = white + draws + black + unknown).
+    // Most games first, then by UCI (docs/CONTRACT.md §3; games = white + draws + black + unknown).
     want.sort_by(|a, b| {
         (b.1 + b.2 + b.3 + b.4)
             .cmp(&(a.1 + a.2 + a.3 + a.4))

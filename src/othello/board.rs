@@ -444,7 +444,7 @@ mod tests {
         b.iter().map(|x| format!("{x:02x}")).collect()
     }
 
-    /// Every vector of docs/CONTRACT.md §7 (DESIGN.md §7).
+    /// Every vector of docs/CONTRACT.md §7.
     #[test]
     fn contract_vectors() {
         let vectors = [
