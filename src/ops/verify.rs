@@ -374,11 +374,11 @@ struct BlockSum {
 /// Checks one file of a book: block checksums and headers, every entry decodes, keys recompute
 /// to the stored fragments, order, legality, and the file's own counters.
 fn verify_file(file: &BookFile, game: Game, threads: usize) -> Result<VerifyReport> {
-    let sums = file.par_map_blocks(threads, |key, bytes| check_block(file, game, key, bytes))?;
     let mut report = VerifyReport::default();
     let mut counted = BookMeta::default();
     let mut last: Option<(u64, Pos)> = None;
-    for sum in sums {
+    // Each block's sum is folded as it comes, in key order: nothing per block is kept.
+    let fold = |sum: BlockSum| {
         counted.blocks += 1;
         counted.stored_bytes += sum.stored_bytes;
         counted.raw_bytes += sum.raw_bytes;
@@ -409,7 +409,13 @@ fn verify_file(file: &BookFile, game: Game, threads: usize) -> Result<VerifyRepo
         if sum.last.is_some() {
             last = sum.last;
         }
-    }
+        Ok(())
+    };
+    file.par_fold_blocks(
+        threads,
+        |key, bytes| check_block(file, game, key, bytes),
+        fold,
+    )?;
     let meta = file.meta();
     counted.games = meta.games;
     if *meta != counted {

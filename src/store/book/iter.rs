@@ -69,20 +69,26 @@ impl BookFile {
     }
 
     /// Runs `work` on every stored block of this file — (first key, stored bytes) — on
-    /// `threads` threads while the calling thread reads the blocks from redb in key order;
-    /// the results come back in key order. For `verify`, whose work per block (decompressing,
-    /// decoding and checking every entry) is far more than reading it.
+    /// `threads` threads while the calling thread reads the blocks from redb in key order,
+    /// and hands the results to `fold` in key order, as they come. At most
+    /// [`FOLD_WINDOW_PER_THREAD`] × `threads` blocks are read ahead of the last one folded
+    /// (their bytes and results are all that is held), so memory does not grow with the file.
+    /// For `verify`, whose work per block (decompressing, decoding and checking every entry) is
+    /// far more than reading it. An error of `fold` stops the walk and is returned.
     #[doc(hidden)]
-    pub fn par_map_blocks<T: Send>(
+    pub fn par_fold_blocks<T: Send>(
         &self,
         threads: usize,
         work: impl Fn(u64, &[u8]) -> T + Sync,
-    ) -> Result<Vec<T>> {
+        mut fold: impl FnMut(T) -> Result<()>,
+    ) -> Result<()> {
         let threads = threads.max(1);
+        let window = threads * FOLD_WINDOW_PER_THREAD;
         let work = &work;
         std::thread::scope(|s| {
-            let (tx, rx) = crossbeam_channel::bounded::<(usize, u64, Vec<u8>)>(threads * 4);
-            let (rtx, rrx) = crossbeam_channel::unbounded::<(usize, T)>();
+            let (tx, rx) = crossbeam_channel::bounded::<(usize, u64, Vec<u8>)>(window);
+            // At most `window` blocks are out at once, so the workers never wait on this.
+            let (rtx, rrx) = crossbeam_channel::bounded::<(usize, T)>(window);
             let workers: Vec<_> = (0..threads)
                 .map(|_| {
                     let (rx, rtx) = (rx.clone(), rtx.clone());
@@ -96,14 +102,33 @@ impl BookFile {
                 })
                 .collect();
             drop((rx, rtx));
-            let mut n = 0usize;
+            let mut order = InOrder {
+                pending: std::collections::BTreeMap::new(),
+                next: 0,
+            };
+            let mut sent = 0usize;
+            let stopped = || Error::Internal("block checker threads stopped".into());
             let read = self.for_each_block(|key, bytes| {
-                tx.send((n, key, bytes.to_vec()))
-                    .map_err(|_| Error::Internal("block checker threads stopped".into()))?;
-                n += 1;
+                while sent - order.next >= window {
+                    let r = rrx.recv().map_err(|_| stopped())?;
+                    order.take(r, &mut fold)?;
+                }
+                tx.send((sent, key, bytes.to_vec()))
+                    .map_err(|_| stopped())?;
+                sent += 1;
                 Ok(())
             });
             drop(tx);
+            let drained = read.and_then(|()| {
+                while order.next < sent {
+                    let r = rrx.recv().map_err(|_| stopped())?;
+                    order.take(r, &mut fold)?;
+                }
+                Ok(())
+            });
+            // Results still in flight after an error are dropped; the workers end once the
+            // blocks sent are done.
+            drop(rrx);
             let mut panicked = false;
             for w in workers {
                 panicked |= w.join().is_err();
@@ -111,16 +136,7 @@ impl BookFile {
             if panicked {
                 return Err(Error::Internal("a block checker thread panicked".into()));
             }
-            read?;
-            let mut out: Vec<Option<T>> = (0..n).map(|_| None).collect();
-            for (i, r) in rrx.try_iter() {
-                if let Some(slot) = out.get_mut(i) {
-                    *slot = Some(r);
-                }
-            }
-            out.into_iter()
-                .map(|r| r.ok_or_else(|| Error::Internal("a block was not checked".into())))
-                .collect()
+            drained
         })
     }
 
@@ -280,5 +296,27 @@ impl Iterator for BookIter<'_> {
                 return Some(Err(e));
             }
         }
+    }
+}
+
+/// Blocks a [`BookFile::par_fold_blocks`] walk may read ahead of its fold, per thread.
+pub const FOLD_WINDOW_PER_THREAD: usize = 8;
+
+/// The results of a parallel walk put back in block order.
+struct InOrder<T> {
+    pending: std::collections::BTreeMap<usize, T>,
+    /// The index of the next block to fold.
+    next: usize,
+}
+
+impl<T> InOrder<T> {
+    /// Takes result `i` and folds every result that is now next in order.
+    fn take(&mut self, (i, r): (usize, T), fold: &mut impl FnMut(T) -> Result<()>) -> Result<()> {
+        self.pending.insert(i, r);
+        while let Some(r) = self.pending.remove(&self.next) {
+            self.next += 1;
+            fold(r)?;
+        }
+        Ok(())
     }
 }
