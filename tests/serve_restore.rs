@@ -118,8 +118,18 @@ fn counts(v: &serde_json::Value) -> Vec<(String, u64, u64, u64, u64)> {
         .collect()
 }
 
-#[test]
-fn a_backup_restored_in_place_is_followed_and_answered_without_500() {
+/// Books for the restores: the live book (a base of 100 games and a segment of 30,
+/// generation 2), its backup A, and R1, R2: A grown by two different imports, each a segment
+/// of generation 3 under the same manifest text.
+struct Books {
+    _tmp: tempfile::TempDir,
+    book: PathBuf,
+    a: PathBuf,
+    r1: PathBuf,
+    r2: PathBuf,
+}
+
+fn books() -> Books {
     let tmp = tempfile::tempdir().unwrap();
     let games = games_of(&sample_pgn());
     let pgn = |name: &str, range: std::ops::Range<usize>| {
@@ -147,7 +157,6 @@ fn a_backup_restored_in_place_is_followed_and_answered_without_500() {
         s(&book),
         s(&seg),
     ]);
-    // The backup A: base, manifest, one segment (generation 2).
     let side = |name: &str| {
         let d = tmp.path().join(name);
         std::fs::create_dir(&d).unwrap();
@@ -155,8 +164,6 @@ fn a_backup_restored_in_place_is_followed_and_answered_without_500() {
     };
     let a = side("a");
     copy_live_book(&book, &a);
-    // Two books grown from A by different imports: each a segment of generation 3, under
-    // the same manifest text.
     let r1 = side("r1");
     copy_live_book(&a, &r1);
     let x = pgn("x.pgn", 130..150);
@@ -187,22 +194,39 @@ fn a_backup_restored_in_place_is_followed_and_answered_without_500() {
         std::fs::read(Manifest::of(&r2)).unwrap(),
         "the two restores bring the same manifest"
     );
+    Books {
+        _tmp: tmp,
+        book,
+        a,
+        r1,
+        r2,
+    }
+}
 
-    let srv = Server::start(&book, &[]);
+#[test]
+fn an_older_backup_restored_in_place_over_a_compacted_book_is_followed_without_500() {
+    let b = books();
+    let srv = Server::start(&b.book, &[]);
     // The book moves on: a compaction gives it a new base (generation 3).
-    ok(&["compact", "--quiet", "--book", s(&book)]);
-    follows(&srv, &book, "after compact");
+    ok(&["compact", "--quiet", "--book", s(&b.book)]);
+    follows(&srv, &b.book, "after compact");
+    // The older backup A over it, in place: the base file keeps its inode, its bytes are
+    // A's; the manifest goes back to generation 2.
+    restore_in_place(&b.a, &b.book);
+    follows(&srv, &b.a, "A restored over the compacted book");
+    assert_eq!(srv.stop().code(), Some(0));
+}
 
-    // 1. The older backup A over it, in place: the base file keeps its inode, its bytes are
-    //    A's; the manifest goes back to generation 2.
-    restore_in_place(&a, &book);
-    follows(&srv, &a, "A restored over the compacted book");
-    // 2. R1 in place (generation 3 again), then R2: same generation, same manifest text,
-    //    another segment of generation 3.
-    restore_in_place(&r1, &book);
-    follows(&srv, &r1, "R1 restored");
-    restore_in_place(&r2, &book);
-    follows(&srv, &r2, "R2 restored (generation 3 reused)");
+#[test]
+fn a_restore_that_reuses_a_generation_with_another_segment_is_followed() {
+    let b = books();
+    let srv = Server::start(&b.book, &[]);
+    // R1 in place (generation 3), then R2: the same generation and manifest text, another
+    // segment of generation 3 (the same name, copied over R1's in place).
+    restore_in_place(&b.r1, &b.book);
+    follows(&srv, &b.r1, "R1 restored");
+    restore_in_place(&b.r2, &b.book);
+    follows(&srv, &b.r2, "R2 restored (generation 3 reused)");
     assert_eq!(srv.stop().code(), Some(0));
 }
 
