@@ -389,7 +389,7 @@ fn main() -> Result<()> {
         ),
         (
             "bookdb_changed",
-            "Book::changed() when nothing changed: a stat of the base and a read of the manifest",
+            "Book::changed() when nothing changed: a stat of the base, a read of the manifest, a stat per segment",
             Box::new(|_: &Probe| Ok(usize::from(book.changed()?))),
         ),
     ];

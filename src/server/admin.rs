@@ -1,6 +1,7 @@
 //! `POST /v1/import`: the admin route that imports a PGN body (plain or compressed) through
 //! the same exactly-once pipeline as `bookdb import`, behind the bearer token of `token.rs`.
 
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -35,7 +36,12 @@ pub async fn import(
     let (p, guard) = match admit(&s, &headers, &uri) {
         Ok(admitted) => admitted,
         Err(refused) => {
-            drain(body).await;
+            // A client that asked `Expect: 100-continue` has sent no body and sends none
+            // when the refusal comes first: reading the body would make hyper send the
+            // 100 Continue that starts the upload.
+            if !expects_continue(&headers) {
+                drain(body).await;
+            }
             return Err(refused);
         }
     };
@@ -84,6 +90,11 @@ pub async fn import(
             f.error
         )));
     }
+    // The client learns what happened to its body, not where the server stored it.
+    let mut summary = summary;
+    for input in &mut summary.already_imported {
+        *input = UPLOAD_NAME.into();
+    }
     let body = serde_json::to_string(&summary)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
     Ok(json_ok(body, Some(s.live.snapshot().generation())).into_response())
@@ -119,6 +130,15 @@ fn admit(
         ));
     };
     Ok((p, guard))
+}
+
+/// What answers call the request's body instead of the path it was stored at.
+pub(crate) const UPLOAD_NAME: &str = "the upload";
+
+fn expects_continue(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
 }
 
 /// At most this much of a refused request's body is read and dropped…
@@ -172,12 +192,38 @@ async fn receive(
         )
     };
     let parent = crate::store::files::dir_of(book);
+    let (mode, gid) = std::fs::metadata(book).map_or((0o600, None), |m| {
+        (m.permissions().mode() & 0o666, Some(m.gid()))
+    });
+    // The directory and the file get the book's mode (search where it is readable) and
+    // group, whatever the umask: the book's other users can see and clean them as the book.
+    let dir_mode = mode | 0o700 | ((mode & 0o444) >> 2);
     let dir = tempfile::Builder::new()
-        .prefix(".bookdb-upload-")
+        .prefix(UPLOAD_PREFIX)
+        .permissions(std::fs::Permissions::from_mode(dir_mode))
         .tempdir_in(parent)
         .map_err(io)?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(dir_mode)).map_err(io)?;
+    let _ = std::os::unix::fs::chown(dir.path(), None, gid);
+    // The marker says bookdb made the directory and which process uses it (stale ones are
+    // removed at the next start, remove_stale_uploads).
+    std::fs::write(
+        dir.path().join(UPLOAD_MARKER),
+        format!("bookdb upload\npid {}\n", std::process::id()),
+    )
+    .map_err(io)?;
     let path = dir.path().join("upload");
-    let mut file = tokio::fs::File::create(&path).await.map_err(io)?;
+    let std_file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode | 0o600)
+        .open(&path)
+        .map_err(io)?;
+    std_file
+        .set_permissions(std::fs::Permissions::from_mode(mode | 0o600))
+        .map_err(io)?;
+    let _ = std::os::unix::fs::fchown(&std_file, None, gid);
+    let mut file = tokio::fs::File::from_std(std_file);
     let mut got: u64 = 0;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| {
@@ -198,4 +244,80 @@ async fn receive(
         ));
     }
     Ok((dir, path))
+}
+
+/// Upload directories are `.bookdb-upload-XXXXXX` beside the book…
+const UPLOAD_PREFIX: &str = ".bookdb-upload-";
+/// …holding this marker: `bookdb upload\npid <pid>\n`.
+const UPLOAD_MARKER: &str = "bookdb-upload";
+
+/// Removes the upload directories beside `book` that a killed server left: those holding
+/// bookdb's marker whose process is gone (or is no longer a bookdb). A directory without the
+/// marker is not bookdb's and is left alone, as is one a running server is receiving into.
+pub(crate) fn remove_stale_uploads(book: &Path) {
+    let dir = crate::store::files::dir_of(book);
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        if !name.to_string_lossy().starts_with(UPLOAD_PREFIX) {
+            continue;
+        }
+        let path = e.path();
+        // Never through a symlink: only a real directory is ours to remove.
+        if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        let Some(pid) = std::fs::read_to_string(path.join(UPLOAD_MARKER))
+            .ok()
+            .as_deref()
+            .and_then(upload_owner)
+        else {
+            continue;
+        };
+        if pid != std::process::id() && process_is_bookdb(pid) {
+            continue;
+        }
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => tracing::info!(
+                dir = %name.to_string_lossy(),
+                pid,
+                "removed the upload directory of a server that is gone"
+            ),
+            Err(e) => tracing::warn!(
+                dir = %name.to_string_lossy(),
+                error = %e,
+                "cannot remove the upload directory of a server that is gone"
+            ),
+        }
+    }
+}
+
+/// The pid a marker names; `None` if it is not bookdb's marker.
+fn upload_owner(marker: &str) -> Option<u32> {
+    let mut lines = marker.lines();
+    if lines.next()? != "bookdb upload" {
+        return None;
+    }
+    lines.next()?.strip_prefix("pid ")?.parse().ok()
+}
+
+/// Whether `pid` is a running bookdb process (a pid reused by another program is not).
+fn process_is_bookdb(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .is_ok_and(|comm| comm.trim_end().starts_with("bookdb"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upload_markers_name_their_process() {
+        assert_eq!(upload_owner("bookdb upload\npid 42\n"), Some(42));
+        assert_eq!(upload_owner("something else\npid 42\n"), None);
+        assert_eq!(upload_owner("bookdb upload\n"), None);
+        assert!(!process_is_bookdb(u32::MAX));
+    }
 }

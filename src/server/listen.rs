@@ -13,13 +13,29 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-use super::options::ServeOptions;
+use super::options::{MAX_HEAD, MAX_HEADERS, ServeOptions, connection_cap, open_file_limit};
 use super::routes::app;
 use super::state::AppState;
+use super::wire::JsonRefusals;
 use crate::error::{Error, Result};
 
-/// Largest request head (request line and headers), bytes; larger ones get 431.
-const MAX_HEAD: usize = 64 * 1024;
+/// The connection cap: `--max-connections`, lowered to what the open-file limit leaves after
+/// the book's reserve (said in the log at start).
+fn connections_allowed(opts: &ServeOptions, admin: bool) -> usize {
+    let Some(nofile) = open_file_limit() else {
+        return opts.max_connections.max(1);
+    };
+    let (cap, why) = connection_cap(opts.max_connections, nofile, admin);
+    if opts.max_connections != 0 && cap < opts.max_connections {
+        tracing::warn!(max_connections = cap, "{why}");
+    } else {
+        tracing::info!(
+            max_connections = cap,
+            "serving at most {cap} connections at once: {why}"
+        );
+    }
+    cap
+}
 
 pub(super) async fn run(state: Arc<AppState>, opts: &ServeOptions) -> Result<()> {
     // Signals are caught from before the listening line is printed.
@@ -43,12 +59,17 @@ pub(super) async fn run(state: Arc<AppState>, opts: &ServeOptions) -> Result<()>
     announce(&state, addr, opts.json);
 
     let router = app(state.clone());
-    let slots = Arc::new(Semaphore::new(opts.max_connections));
+    let max_connections = connections_allowed(opts, state.admin.is_some());
+    let slots = Arc::new(Semaphore::new(max_connections));
     let graceful = GracefulShutdown::new();
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(opts.head_timeout)
         .max_buf_size(MAX_HEAD)
+        .max_headers(MAX_HEADERS)
+        // Flat writes: hyper's own refusals are then one write each, which JsonRefusals
+        // gives a JSON body.
+        .writev(false)
         .keep_alive(true);
     tokio::pin!(shutdown);
     loop {
@@ -78,7 +99,7 @@ pub(super) async fn run(state: Arc<AppState>, opts: &ServeOptions) -> Result<()>
         state.metrics.connections_total.fetch_add(1, Relaxed);
         state.metrics.connections_open.fetch_add(1, Relaxed);
         let conn = http.serve_connection(
-            TokioIo::new(stream),
+            TokioIo::new(JsonRefusals::new(stream)),
             TowerToHyperService::new(router.clone()),
         );
         let conn = graceful.watch(conn);

@@ -15,6 +15,7 @@ pub mod params;
 pub mod routes;
 pub mod state;
 pub mod token;
+mod wire;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -23,7 +24,10 @@ use crate::error::{Error, Result};
 use crate::ops::game::Game;
 use crate::store::{CacheSizes, LiveBook};
 use metrics::Metrics;
-pub use options::{DEFAULT_BLOCK_CACHE_MIB, ServeOptions};
+pub use options::{
+    ADMIN_DESCRIPTOR_RESERVE, DEFAULT_BLOCK_CACHE_MIB, DESCRIPTOR_RESERVE, ServeOptions,
+    connection_cap,
+};
 use state::{AppState, Refresher, unix_now};
 use token::AdminToken;
 
@@ -35,6 +39,7 @@ pub fn serve(opts: ServeOptions) -> Result<()> {
         ..CacheSizes::default()
     };
     let (game, book) = Game::open_with_caches(&opts.book, caches)?;
+    admin::remove_stale_uploads(&opts.book);
     let admin = opts
         .admin_token_file
         .as_deref()

@@ -20,6 +20,7 @@ use tracing::Level;
 use super::admin;
 use super::error::{ApiError, json_error, json_ok};
 use super::metrics::{BookGauges, route_index};
+use super::options::MAX_HEAD;
 use super::page;
 use super::params;
 use super::state::AppState;
@@ -98,17 +99,90 @@ async fn observe(State(s): State<Arc<AppState>>, req: Request, next: Next) -> Re
     let start = Instant::now();
     let route = route_index(req.uri().path());
     let uri_len = req.uri().path().len() + req.uri().query().map_or(0, str::len);
+    let head = head_len(&req);
     let resp = if uri_len > MAX_URI {
         ApiError::too_long(format!(
             "the URI has {uri_len} bytes; at most {MAX_URI} are accepted"
         ))
         .into_response()
+    } else if head > MAX_HEAD {
+        ApiError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            format!("the request head has {head} bytes; at most {MAX_HEAD} are accepted"),
+        )
+        .into_response()
     } else {
         next.run(req).await
+    };
+    let resp = if resp.status().is_client_error() || resp.status().is_server_error() {
+        without_paths(resp, &s.path).await
+    } else {
+        resp
     };
     s.metrics
         .observe(route, resp.status().as_u16(), start.elapsed());
     resp
+}
+
+/// The size of the request's head as the client sent it (request line, header fields, the
+/// empty line): hyper refuses a head over its buffer, but one that reached it in a single
+/// read passes up to twice [`MAX_HEAD`].
+fn head_len(req: &Request) -> usize {
+    let target = req.uri().path_and_query().map_or(1, |pq| pq.as_str().len());
+    let line = req.method().as_str().len() + 1 + target + " HTTP/1.1\r\n".len();
+    let fields: usize = req
+        .headers()
+        .iter()
+        .map(|(k, v)| k.as_str().len() + 2 + v.len() + 2)
+        .sum();
+    line + fields + 2
+}
+
+/// An error answer with the server's file system paths taken out: the book's directory
+/// (the book is named by its file name alone), and an upload's private directory (it is
+/// "the upload"). Clients are told what went wrong, not where the server keeps its files.
+async fn without_paths(resp: Response, book: &std::path::Path) -> Response {
+    let (parts, body) = resp.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 1 << 20).await else {
+        return json_error(parts.status, "internal error: the answer could not be read");
+    };
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        return Response::from_parts(parts, axum::body::Body::from(bytes));
+    };
+    let cleaned = redact_paths(text, book);
+    let mut parts = parts;
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(cleaned))
+}
+
+/// `text` without the directory of `book` (as given and canonical) and with upload paths
+/// (`.bookdb-upload-XXXX/upload`) said as "the upload".
+pub(crate) fn redact_paths(text: &str, book: &std::path::Path) -> String {
+    let mut out = text.to_string();
+    let dir = crate::store::files::dir_of(book);
+    let mut dirs = vec![dir.to_path_buf()];
+    if let Ok(c) = std::fs::canonicalize(dir) {
+        dirs.push(c);
+    }
+    for d in dirs {
+        let d = d.display().to_string();
+        if !d.is_empty() && d != "." {
+            // As JSON escapes it too (a path inside an error's JSON string).
+            for form in [format!("{d}/"), format!("{}/", d.replace('/', "\\/"))] {
+                out = out.replace(&form, "");
+            }
+        }
+    }
+    while let Some(start) = out.find(".bookdb-upload-") {
+        let tail = &out[start..];
+        let end = tail
+            .find("/upload")
+            .map(|i| i + "/upload".len())
+            .filter(|&i| !tail[..i].contains([' ', '"', '\'']))
+            .unwrap_or_else(|| tail.find([' ', '"', '\'', ':']).unwrap_or(tail.len()));
+        out.replace_range(start..start + end, super::admin::UPLOAD_NAME);
+    }
+    out
 }
 
 async fn not_found(uri: Uri) -> ApiError {
@@ -172,6 +246,12 @@ async fn book(State(s): State<Arc<AppState>>) -> Result<Response, ApiError> {
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
     if let Some(o) = v.as_object_mut() {
         o.insert("served_generation".into(), book.generation().into());
+        // The book's file name; where the server keeps it is not the client's business.
+        let name = s.path.file_name().map_or_else(
+            || s.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        o.insert("path".into(), name.into());
     }
     Ok(json_ok(v.to_string(), Some(book.generation())))
 }

@@ -44,10 +44,7 @@ impl AdminToken {
     /// Whether `authorization` is `Bearer <token>`: 401 without one, 403 with a wrong one.
     /// The comparison takes the same time wherever the first difference is.
     pub fn check(&self, authorization: Option<&HeaderValue>) -> std::result::Result<(), ApiError> {
-        let given = authorization
-            .map(|v| v.as_bytes())
-            .and_then(|v| v.strip_prefix(b"Bearer "))
-            .map(<[u8]>::trim_ascii);
+        let given = authorization.map(|v| v.as_bytes()).and_then(bearer);
         let Some(given) = given else {
             return Err(ApiError::new(
                 StatusCode::UNAUTHORIZED,
@@ -69,6 +66,17 @@ impl AdminToken {
     }
 }
 
+/// The credentials of an `Authorization: Bearer <token>` value: the scheme is
+/// case-insensitive (RFC 9110 §11.1), followed by one or more spaces; surrounding white space
+/// is not part of the token.
+fn bearer(value: &[u8]) -> Option<&[u8]> {
+    let (scheme, rest) = value.split_at_checked(6)?;
+    if !scheme.eq_ignore_ascii_case(b"bearer") || rest.first() != Some(&b' ') {
+        return None;
+    }
+    Some(rest.trim_ascii())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,6 +93,11 @@ mod tests {
         assert!(format!("{t:?}").contains('…'));
         let h = |s: &str| HeaderValue::from_str(s).unwrap();
         assert!(t.check(Some(&h("Bearer 0123456789abcdef0123"))).is_ok());
+        for scheme in ["bearer", "BEARER", "bEaReR"] {
+            let v = h(&format!("{scheme}  0123456789abcdef0123"));
+            assert!(t.check(Some(&v)).is_ok(), "{scheme}");
+        }
+        assert!(t.check(Some(&h("Bearer0123456789abcdef0123"))).is_err());
         assert_eq!(t.check(None).unwrap_err().status, StatusCode::UNAUTHORIZED);
         for wrong in [
             "Bearer 0123456789abcdef0124",

@@ -3,7 +3,7 @@
 //!
 //! One concept per file: [`schema`] (tables and meta keys), [`reader`] ([`BookFile`], one
 //! file), [`view`] ([`Book`], the files merged; [`LiveBook`]), [`live`] (manifest, file names,
-//! recovery), [`fold`] (publishing delta segments and the folding policy), [`cache`] (opened
+//! recovery), [`identity`] (which file a name holds), [`fold`] (publishing delta segments and the folding policy), [`cache`] (opened
 //! blocks, decompressors), [`iter`] (key-order iteration), [`delta`] (the delta tier of older
 //! versions), [`writer`] ([`BookWriter`]), [`options`] ([`WriterOptions`]), [`seal`] (sealing threads), [`train`] (model and
 //! dictionary).
@@ -11,6 +11,7 @@
 mod cache;
 mod delta;
 mod fold;
+mod identity;
 mod iter;
 mod live;
 mod options;

@@ -104,6 +104,8 @@ pub struct BookFile {
     pub(super) generation: u64,
     /// In a delta segment: the counters of the whole book as this segment left it.
     pub(super) view: Option<BookMeta>,
+    /// Which file redb reads (of the descriptor it was given, not of the name).
+    pub(super) id: super::identity::FileId,
 }
 
 impl std::fmt::Debug for BookFile {
@@ -156,10 +158,18 @@ impl BookFile {
                 path: path.to_path_buf(),
             });
         }
+        // The file is opened here and handed to redb so that its identity is the one redb
+        // reads, whatever a writer or an operator renames over the name meanwhile.
+        let id = std::cell::Cell::new(None);
         let open = || {
+            let io = |e| redb::DatabaseError::Storage(redb::StorageError::Io(e));
+            let file = std::fs::File::open(path).map_err(io)?;
+            id.set(Some(super::identity::FileId::of(
+                &file.metadata().map_err(io)?,
+            )));
             redb::Builder::new()
                 .set_cache_size(redb_cache)
-                .open_read_only(path)
+                .open_read_only_with_backend(redb::backends::FileBackend::new(file)?)
         };
         let db = match open() {
             // The last writer was killed mid-transaction: redb must replay its recovery, which
@@ -312,6 +322,9 @@ impl BookFile {
             Err(e) => return Err(e.into()),
         };
         drop(txn);
+        let id = id
+            .get()
+            .ok_or_else(|| Error::Internal("a book file opened without its identity".into()))?;
         Ok(BookFile {
             path: path.to_path_buf(),
             db: Arc::new(db),
@@ -326,10 +339,14 @@ impl BookFile {
             blocks,
             generation,
             view,
+            id,
         })
     }
 
-    pub(crate) fn path(&self) -> &Path {
+    /// The path this file was opened at (a writer may have given the name to another file
+    /// since).
+    #[doc(hidden)]
+    pub fn path(&self) -> &Path {
         &self.path
     }
     /// This file's own counters.
@@ -623,6 +640,7 @@ impl BookFile {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
+        // Only a failure to write the copy is the scratch directory's fault (TMPDIR).
         let ctx = |e| {
             Error::io(
                 format!(
@@ -633,10 +651,23 @@ impl BookFile {
                 e,
             )
         };
+        let mut source = super::identity::open_again(&self.path, &self.id)?;
         std::fs::create_dir(&dir).map_err(ctx)?;
         let copy = dir.join("copy.redb");
         let result = (|| {
-            std::fs::copy(&self.path, &copy).map_err(ctx)?;
+            let mut out = std::fs::File::create(&copy).map_err(ctx)?;
+            std::io::copy(&mut source, &mut out).map_err(|e| {
+                let scratch_side = [libc::ENOSPC, libc::EDQUOT, libc::EROFS, libc::EACCES];
+                if e.raw_os_error().is_some_and(|c| scratch_side.contains(&c)) {
+                    ctx(e)
+                } else {
+                    Error::io(
+                        format!("reading {} for redb's integrity check", self.path.display()),
+                        e,
+                    )
+                }
+            })?;
+            drop(out);
             let mut perm = std::fs::metadata(&copy).map_err(ctx)?.permissions();
             std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o600);
             std::fs::set_permissions(&copy, perm).map_err(ctx)?;

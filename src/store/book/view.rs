@@ -3,10 +3,10 @@
 //! changed; [`LiveBook`] hands out snapshots of a book that writers keep changing.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
+use super::identity::FileId;
 use super::live::{Manifest, segment_path};
 use super::*;
 use crate::store::PositionCodec;
@@ -17,24 +17,6 @@ use crate::store::error::{Corruption, Error, Result};
 /// How many times opening retries when writers replace files under it.
 const OPEN_ATTEMPTS: u32 = 50;
 
-/// A file's identity: device and inode (a rename over the path changes it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct FileId {
-    dev: u64,
-    ino: u64,
-}
-
-fn file_id(path: &Path) -> Result<Option<FileId>> {
-    match std::fs::metadata(path) {
-        Ok(m) => Ok(Some(FileId {
-            dev: m.dev(),
-            ino: m.ino(),
-        })),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
-    }
-}
-
 /// A book opened for reading: its base file and its delta segments at one generation, merged.
 /// The files never change once published, so a `Book` is a consistent snapshot for as long as
 /// it is held, whatever writers do meanwhile; [`Book::refresh`] (or a [`LiveBook`]) moves to
@@ -43,9 +25,9 @@ pub struct Book {
     path: PathBuf,
     /// The base first, then the delta segments by ascending generation.
     files: Vec<Arc<BookFile>>,
-    base_id: FileId,
-    /// The manifest's generation when the book was opened (`None`: no manifest).
-    manifest_generation: Option<u64>,
+    /// The manifest when the book was opened (`None`: no manifest). Compared whole: a backup
+    /// restored in place can bring back a generation number with other files.
+    manifest: Option<Manifest>,
     generation: u64,
     meta: BookMeta,
     /// The cache sizes its files were opened with (files opened by a refresh get the same).
@@ -161,16 +143,18 @@ impl Book {
         // The manifest first: a fold renames its base before its manifest, so a base newer
         // than the manifest read here is recognised below, never a manifest newer than the base.
         let manifest = Manifest::read(path)?;
-        let Some(id) = file_id(path)? else {
+        let Some(id) = FileId::at(path)? else {
             return Err(Error::BookNotFound {
                 path: path.to_path_buf(),
             });
         };
+        // A file is reused only while its name holds the very bytes it was opened on (same
+        // inode, size and mtime): a backup copied over it in place is opened again.
         let base = match prior {
-            Some(p) if p.base_id == id => p.files[0].clone(),
+            Some(p) if p.files[0].id == id => p.files[0].clone(),
             _ => Arc::new(BookFile::open_file(path, codec.clone(), older, caches)?),
         };
-        if file_id(path)? != Some(id) {
+        if base.id != id || FileId::at(path)? != Some(id) {
             return Ok(None);
         }
         if base.view_counters().is_some() {
@@ -202,12 +186,17 @@ impl Book {
         };
         let mut files = vec![base];
         for g in &segments {
-            let reused =
-                prior.and_then(|p| p.files[1..].iter().find(|f| f.generation() == *g).cloned());
+            let sp = segment_path(path, *g);
+            let now = FileId::at(&sp)?;
+            let reused = prior.and_then(|p| {
+                p.files[1..]
+                    .iter()
+                    .find(|f| f.generation() == *g && Some(f.id) == now)
+                    .cloned()
+            });
             let seg = match reused {
                 Some(f) => f,
                 None => {
-                    let sp = segment_path(path, *g);
                     match BookFile::open_file(&sp, codec.clone(), false, caches) {
                         Ok(f) => Arc::new(f),
                         // Folded away by a writer after the manifest was read: start again.
@@ -263,21 +252,33 @@ impl Book {
         Ok(Some(Book {
             path: path.to_path_buf(),
             files,
-            base_id: id,
-            manifest_generation,
+            manifest,
             generation,
             meta,
             caches,
         }))
     }
 
-    /// Whether writers published something since this book was opened: one `stat` of the base
-    /// and one read of the manifest (a few microseconds, docs/PERFORMANCE.md).
+    /// Whether writers published something since this book was opened: one `stat` of the base,
+    /// one read of the manifest and one `stat` of each segment (tens of microseconds at 8
+    /// segments, docs/PERFORMANCE.md).
+    ///
+    /// The files' identities and the whole manifest are compared: a backup restored
+    /// in place (files overwritten, a generation number brought back with other content) is
+    /// a change too, and the refresh opens the restored files.
     pub fn changed(&self) -> Result<bool> {
-        if file_id(&self.path)? != Some(self.base_id) {
+        if FileId::at(&self.path)? != Some(self.files[0].id) {
             return Ok(true);
         }
-        Ok(Manifest::read(&self.path)?.map(|m| m.generation) != self.manifest_generation)
+        if Manifest::read(&self.path)? != self.manifest {
+            return Ok(true);
+        }
+        for f in &self.files[1..] {
+            if FileId::at(f.path())? != Some(f.id) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The book as writers left it now, if it [`changed`](Book::changed): files that did not

@@ -1,0 +1,242 @@
+//! A backup restored in place while `bookdb serve` runs (issue 25, item 8): the operator
+//! copies the backup's files over the book's (`cp backup/* dir/`: the same inodes, other
+//! bytes) and removes the files the backup does not have. The server must notice, open the
+//! restored files and answer the restored book's numbers, never a 500, also when the restore
+//! brings back a generation number the server has served with other content.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::server::{Server, enc};
+use common::{copy_live_book, dump, games_of, ok, s, sample_pgn, write_games};
+
+/// The book's files: the base and every `<name>.*` but the lock and temporaries.
+fn book_files(book: &Path) -> Vec<PathBuf> {
+    let name = book.file_name().unwrap().to_string_lossy().into_owned();
+    let mut v: Vec<PathBuf> = std::fs::read_dir(book.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|f| {
+            f == &name
+                || f.strip_prefix(&format!("{name}."))
+                    .is_some_and(|x| x == "live" || x.starts_with("seg-"))
+        })
+        .map(|f| book.with_file_name(f))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Restores the book at `backup` over `book` in place: each file copied over the book's
+/// (truncated and rewritten: its inode stays), files the backup lacks removed.
+fn restore_in_place(backup: &Path, book: &Path) {
+    let backup_names: Vec<String> = book_files(backup)
+        .iter()
+        .map(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.replacen(
+                &*backup.file_name().unwrap().to_string_lossy(),
+                &book.file_name().unwrap().to_string_lossy(),
+                1,
+            )
+        })
+        .collect();
+    for (src, name) in book_files(backup).iter().zip(&backup_names) {
+        std::fs::copy(src, book.with_file_name(name)).unwrap();
+    }
+    for f in book_files(book) {
+        let n = f.file_name().unwrap().to_string_lossy().into_owned();
+        if !backup_names.contains(&n) {
+            std::fs::remove_file(&f).unwrap();
+        }
+    }
+}
+
+fn stats(book: &Path) -> serde_json::Value {
+    serde_json::from_str(&ok(&["stats", "--json", "--book", s(book)])).unwrap()
+}
+
+/// Waits (at most 30 s) until the server serves `want`'s games and generation, then checks
+/// every position of `want`'s dump against `/v1/position`: same moves, never a 500.
+fn follows(srv: &Server, want: &Path, what: &str) {
+    let st = stats(want);
+    let start = Instant::now();
+    loop {
+        let r = srv.get("/v1/book");
+        if r.status == 200 {
+            let v = r.json();
+            if v["games"] == st["games"]
+                && v["served_generation"] == st["generation"]
+                && v["positions"] == st["positions"]
+            {
+                break;
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{what}: the server did not follow the restore (serving {}; the restored book: games {} generation {}); log:\n{}",
+            r.body,
+            st["games"],
+            st["generation"],
+            srv.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let text = dump(want);
+    let mut checked = 0;
+    for line in text.lines() {
+        let d: serde_json::Value = serde_json::from_str(line).unwrap();
+        let fen = d["fen"].as_str().unwrap();
+        let r = srv.get(&format!("/v1/position?fen={}", enc(fen)));
+        assert_eq!(r.status, 200, "{what}: {fen}: {}", r.body);
+        assert_eq!(counts(&r.json()), counts(&d), "{what}: {fen}");
+        checked += 1;
+    }
+    eprintln!("{what}: {checked} positions answered as the restored book's dump");
+}
+
+/// (uci, white, draws, black, unknown) of each move of a `dump`-shaped object.
+fn counts(v: &serde_json::Value) -> Vec<(String, u64, u64, u64, u64)> {
+    let n = |m: &serde_json::Value, k: &str| m[k].as_u64().unwrap_or(0);
+    v["moves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let uci = m["uci"].as_str().unwrap().to_string();
+            (
+                uci,
+                n(m, "white"),
+                n(m, "draws"),
+                n(m, "black"),
+                n(m, "unknown"),
+            )
+        })
+        .collect()
+}
+
+/// Books for the restores: the live book (a base of 100 games and a segment of 30,
+/// generation 2), its backup A, and R1, R2: A grown by two different imports, each a segment
+/// of generation 3 under the same manifest text.
+struct Books {
+    _tmp: tempfile::TempDir,
+    book: PathBuf,
+    a: PathBuf,
+    r1: PathBuf,
+    r2: PathBuf,
+}
+
+fn books() -> Books {
+    let tmp = tempfile::tempdir().unwrap();
+    let games = games_of(&sample_pgn());
+    let pgn = |name: &str, range: std::ops::Range<usize>| {
+        let p = tmp.path().join(name);
+        write_games(&p, &games[range]);
+        p
+    };
+    let live = tmp.path().join("live");
+    std::fs::create_dir(&live).unwrap();
+    let book = live.join("b.book");
+    ok(&[
+        "import",
+        "--quiet",
+        "--book",
+        s(&book),
+        s(&pgn("base.pgn", 0..100)),
+    ]);
+    let seg = pgn("seg.pgn", 100..130);
+    ok(&[
+        "import",
+        "--quiet",
+        "--delta-min",
+        "1000000",
+        "--book",
+        s(&book),
+        s(&seg),
+    ]);
+    let side = |name: &str| {
+        let d = tmp.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        d.join("b.book")
+    };
+    let a = side("a");
+    copy_live_book(&book, &a);
+    let r1 = side("r1");
+    copy_live_book(&a, &r1);
+    let x = pgn("x.pgn", 130..150);
+    ok(&[
+        "import",
+        "--quiet",
+        "--delta-min",
+        "1000000",
+        "--book",
+        s(&r1),
+        s(&x),
+    ]);
+    let r2 = side("r2");
+    copy_live_book(&a, &r2);
+    let y = pgn("y.pgn", 150..185);
+    ok(&[
+        "import",
+        "--quiet",
+        "--delta-min",
+        "1000000",
+        "--book",
+        s(&r2),
+        s(&y),
+    ]);
+    assert_eq!(stats(&r1)["generation"], stats(&r2)["generation"]);
+    assert_eq!(
+        std::fs::read(Manifest::of(&r1)).unwrap(),
+        std::fs::read(Manifest::of(&r2)).unwrap(),
+        "the two restores bring the same manifest"
+    );
+    Books {
+        _tmp: tmp,
+        book,
+        a,
+        r1,
+        r2,
+    }
+}
+
+#[test]
+fn an_older_backup_restored_in_place_over_a_compacted_book_is_followed_without_500() {
+    let b = books();
+    let srv = Server::start(&b.book, &[]);
+    // The book moves on: a compaction gives it a new base (generation 3).
+    ok(&["compact", "--quiet", "--book", s(&b.book)]);
+    follows(&srv, &b.book, "after compact");
+    // The older backup A over it, in place: the base file keeps its inode, its bytes are
+    // A's; the manifest goes back to generation 2.
+    restore_in_place(&b.a, &b.book);
+    follows(&srv, &b.a, "A restored over the compacted book");
+    assert_eq!(srv.stop().code(), Some(0));
+}
+
+#[test]
+fn a_restore_that_reuses_a_generation_with_another_segment_is_followed() {
+    let b = books();
+    let srv = Server::start(&b.book, &[]);
+    // R1 in place (generation 3), then R2: the same generation and manifest text, another
+    // segment of generation 3 (the same name, copied over R1's in place).
+    restore_in_place(&b.r1, &b.book);
+    follows(&srv, &b.r1, "R1 restored");
+    restore_in_place(&b.r2, &b.book);
+    follows(&srv, &b.r2, "R2 restored (generation 3 reused)");
+    assert_eq!(srv.stop().code(), Some(0));
+}
+
+/// The manifest's path of a book (docs/FORMAT.md §10.1).
+struct Manifest;
+impl Manifest {
+    fn of(book: &Path) -> PathBuf {
+        book.with_file_name(format!(
+            "{}.live",
+            book.file_name().unwrap().to_string_lossy()
+        ))
+    }
+}

@@ -1,0 +1,440 @@
+//! `bookdb serve` against what the first users' tools and accidents did to it (issue 25):
+//! request heads hyper refused with an empty body, the admin token checked after the upload
+//! began, a lower-case `bearer`, server paths in answers, upload directories of a killed
+//! server, and a low open-file limit.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::server::{Resp, Server};
+use common::{bin, copy_in, games_of, ok, s, sample_pgn, write_games};
+
+const TOKEN: &str = "hardening-token-0123456789";
+
+fn sample_book(dir: &Path) -> PathBuf {
+    let book = dir.join("sample.book");
+    let pgn = copy_in(&sample_pgn(), dir);
+    ok(&["import", s(&pgn), "--book", s(&book), "--quiet"]);
+    book
+}
+
+fn token_file(dir: &Path) -> PathBuf {
+    let p = dir.join("admin.token");
+    std::fs::write(&p, format!("{TOKEN}\n")).unwrap();
+    p
+}
+
+/// Sends `raw` and reads the answer to the end (the server closes after a refusal).
+fn raw(srv: &Server, raw: &[u8]) -> Resp {
+    srv.request(raw)
+}
+
+fn assert_json_error(r: &Resp, status: u16, what: &str) {
+    assert_eq!(r.status, status, "{what}: {} {}", r.status, r.body);
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/json"),
+        "{what}: {:?}",
+        r.headers
+    );
+    let e = r.error();
+    assert!(!e.is_empty(), "{what}: empty error");
+}
+
+#[test]
+fn refused_request_heads_get_a_json_error_and_the_documented_status() {
+    let tmp = tempfile::tempdir().unwrap();
+    let book = sample_book(tmp.path());
+    let srv = Server::start(&book, &[]);
+    // Heads over 64 KiB, sent in one write (hyper used to take them up to its 128 KiB
+    // buffer), and just under: 431 over, 200 under.
+    for (kib, status) in [
+        (60usize, 200u16),
+        (65, 431),
+        (100, 431),
+        (127, 431),
+        (200, 431),
+    ] {
+        let pad = kib * 1024 - 80;
+        let req = format!(
+            "GET /health HTTP/1.1\r\nHost: t\r\nX-Pad: {}\r\nConnection: close\r\n\r\n",
+            "p".repeat(pad)
+        );
+        let r = raw(&srv, req.as_bytes());
+        if status == 200 {
+            assert_eq!(r.status, 200, "{kib} KiB head: {}", r.body);
+        } else {
+            assert_json_error(&r, 431, &format!("{kib} KiB head"));
+        }
+    }
+    // 150 small header fields: 431 with the JSON error (was an empty body).
+    let mut req = String::from("GET /health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n");
+    for i in 0..150 {
+        req.push_str(&format!("X-H{i}: v\r\n"));
+    }
+    req.push_str("\r\n");
+    let r = raw(&srv, req.as_bytes());
+    assert_json_error(&r, 431, "150 header fields");
+    assert!(r.error().contains("header fields"), "{}", r.error());
+    // A garbage request line: 400 with the JSON error (was no body).
+    for garbage in [
+        &b"HELLO THERE\r\n\r\n"[..],
+        b"GET / HTTP/1.1\r\nBad Header Without Colon\r\n\r\n",
+    ] {
+        let r = raw(&srv, garbage);
+        assert_json_error(&r, 400, &String::from_utf8_lossy(garbage));
+    }
+    // Unharmed.
+    assert_eq!(srv.get("/health").status, 200);
+    assert_eq!(srv.stop().code(), Some(0));
+}
+
+/// The first status line the server sends for `head` (a request without its body), read
+/// within a generous bound, and the connection.
+fn first_answer(addr: &str, head: &str) -> (u16, String, TcpStream) {
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    c.write_all(head.as_bytes()).unwrap();
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    // Byte by byte: what follows the first answer stays unread.
+    while c.read(&mut byte).is_ok_and(|n| n == 1) {
+        buf.push(byte[0]);
+        if buf.ends_with(b"\r\n\r\n") {
+            let line = String::from_utf8_lossy(&buf[..buf.len() - 4]).into_owned();
+            let status = line.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap();
+            return (status, line, c);
+        }
+    }
+    panic!("no answer to {head:?}: {:?}", String::from_utf8_lossy(&buf));
+}
+
+#[test]
+fn the_admin_token_is_checked_before_100_continue_and_its_scheme_is_case_insensitive() {
+    let tmp = tempfile::tempdir().unwrap();
+    let book = sample_book(tmp.path());
+    let tf = token_file(tmp.path());
+    let srv = Server::start(&book, &["--admin-token-file", s(&tf)]);
+    let games = games_of(&sample_pgn());
+    let pgn = tmp.path().join("extra.pgn");
+    write_games(&pgn, &games[..3]);
+    let body = std::fs::read(&pgn).unwrap();
+    let head = |auth: &str| {
+        format!(
+            "POST /v1/import HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nExpect: 100-continue\r\nConnection: close\r\n{auth}\r\n",
+            body.len()
+        )
+    };
+    // A wrong token, no token: the refusal comes first, never `100 Continue`.
+    for (auth, status) in [
+        ("Authorization: Bearer wrong-token-0123456789\r\n", 403),
+        ("", 401),
+    ] {
+        let (got, line, _) = first_answer(&srv.addr, &head(auth));
+        assert_eq!(got, status, "{auth:?}: the first answer was {line:?}");
+    }
+    // The right token: 100 Continue, then the upload is imported.
+    let (got, line, mut c) = first_answer(
+        &srv.addr,
+        &head(&format!("Authorization: Bearer {TOKEN}\r\n")),
+    );
+    assert_eq!(got, 100, "{line}");
+    c.write_all(&body).unwrap();
+    let mut rest = Vec::new();
+    let _ = c.read_to_end(&mut rest);
+    let r = common::server::parse(&rest).expect("an answer after the upload");
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // `bearer` in any case is the Bearer scheme (RFC 9110: schemes are case-insensitive).
+    for scheme in ["bearer", "BEARER"] {
+        let r = srv.post(
+            "/v1/import?force=true",
+            &[("Authorization", &format!("{scheme} {TOKEN}"))],
+            &body,
+        );
+        assert_eq!(r.status, 200, "{scheme}: {}", r.body);
+    }
+    assert_eq!(srv.stop().code(), Some(0));
+}
+
+#[test]
+fn answers_reveal_no_server_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let book = sample_book(tmp.path());
+    let tf = token_file(tmp.path());
+    let srv = Server::start(&book, &["--admin-token-file", s(&tf)]);
+    let dir = tmp.path().display().to_string();
+    let games = games_of(&sample_pgn());
+    let pgn = tmp.path().join("extra.pgn");
+    write_games(&pgn, &games[..2]);
+    let body = std::fs::read(&pgn).unwrap();
+    let auth = format!("Bearer {TOKEN}");
+    let first = srv.post("/v1/import", &[("Authorization", &auth)], &body);
+    assert_eq!(first.status, 200, "{}", first.body);
+    // The same body again: recognised, and said without the upload's path.
+    let again = srv.post("/v1/import", &[("Authorization", &auth)], &body);
+    assert_eq!(again.status, 200, "{}", again.body);
+    let v = again.json();
+    assert_eq!(
+        v["already_imported"],
+        serde_json::json!(["the upload"]),
+        "{}",
+        again.body
+    );
+    // An upload that is not games: the error names no path either.
+    let bad = srv.post(
+        "/v1/import",
+        &[("Authorization", &auth)],
+        b"\x00\x01\x02 not pgn",
+    );
+    for (what, r) in [
+        ("repeated import", &again),
+        ("/v1/book", &srv.get("/v1/book")),
+        ("bad upload", &bad),
+    ] {
+        assert!(!r.body.contains(&dir), "{what} names {dir}: {}", r.body);
+        assert!(!r.body.contains(".bookdb-upload"), "{what}: {}", r.body);
+    }
+    let stats = srv.get("/v1/book").json();
+    assert_eq!(stats["path"], "sample.book");
+    assert_eq!(srv.stop().code(), Some(0));
+}
+
+/// Waits (at most 30 s) until `dir` holds an entry whose name starts with `prefix`.
+fn wait_for_entry(dir: &Path, prefix: &str) -> PathBuf {
+    let start = Instant::now();
+    loop {
+        if let Some(e) = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        {
+            return e.path();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no {prefix}* in {}",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn uploads(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".bookdb-upload-"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn upload_directories_take_the_books_mode_and_a_killed_servers_are_removed_at_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let book = sample_book(tmp.path());
+    std::fs::set_permissions(&book, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let tf = token_file(tmp.path());
+    let srv = Server::start(&book, &["--admin-token-file", s(&tf)]);
+    // Half an upload: the directory exists while the body streams.
+    let mut c = TcpStream::connect(&srv.addr).unwrap();
+    c.write_all(
+        format!(
+            "POST /v1/import HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 1000000\r\n\r\n[Event \"half\"]\n"
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let up = wait_for_entry(tmp.path(), ".bookdb-upload-");
+    let m = std::fs::metadata(&up).unwrap();
+    assert_eq!(
+        m.mode() & 0o777,
+        0o750,
+        "the upload directory of a 0640 book (umask 022)"
+    );
+    assert_eq!(m.gid(), std::fs::metadata(&book).unwrap().gid());
+    let file = up.join("upload");
+    let start = Instant::now();
+    while !file.exists() {
+        assert!(start.elapsed() < Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(std::fs::metadata(&file).unwrap().mode() & 0o777, 0o640);
+    // Killed with the upload half-way (Server's drop is SIGKILL).
+    drop(srv);
+    drop(c);
+    let left = uploads(tmp.path());
+    assert_eq!(left.len(), 1, "{left:?}");
+    // A directory of that name bookdb did not make (no marker) is not bookdb's to remove.
+    let foreign = tmp.path().join(".bookdb-upload-notours");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(foreign.join("keep"), b"x").unwrap();
+    let srv = Server::start(&book, &[]);
+    assert_eq!(
+        uploads(tmp.path()),
+        vec![".bookdb-upload-notours".to_string()],
+        "the killed server's upload directory is removed at start; log:\n{}",
+        srv.log_text()
+    );
+    assert!(foreign.join("keep").exists());
+    assert_eq!(srv.stop().code(), Some(0));
+}
+
+/// `bookdb serve` with `RLIMIT_NOFILE` 64 (soft and hard, as `ulimit -n 64` sets it).
+fn start_limited(book: &Path) -> Server {
+    let log = book.with_extension("limited.log");
+    let mut cmd = Command::new(bin());
+    cmd.args([
+        "serve",
+        "--book",
+        s(book),
+        "--listen",
+        "127.0.0.1:0",
+        "--refresh-ms",
+        "50",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(std::fs::File::create(&log).unwrap());
+    // SAFETY: setrlimit between fork and exec touches no shared state.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 64,
+                rlim_max: 64,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split([' ', '"']).next())
+        .unwrap_or_else(|| panic!("no listening line: {first:?}"))
+        .to_string();
+    Server { child, addr, log }
+}
+
+fn metric(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no {name} in {text}")) as u64
+}
+
+#[test]
+fn serve_under_a_low_open_file_limit_caps_connections_and_keeps_following_the_book() {
+    let tmp = tempfile::tempdir().unwrap();
+    let games = games_of(&sample_pgn());
+    let book = tmp.path().join("fd.book");
+    let base = tmp.path().join("base.pgn");
+    write_games(&base, &games[..100]);
+    ok(&["import", "--quiet", "--book", s(&book), s(&base)]);
+    // The most segments the live book keeps: 8.
+    for i in 0..8 {
+        let p = tmp.path().join(format!("s{i}.pgn"));
+        write_games(&p, &games[100 + 5 * i..105 + 5 * i]);
+        ok(&[
+            "import",
+            "--quiet",
+            "--delta-min",
+            "1000000",
+            "--book",
+            s(&book),
+            s(&p),
+        ]);
+    }
+    let srv = start_limited(&book);
+    // A flood of idle connections, more than the limit allows descriptors for.
+    let mut flood = Vec::new();
+    for _ in 0..100 {
+        if let Ok(c) = TcpStream::connect(&srv.addr) {
+            flood.push(c);
+        }
+    }
+    // Give the server the flood before the book changes (no assertion on time).
+    std::thread::sleep(Duration::from_millis(300));
+    // A 9th segment, then the fold: the refresh must open the new files.
+    let p = tmp.path().join("s8.pgn");
+    write_games(&p, &games[150..160]);
+    ok(&[
+        "import",
+        "--quiet",
+        "--delta-min",
+        "1000000",
+        "--book",
+        s(&book),
+        s(&p),
+    ]);
+    let want = ok(&["stats", "--json", "--book", s(&book)]);
+    let want: serde_json::Value = serde_json::from_str(&want).unwrap();
+    let g = want["generation"].as_u64().unwrap();
+    let followed = |log: &str| {
+        log.lines().any(|l| {
+            l.contains("book changed") && l.trim_end().ends_with(&format!("generation={g}"))
+        })
+    };
+    let start = Instant::now();
+    while !followed(&srv.log_text()) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the server did not follow the book under the flood; log:\n{}",
+            srv.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(flood);
+    // The flood is gone: the server answers, followed the book, never failed a refresh.
+    let start = Instant::now();
+    let m = loop {
+        if let Ok(r) =
+            srv.try_request(b"GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            && r.status == 200
+        {
+            break r.body;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no answer after the flood"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(
+        metric(&m, "bookdb_book_refresh_errors_total"),
+        0,
+        "{}",
+        srv.log_text()
+    );
+    assert!(
+        metric(&m, "bookdb_http_connections_refused_total") > 0,
+        "the cap was reached: {m}"
+    );
+    let stats = srv.get("/v1/book").json();
+    assert_eq!(stats["served_generation"], want["generation"]);
+    assert_eq!(stats["positions"], want["positions"]);
+    let log = srv.log_text();
+    assert!(
+        log.contains("open-file limit is 64"),
+        "the cap is said at start: {log}"
+    );
+    assert!(!log.contains("Too many open files"), "{log}");
+    assert_eq!(srv.stop().code(), Some(0));
+}

@@ -1,0 +1,57 @@
+//! `verify` beside a writer that folds (issue 25, item 10): redb's integrity check runs on a
+//! copy of each file verify opened. It used to copy by path, and after a fold or a compaction
+//! the path names another file or none: verify failed with a hint about TMPDIR. The copy now
+//! comes from the file verify opened.
+
+mod common;
+
+use common::{games_of, ok, s, sample_pgn, write_games};
+
+#[test]
+fn redb_check_copies_the_files_verify_opened_even_after_a_fold() {
+    let tmp = tempfile::tempdir().unwrap();
+    let games = games_of(&sample_pgn());
+    let book = tmp.path().join("v.book");
+    let base = tmp.path().join("base.pgn");
+    write_games(&base, &games[..100]);
+    ok(&["import", "--quiet", "--book", s(&book), s(&base)]);
+    for i in 0..3 {
+        let p = tmp.path().join(format!("s{i}.pgn"));
+        write_games(&p, &games[100 + 10 * i..110 + 10 * i]);
+        ok(&[
+            "import",
+            "--quiet",
+            "--delta-min",
+            "1000000",
+            "--book",
+            s(&book),
+            s(&p),
+        ]);
+    }
+    // verify's view of the book: a base and 3 segments, opened.
+    let opened = bookdb::store::Book::open(&book, bookdb::chess_codec()).unwrap();
+    assert_eq!(opened.files().len(), 4);
+    // A writer folds everything into a new base: the segments' names are gone, the base's
+    // name holds another file.
+    ok(&["compact", "--quiet", "--book", s(&book)]);
+    for f in opened.files() {
+        assert!(!f.path().exists() || f.generation() == 1, "{:?}", f.path());
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    for f in opened.files() {
+        let r = f.redb_integrity(scratch.path());
+        match r {
+            Ok(None) => {}
+            Ok(Some(what)) => panic!("{:?}: redb found damage: {what}", f.path()),
+            Err(e) => {
+                let e = e.to_string();
+                assert!(!e.contains("TMPDIR"), "a misleading hint: {e}");
+                panic!("{:?}: {e}", f.path());
+            }
+        }
+    }
+    // Nothing left in the scratch directory.
+    assert_eq!(std::fs::read_dir(scratch.path()).unwrap().count(), 0);
+    // And verify of the book as it is now passes.
+    ok(&["verify", "--book", s(&book)]);
+}
