@@ -17,7 +17,8 @@ pub(crate) struct Args {
     /// (Authorization: Bearer TOKEN; at least 16 bytes).
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     admin_token_file: Option<PathBuf>,
-    /// Close connections beyond this many at once.
+    /// Close connections beyond this many at once (lowered, and said at start, to what the
+    /// open-file limit allows after the descriptors kept for the book's files).
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
     /// Largest POST /v1/import body, MiB.
