@@ -74,7 +74,8 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     }
 
     // Staging state: resumed from the last checkpoint of an interrupted run of this import.
-    let has_stdin = plan.iter().any(|p| p.fingerprint.is_none());
+    // Stdin and streams are read once: an import of one never resumes.
+    let has_stdin = plan.iter().any(|p| p.read_once());
     let staging = Staging::new(book_path, &plan::import_id(&plan, opts));
     staging.remove_abandoned();
     if staging.committed_before_interruption(&recorded.committed) {
@@ -96,9 +97,18 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     summary.read_secs = t_read.elapsed().as_secs_f64();
     trace.mark("read phase (parse, replay, aggregate, spill)");
     let t_apply = Instant::now();
-    if let Err(e) = plan::fingerprint_stdin(&mut plan, read.stdin_fp, &recorded.done, opts.force) {
-        staging.remove_dir();
-        return Err(e);
+    // Every input is recorded under the fingerprint of the bytes counted.
+    match plan::bind_fingerprints(&mut plan, read.read_fp, &recorded.done, opts.force) {
+        Ok(plan::Bound::New) => {}
+        Ok(plan::Bound::AllCounted(names)) => {
+            staging.remove_dir();
+            summary.already_imported.extend(names);
+            return nothing_to_read(book_path, recorded.meta, summary, opts, start);
+        }
+        Err(e) => {
+            staging.remove_dir();
+            return Err(e);
+        }
     }
     add_counts(&mut summary, &state);
     let report = collect_skipped(Some(&staging.path(SKIPPED_LOG)), &mut summary, opts)?;
