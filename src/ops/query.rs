@@ -112,7 +112,11 @@ pub fn resolve_line(fen: Option<&str>, moves: Option<&str>) -> Result<Vec<Chess>
             .filter(|t| !t.trim_end_matches('.').chars().all(|c| c.is_ascii_digit()))
             .enumerate()
         {
-            let tok = tok.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+            // A move number before the move (`1.e4`, `1...e5`); not the zeros of `0-0`.
+            let tok = match tok.find(|c: char| !c.is_ascii_digit()) {
+                Some(i) if i > 0 && tok[i..].starts_with('.') => tok[i..].trim_start_matches('.'),
+                _ => tok,
+            };
             let m = parse_move(&pos, tok).map_err(|e| {
                 Error::Position(PositionError::Illegal(format!(
                     "--moves, move {}: {e}",

@@ -42,6 +42,13 @@ pub use options::*;
 pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Result<ImportSummary> {
     let start = Instant::now();
     let mut trace = Trace::new();
+    if opts.rules.max_ply == 0 {
+        // Nothing would be counted, yet the inputs would be recorded as imported (and refused
+        // by a later import with a real --max-ply).
+        return Err(Error::Usage(
+            "--max-ply 0 counts no move of any game, yet would record the inputs as imported; give --max-ply 1 or more (the default is 50)".into(),
+        ));
+    }
     let _lock = crate::store::book::lock_for_writing(book_path, opts.lock_wait)?;
     // A writer killed before the folding policy ran leaves too many segments: fold now.
     // (A book of another game is refused below, with the message that says so.)
@@ -164,7 +171,12 @@ fn nothing_to_read(
     collect_skipped(None, &mut summary, opts)?.publish()?;
     let _ = std::fs::remove_dir_all(Staging::root(book_path));
     summary.book = before;
-    summary.book_bytes = std::fs::metadata(book_path).map(|m| m.len()).unwrap_or(0);
+    // All the book's files, as `stats` counts them (`file_bytes`).
+    summary.book_bytes = if book_path.exists() {
+        Book::open(book_path, opts.game.codec())?.file_bytes()
+    } else {
+        0
+    };
     summary.elapsed_secs = start.elapsed().as_secs_f64();
     Ok(summary)
 }
