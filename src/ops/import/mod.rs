@@ -19,6 +19,7 @@
 mod aggregate;
 mod apply;
 mod coordinator;
+mod memory;
 mod options;
 mod plan;
 mod record;
@@ -40,6 +41,29 @@ pub use options::*;
 
 /// Imports PGN inputs into the book at `book_path` (created if absent).
 pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Result<ImportSummary> {
+    // `--memory` fitted to the machine (a warning in the summary if capped).
+    let (memory_mib, memory_warning) =
+        memory::fit_budget(opts.memory_mib, memory::machine_memory_bytes());
+    if let Some(w) = &memory_warning
+        && opts.progress != crate::ops::progress::ProgressMode::None
+    {
+        eprintln!("bookdb: warning: {w}");
+    }
+    let opts = &ImportOptions {
+        memory_mib,
+        ..opts.clone()
+    };
+    let mut summary = import_fitted(book_path, inputs, opts)?;
+    summary.warnings.extend(memory_warning);
+    summary.memory_mib = memory_mib;
+    Ok(summary)
+}
+
+fn import_fitted(
+    book_path: &Path,
+    inputs: &[String],
+    opts: &ImportOptions,
+) -> Result<ImportSummary> {
     let start = Instant::now();
     let mut trace = Trace::new();
     if opts.rules.max_ply == 0 {
