@@ -1,5 +1,8 @@
 //! Opening PGN inputs: plain, zstd, gzip, bzip2 or xz (by magic bytes, falling back to the file
 //! extension), or `-` for standard input; and refusing what is not PGN text ([`check_text`]).
+//! The raw bytes of every input are hashed as they are read ([`Input::finish`] gives the
+//! fingerprint of the bytes counted); an input that is not a regular file is read with a
+//! bounded wait for its next bytes (`IdleReader`, [`DEFAULT_INPUT_IDLE`]).
 
 use std::io::{self, Read};
 use std::path::Path;
@@ -185,7 +188,7 @@ fn read_up_to(r: &mut impl Read, buf: &mut Vec<u8>, want: usize) -> io::Result<b
 /// How long an input that is not a regular file (a pipe, a FIFO, a terminal, a character
 /// device) may go without delivering a byte before the import gives up on it, by default: a
 /// FIFO nobody writes to, or a writer that never closes it, must not hold the book's writer
-/// lock forever (docs/RELIABILITY.md, "Inputs that are not regular files").
+/// lock forever (docs/RELIABILITY.md, "Inputs that are not what they seem").
 pub const DEFAULT_INPUT_IDLE: Duration = Duration::from_secs(300);
 
 /// How to open an input.
