@@ -404,19 +404,34 @@ pub fn legal_move(pos: &Chess, code: MoveCode) -> Option<Move> {
     decode_move(code)?.to_move(pos).ok()
 }
 
-/// Parses UCI or SAN (`e2e4` or `e4`) in a position.
+/// Parses UCI or SAN (`e2e4` or `e4`) in a position. Castling may be written with zeros
+/// (`0-0`, `0-0-0`), as PGN readers accept it.
 pub fn parse_move(pos: &Chess, text: &str) -> Result<Move, String> {
     if let Ok(u) = text.parse::<UciMove>()
         && let Ok(m) = u.to_move(pos)
     {
         return Ok(m);
     }
-    let san: shakmaty::san::SanPlus = text
+    let san: shakmaty::san::SanPlus = castling_with_letters(text)
         .parse()
         .map_err(|_| format!("cannot parse move {text:?}"))?;
     san.san
         .to_move(pos)
         .map_err(|e| format!("move {text:?} is not legal here: {e}"))
+}
+
+/// `0-0` and `0-0-0` (with a `+` or `#` after) written with letters, as SAN spells castling;
+/// anything else unchanged.
+fn castling_with_letters(text: &str) -> std::borrow::Cow<'_, str> {
+    let suffix_ok = |rest: &str| matches!(rest, "" | "+" | "#");
+    for (zeros, letters) in [("0-0-0", "O-O-O"), ("0-0", "O-O")] {
+        if let Some(rest) = text.strip_prefix(zeros)
+            && suffix_ok(rest)
+        {
+            return format!("{letters}{rest}").into();
+        }
+    }
+    text.into()
 }
 
 #[cfg(test)]
@@ -550,6 +565,16 @@ mod tests {
         let castle = play(&["e4", "e5", "Nf3", "Nc6", "Bc4", "Nf6"]);
         let m = parse_move(&castle, "O-O").unwrap();
         assert_eq!(move_uci(encode_move(&m)), "e1g1");
+        // Castling with zeros, as PGN accepts it.
+        for text in ["0-0", "0-0+"] {
+            let m = parse_move(&castle, text).unwrap();
+            assert_eq!(move_uci(encode_move(&m)), "e1g1", "{text}");
+        }
+        let long = play(&["d4", "d5", "Nc3", "Nc6", "Bf4", "Bf5", "Qd2", "Qd7"]);
+        let m = parse_move(&long, "0-0-0").unwrap();
+        assert_eq!(move_uci(encode_move(&m)), "e1c1");
+        assert!(parse_move(&castle, "0-0-").is_err());
+        assert!(parse_move(&castle, "0-0x").is_err());
         assert_eq!(decode_move(0), None);
         assert_eq!(decode_move(0x7000 | 1 | (9 << 6)), None);
     }

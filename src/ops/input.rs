@@ -1,8 +1,14 @@
 //! Opening PGN inputs: plain, zstd, gzip, bzip2 or xz (by magic bytes, falling back to the file
 //! extension), or `-` for standard input; and refusing what is not PGN text ([`check_text`]).
+//! The raw bytes of every input are hashed as they are read ([`Input::finish`] gives the
+//! fingerprint of the bytes counted); an input that is not a regular file is read with a
+//! bounded wait for its next bytes (`IdleReader`, [`DEFAULT_INPUT_IDLE`]).
 
 use std::io::{self, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 
@@ -179,27 +185,104 @@ fn read_up_to(r: &mut impl Read, buf: &mut Vec<u8>, want: usize) -> io::Result<b
     Ok(false)
 }
 
-/// Counts bytes read from the underlying (possibly compressed) source, for progress display.
-pub(crate) struct CountingReader<R> {
-    inner: R,
-    counter: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    hasher: Option<RawHasher>,
+/// How long an input that is not a regular file (a pipe, a FIFO, a terminal, a character
+/// device) may go without delivering a byte before the import gives up on it, by default: a
+/// FIFO nobody writes to, or a writer that never closes it, must not hold the book's writer
+/// lock forever (docs/RELIABILITY.md, "Inputs that are not what they seem").
+pub const DEFAULT_INPUT_IDLE: Duration = Duration::from_secs(300);
+
+/// How to open an input.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OpenSpec {
+    /// Refuse what is not PGN text ([`check_text`]); Othello inputs (binary WTHOR files) are
+    /// not checked.
+    pub(crate) pgn: bool,
+    /// For an input that is not a regular file: the longest wait for its next bytes.
+    pub(crate) idle: Duration,
+    /// A regular file is read up to this many raw bytes at most: its size when its
+    /// fingerprint was taken, so that bytes appended since are not counted under it.
+    pub(crate) limit: Option<u64>,
 }
 
-/// xxh3-128 of the raw bytes read so far (the input's fingerprint once it is read to the end).
-pub(crate) type RawHasher = std::sync::Arc<std::sync::Mutex<xxhash_rust::xxh3::Xxh3>>;
-
-impl<R: Read> Read for CountingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.counter
-            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
-        if let Some(h) = &self.hasher
-            && let Ok(mut h) = h.lock()
-        {
-            h.update(&buf[..n]);
+impl OpenSpec {
+    pub(crate) fn new(pgn: bool) -> OpenSpec {
+        OpenSpec {
+            pgn,
+            idle: DEFAULT_INPUT_IDLE,
+            limit: None,
         }
+    }
+}
+
+/// The raw bytes of an input as they are read: counted (for progress) and hashed (xxh3-128,
+/// the input's fingerprint once it is read to the end), shared between the decompressor that
+/// reads them and [`Input::finish`], which drains what the decompressor left.
+struct RawSource {
+    inner: Box<dyn Read + Send>,
+    hasher: xxhash_rust::xxh3::Xxh3,
+    bytes: u64,
+}
+
+#[derive(Clone)]
+struct RawReader {
+    source: Arc<Mutex<RawSource>>,
+    counter: Arc<AtomicU64>,
+}
+
+impl Read for RawReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut s = self
+            .source
+            .lock()
+            .map_err(|_| io::Error::other("an input reader panicked"))?;
+        let n = s.inner.read(buf)?;
+        s.hasher.update(&buf[..n]);
+        s.bytes += n as u64;
+        self.counter.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
+    }
+}
+
+/// An input that is not a regular file, read with a bounded wait: before each read it waits
+/// (poll(2)) at most `idle` for bytes or the end, then fails with [`io::ErrorKind::TimedOut`].
+struct IdleReader {
+    file: std::fs::File,
+    idle: Duration,
+    name: String,
+}
+
+impl Read for IdleReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        let timeout = libc::c_int::try_from(self.idle.as_millis()).unwrap_or(libc::c_int::MAX);
+        let mut pfd = libc::pollfd {
+            fd: self.file.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        loop {
+            // SAFETY: `pfd` is one valid, initialised pollfd that outlives the call, and the
+            // count passed is 1.
+            let r = unsafe { libc::poll(&mut pfd, 1, timeout) };
+            if r > 0 {
+                break;
+            }
+            if r == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "{}: no data for {:.1} s (a pipe or FIFO that nobody writes to or closes?); the import stopped, the book is unchanged; give the games as a file, or make the writer close the pipe when done",
+                        self.name,
+                        self.idle.as_secs_f64()
+                    ),
+                ));
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+        self.file.read(buf)
     }
 }
 
@@ -211,48 +294,134 @@ pub struct Input {
     /// Size of the raw (possibly compressed) file, when it is a regular file.
     pub(crate) raw_size: Option<u64>,
     /// Raw bytes consumed so far.
-    pub(crate) raw_read: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    /// For standard input: the running fingerprint of the raw bytes (files are fingerprinted
-    /// before reading).
-    pub(crate) raw_hash: Option<RawHasher>,
+    pub(crate) raw_read: Arc<AtomicU64>,
+    raw: RawReader,
+}
+
+/// What was read of an input: the fingerprint of its raw bytes (xxh3-128, 32 hex digits)
+/// and how many there were.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ReadFingerprint {
+    pub(crate) hex: String,
+    pub(crate) bytes: u64,
+}
+
+impl Input {
+    /// Ends the reading of the input: the raw bytes the decompressor did not need (up to the
+    /// end, or the limit the input was opened with) are read too, so that the fingerprint
+    /// covers every byte of it, as one taken from the file does.
+    pub(crate) fn finish(self) -> Result<ReadFingerprint> {
+        drop(self.reader);
+        let mut raw = self.raw;
+        std::io::copy(&mut raw, &mut std::io::sink())
+            .map_err(|e| Error::io(format!("reading {}", self.name), e))?;
+        let s = raw
+            .source
+            .lock()
+            .map_err(|_| Error::Internal("an input reader panicked".into()))?;
+        Ok(ReadFingerprint {
+            hex: format!("{:032x}", s.hasher.digest128()),
+            bytes: s.bytes,
+        })
+    }
 }
 
 /// Opens an input and checks that it is PGN text ([`check_text`]): an
 /// [`Error::Input`] naming it otherwise.
 #[doc(hidden)]
 pub fn open(path: &str) -> Result<Input> {
-    open_checked(path, true)
+    open_with(path, OpenSpec::new(true))
 }
 
-/// Opens an input of another game (Othello's WTHOR files are binary): decompressed like PGN,
-/// but not checked for PGN text.
-pub(crate) fn open_unchecked(path: &str) -> Result<Input> {
-    open_checked(path, false)
-}
-
-fn open_checked(path: &str, pgn: bool) -> Result<Input> {
-    let counter = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let (raw, raw_size, name): (Box<dyn Read + Send>, Option<u64>, String) = if path == "-" {
-        (Box::new(io::stdin()), None, "<stdin>".to_string())
+/// Opens the raw bytes of `path` (`-`: standard input) without blocking: a FIFO is opened
+/// with `O_NONBLOCK` (an open for reading would wait for a writer), which is cleared after.
+/// Returns the reader, and the size of a regular file (`None`: not a regular file, read with
+/// a bounded wait for each read).
+fn open_raw(path: &str, spec: OpenSpec) -> Result<(Box<dyn Read + Send>, Option<u64>)> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let (file, name, ours) = if path == "-" {
+        let fd = io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| Error::io("reading standard input", e))?;
+        (std::fs::File::from(fd), "<stdin>", false)
     } else {
-        let f = std::fs::File::open(Path::new(path))
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(Path::new(path))
             .map_err(|e| Error::io(format!("cannot open PGN input {path}"), e))?;
-        let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
-        (Box::new(f), size, path.to_string())
+        (f, path, true)
     };
-    let raw_hash: Option<RawHasher> = (path == "-")
-        .then(|| std::sync::Arc::new(std::sync::Mutex::new(xxhash_rust::xxh3::Xxh3::new())));
-    let mut counting = CountingReader {
-        inner: raw,
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::io(format!("cannot open PGN input {name}"), e))?;
+    if ours {
+        set_blocking(&file).map_err(|e| Error::io(format!("cannot open PGN input {name}"), e))?;
+    }
+    if meta.is_file() {
+        let size = meta.len();
+        let raw: Box<dyn Read + Send> = match spec.limit {
+            Some(limit) => Box::new(file.take(limit)),
+            None => Box::new(file),
+        };
+        return Ok((raw, Some(size)));
+    }
+    if meta.is_dir() {
+        return Err(Error::Input(format!(
+            "{name}: a directory, not a PGN file; it was not imported"
+        )));
+    }
+    let reader = IdleReader {
+        file,
+        idle: spec.idle,
+        name: name.to_string(),
+    };
+    Ok((Box::new(reader), None))
+}
+
+/// Clears `O_NONBLOCK` on a file this process opened (the open file description is its own).
+fn set_blocking(file: &std::fs::File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl(2) with F_GETFL/F_SETFL on a descriptor this function's caller owns;
+    // no pointers are passed.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Opens an input as `spec` says.
+pub(crate) fn open_with(path: &str, spec: OpenSpec) -> Result<Input> {
+    let counter = Arc::new(AtomicU64::new(0));
+    let (inner, raw_size) = open_raw(path, spec)?;
+    let name = if path == "-" {
+        "<stdin>".to_string()
+    } else {
+        path.to_string()
+    };
+    let mut counting = RawReader {
+        source: Arc::new(Mutex::new(RawSource {
+            inner,
+            hasher: xxhash_rust::xxh3::Xxh3::new(),
+            bytes: 0,
+        })),
         counter: counter.clone(),
-        hasher: raw_hash.clone(),
     };
-    let ctx = |e| Error::io(format!("reading {name}"), e);
+    let raw_handle = counting.clone();
+    let ctx = |e: io::Error| read_error(&name, e);
     // The magic number, however few bytes each read of a pipe gives.
     let mut head = Vec::with_capacity(MAGIC_BYTES);
     read_up_to(&mut counting, &mut head, MAGIC_BYTES).map_err(ctx)?;
     let format = Format::sniff(&head, &name);
-    if pgn
+    if spec.pgn
         && format == Format::Plain
         && let Some((_, what)) = UNSUPPORTED.iter().find(|(m, _)| head.starts_with(m))
     {
@@ -278,7 +447,9 @@ fn open_checked(path: &str, pgn: bool) -> Result<Input> {
             read_error(&name, e)
         }
     })?;
-    if pgn && let Some(why) = check_text(&text, complete) {
+    if spec.pgn
+        && let Some(why) = check_text(&text, complete)
+    {
         return Err(not_pgn(&name, &why));
     }
     Ok(Input {
@@ -286,7 +457,7 @@ fn open_checked(path: &str, pgn: bool) -> Result<Input> {
         reader: Box::new(io::Cursor::new(text).chain(decoded)),
         raw_size,
         raw_read: counter,
-        raw_hash,
+        raw: raw_handle,
     })
 }
 
@@ -296,6 +467,10 @@ fn open_checked(path: &str, pgn: bool) -> Result<Input> {
 /// called what it is, a truncated or damaged file, with what to do; anything else is an I/O
 /// error naming the input.
 pub(crate) fn read_error(name: &str, e: std::io::Error) -> Error {
+    if e.kind() == std::io::ErrorKind::TimedOut {
+        // An input that is not a regular file delivered nothing for too long (IdleReader).
+        return Error::Input(e.to_string());
+    }
     let text = e.to_string();
     if e.kind() == std::io::ErrorKind::UnexpectedEof
         || text.contains("incomplete frame")

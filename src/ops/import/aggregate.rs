@@ -130,6 +130,11 @@ const POS_OVERHEAD: usize = std::mem::size_of::<AggPos>() + 32 + 16;
 const MOVE_BYTES: usize = std::mem::size_of::<AggMove>();
 /// Average packed position (bytes), used to size the tables from a memory budget.
 const TYPICAL_PACKED: usize = 24;
+/// The most positions the hash table is first sized for, whatever the budget: the table is
+/// written through when it is made (see `KeyTable::with_capacity`), so it is resident memory
+/// from the start; past this it doubles as positions arrive (`--memory 100000` on 500 games
+/// took 8.4 GB when the table was sized for the budget alone).
+const MAX_INITIAL_POSITIONS: usize = 1 << 20;
 /// Plies one batch of games typically adds at most (a 1 MiB chunk holds about 2,000 games):
 /// the head room reserved past the budget so that the vectors need not grow before
 /// [`Aggregator::full`] is next checked.
@@ -152,11 +157,12 @@ impl Aggregator {
     /// can let it reach (the budget spent on it alone, plus one batch): reserved but untouched
     /// capacity costs no resident memory, while growing a vector of millions of records copies
     /// it into fresh pages (and briefly holds both). The hash table, touched at random, is
-    /// sized for the typical position mix and doubles only if a batch of unusual games needs it.
+    /// sized for the typical position mix (at most [`MAX_INITIAL_POSITIONS`]) and doubles when
+    /// more positions arrive.
     pub(crate) fn for_budget(budget: usize) -> Aggregator {
         let slack = BATCH_PLIES;
         Aggregator {
-            map: KeyTable::with_capacity(Self::capacity_for(budget)),
+            map: KeyTable::with_capacity(Self::capacity_for(budget).min(MAX_INITIAL_POSITIONS)),
             positions: Vec::with_capacity(budget / POS_OVERHEAD + slack),
             moves: Vec::with_capacity(budget / MOVE_BYTES + slack),
             arena: Vec::with_capacity(budget + slack * TYPICAL_PACKED),

@@ -12,7 +12,7 @@ use super::state::{COUNTED_TABLE, GAMES_LOG, ImportState, InputCounts, STATE_FIL
 use crate::error::Result;
 use crate::ops::game::Game;
 use crate::ops::progress::Progress;
-use crate::store::book;
+use crate::store::book::{self, Additions};
 use crate::store::entry::MergeIter;
 use crate::store::fpset;
 use crate::store::run::{RunReader, RunWriter};
@@ -20,9 +20,6 @@ use crate::store::{Book, BookWriter, WriterOptions};
 
 /// Most runs merged at once; more are merged in passes.
 const MAX_FAN_IN: usize = 48;
-
-/// Game fingerprints in a redb file's `games` table ([`fpset::sorted_table`]).
-type GameTable = std::sync::Arc<redb::ReadOnlyDatabase>;
 
 /// Applies what the read phase left to the book: merges the runs down to what one merge takes,
 /// stores the import records and the attempt about to commit, and merges the entries into the
@@ -61,11 +58,7 @@ pub(super) fn apply_phase(
             .as_bytes()
         )
     );
-    let records = records(plan, &state.per_input, opts, now, &attempt)?;
-    let run_entries: u64 = match &in_memory {
-        Some(parts) => parts.iter().map(|p| p.len() as u64).sum(),
-        None => state.runs.iter().map(|(_, n)| n).sum(),
-    };
+    let imports = records(plan, &state.per_input, opts, now, &attempt)?;
     let mem = WriterOptions::for_memory(opts.memory_mib.max(1) << 20);
     let mut writer_opts = opts.writer.clone();
     writer_opts.model_sample = writer_opts.model_sample.min(mem.model_sample);
@@ -73,30 +66,30 @@ pub(super) fn apply_phase(
     writer_opts.cache_bytes = writer_opts.cache_bytes.min(mem.cache_bytes);
     // `--dedupe`: the fingerprints of the games read, recorded in the book with its new counts.
     // Sorted into a staging table in bounded memory, then copied into the book.
-    let new_games = if opts.dedupe {
+    let game_fingerprints = if opts.dedupe {
         fpset::sorted_table(
             &staging.path(GAMES_LOG),
             &staging.path(COUNTED_TABLE),
             fpset::capacity_for(opts.memory_mib.max(1) << 20),
         )?
-        .map(|(db, _)| db)
     } else {
         None
     };
-    let games = state.per_input.iter().map(|c| c.imported).sum();
+    let added = Additions {
+        games: state.per_input.iter().map(|c| c.imported).sum(),
+        imports,
+        game_fingerprints,
+    };
+    let new = NewEntries::of(state, staging.dir(), in_memory);
     staging.mark_applying(&attempt)?;
     crate::store::files::crash_point("import-applying-marked");
-    apply(
+    let target = Target {
         book_path,
-        staging.dir(),
-        state,
-        in_memory,
-        run_entries,
-        games,
-        (records, new_games),
-        &writer_opts,
-        (opts.delta_min, opts.game),
-    )
+        game: opts.game,
+        delta_min: opts.delta_min,
+        writer_opts: &writer_opts,
+    };
+    apply(&target, new, added)
 }
 
 /// Merges runs in passes until at most `MAX_FAN_IN` remain (crash-safe: the merged run is
@@ -134,42 +127,68 @@ pub(super) fn reduce_runs(
 use crate::store::book::EntryStream;
 use crate::store::error::Result as StoreResult;
 
-/// The workers' sorted aggregates of an import that fit in memory, as entry streams.
-fn memory_streams(parts: Vec<SortedAggregate>) -> Vec<EntryStream<'static>> {
-    parts
-        .into_iter()
-        .map(|v| Box::new(v.map(Ok)) as EntryStream<'static>)
-        .collect()
+/// The book an import applies to, and how.
+struct Target<'a> {
+    book_path: &'a Path,
+    game: Game,
+    /// The delta segments may hold this many entries (or an eighth of the base's, if more)
+    /// before the base is rewritten instead.
+    delta_min: u64,
+    writer_opts: &'a WriterOptions,
 }
 
-/// Readers of spilled runs.
-fn open_run_files(paths: &[PathBuf]) -> StoreResult<Vec<EntryStream<'static>>> {
-    paths
-        .iter()
-        .map(|p| RunReader::open(p).map(|r| Box::new(r) as EntryStream<'static>))
-        .collect()
+/// The entries an import adds, in (key, position) order per source: the workers' sorted
+/// aggregates (the import fit in memory) or the runs spilled to staging.
+enum Sources {
+    InMemory(Vec<SortedAggregate>),
+    Runs(Vec<PathBuf>),
 }
 
-/// Applies the runs to the book; returns how ([`Applied::Delta`] or [`Applied::Rewrite`]).
-#[allow(clippy::too_many_arguments)]
-fn apply(
-    book_path: &Path,
-    staging: &Path,
-    state: &ImportState,
-    mut in_memory: Option<Vec<SortedAggregate>>,
-    run_entries: u64,
-    games: u64,
-    (records, new_games): (Vec<(String, Vec<u8>)>, Option<GameTable>),
-    writer_opts: &WriterOptions,
-    (delta_min, game): (u64, Game),
-) -> Result<Applied> {
-    let run_files: Vec<PathBuf> = state.runs.iter().map(|(r, _)| staging.join(r)).collect();
+/// What an import adds to the book's entries: where they are and how many (an upper bound
+/// of the distinct entries: the same one may be in several sources).
+struct NewEntries {
+    sources: Sources,
+    count: u64,
+}
+
+impl NewEntries {
+    fn of(state: &ImportState, staging: &Path, in_memory: Option<Vec<SortedAggregate>>) -> Self {
+        match in_memory {
+            Some(parts) => NewEntries {
+                count: parts.iter().map(|p| p.len() as u64).sum(),
+                sources: Sources::InMemory(parts),
+            },
+            None => NewEntries {
+                count: state.runs.iter().map(|(_, n)| n).sum(),
+                sources: Sources::Runs(state.runs.iter().map(|(r, _)| staging.join(r)).collect()),
+            },
+        }
+    }
+
+    /// The sources as entry streams (spilled runs opened).
+    fn streams(self) -> StoreResult<Vec<EntryStream<'static>>> {
+        match self.sources {
+            Sources::InMemory(parts) => Ok(parts
+                .into_iter()
+                .map(|v| Box::new(v.map(Ok)) as EntryStream<'static>)
+                .collect()),
+            Sources::Runs(paths) => paths
+                .iter()
+                .map(|p| RunReader::open(p).map(|r| Box::new(r) as EntryStream<'static>))
+                .collect(),
+        }
+    }
+}
+
+/// Applies the new entries and what comes with them to the book; returns how
+/// ([`Applied::Delta`] or [`Applied::Rewrite`]).
+fn apply(target: &Target<'_>, new: NewEntries, added: Additions) -> Result<Applied> {
     // A delta plan looks every new entry up in the book: caches within the budget's share.
-    let old = if book_path.exists() {
+    let old = if target.book_path.exists() {
         Some(Book::open_with_cache(
-            book_path,
-            game.codec(),
-            writer_opts.cache_bytes,
+            target.book_path,
+            target.game.codec(),
+            target.writer_opts.cache_bytes,
         )?)
     } else {
         None
@@ -179,65 +198,41 @@ fn apply(
         // The folding policy (store::book::fold): new entries go to a delta segment while
         // the segments hold at most an eighth of the base; past that the base is rewritten
         // with everything folded in.
-        let threshold = delta_min.max(m.positions / 8);
-        if m.positions + m.key_only > 0 && run_entries + m.delta_entries <= threshold {
-            let sources = match in_memory.take() {
-                Some(parts) => memory_streams(parts),
-                None => open_run_files(&run_files)?,
-            };
+        let threshold = target.delta_min.max(m.positions / 8);
+        if m.positions + m.key_only > 0 && new.count + m.delta_entries <= threshold {
             book::publish_segment(
                 book,
-                MergeIter::new(sources),
-                games,
-                records,
-                new_games,
-                game.codec(),
-                writer_opts,
+                MergeIter::new(new.streams()?),
+                added,
+                target.game.codec(),
+                target.writer_opts,
             )?;
             return Ok(Applied::Delta);
         }
     }
-    let sources = match in_memory {
-        Some(parts) => memory_streams(parts),
-        None => open_run_files(&run_files)?,
-    };
-    rewrite(
-        book_path,
-        old,
-        sources,
-        run_entries,
-        games,
-        (records, new_games),
-        writer_opts,
-        game,
-    )
+    rewrite(target, old, new, added)
 }
 
 /// Writes the book anew into a file that replaces it: its entries, counts and records (if it
 /// exists) with the new ones.
-#[allow(clippy::too_many_arguments)]
 fn rewrite(
-    book_path: &Path,
+    target: &Target<'_>,
     old: Option<Book>,
-    runs: Vec<EntryStream<'static>>,
-    run_entries: u64,
-    games: u64,
-    (records, new_games): (Vec<(String, Vec<u8>)>, Option<GameTable>),
-    writer_opts: &WriterOptions,
-    game: Game,
+    new: NewEntries,
+    added: Additions,
 ) -> Result<Applied> {
-    let mut w = BookWriter::create(book_path, game.codec(), writer_opts.clone())?;
+    let mut w = BookWriter::create(
+        target.book_path,
+        target.game.codec(),
+        target.writer_opts.clone(),
+    )?;
     crate::ops::progress::Trace::new().attach(&mut w);
-    w.add_games(games);
-    if let Some(db) = new_games {
-        w.add_game_fingerprints_from(db);
-    }
     let mut sources: Vec<EntryStream<'_>> = Vec::new();
     if let Some(b) = &old {
         w.carry_over(b)?;
         // New games up to half the book: keep its model, its coded positions pass through.
         let m = b.meta();
-        let reuse = crate::ops::rewrite::keeps_model(m, run_entries + m.delta_entries)
+        let reuse = crate::ops::rewrite::keeps_model(m, new.count + m.delta_entries)
             .then(|| b.compression())
             .flatten();
         if let Some(c) = &reuse {
@@ -245,8 +240,9 @@ fn rewrite(
         }
         sources.push(Box::new(b.iter_for_rewrite_coded(reuse.as_ref())?));
     }
-    w.add_imports(records);
-    sources.push(Box::new(MergeIter::new(runs)));
+    // After carry_over: this import's records replace carried-over ones of the same inputs.
+    added.write_to(&mut w);
+    sources.push(Box::new(MergeIter::new(new.streams()?)));
     let mut trace = crate::ops::progress::Trace::new();
     for e in crate::chess::attach::AttachKeyOnly::new(MergeIter::new(sources)) {
         w.push(e?)?;

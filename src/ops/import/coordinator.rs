@@ -327,37 +327,35 @@ impl Coordinator<'_> {
     }
 
     /// Reads input `idx` from where the state leaves it, hands its text to the workers in
-    /// chunks and checkpoints whenever a worker is full. Returns the fingerprint of stdin's
-    /// bytes (`None` for a file, fingerprinted when planned).
+    /// chunks and checkpoints whenever a worker is full. Returns the fingerprint of the raw
+    /// bytes read (every byte of the input, from its start: on a resume the part before the
+    /// checkpoint is read again), which [`super::plan::bind_fingerprints`] binds to the input.
     fn read_input(
         &mut self,
         idx: usize,
         state: &mut ImportState,
         progress: &Progress,
         chunk_bytes: usize,
-    ) -> Result<Option<String>> {
+    ) -> Result<Option<input::ReadFingerprint>> {
         let plan = self.plan;
         let p = &plan[idx];
-        let path = if p.fingerprint.is_none() {
-            "-"
-        } else {
-            p.name.as_str()
+        test_hook("import-input-open");
+        let spec = input::OpenSpec {
+            idle: input_idle(),
+            // A file is read up to the size it had when it was fingerprinted.
+            limit: if p.read_once() { None } else { p.bytes },
+            ..input::OpenSpec::new(!self.game.is_othello())
         };
-        let inp = if self.game.is_othello() {
-            input::open_unchecked(path)?
-        } else {
-            input::open(path)?
-        };
+        let mut inp = input::open_with(p.path(), spec)?;
         progress.start_input(&inp.name, inp.raw_size);
         let raw_read = inp.raw_read.clone();
-        let raw_hash = inp.raw_hash.clone();
-        let mut reader = inp.reader;
+        let mut reader = std::mem::replace(&mut inp.reader, Box::new(std::io::empty()));
         // An Othello input is a WTHOR file or transcripts, by its first bytes (put back).
         let kind = if self.game.is_othello() {
             let mut head = Vec::with_capacity(WTHOR_HEADER);
             Read::take(&mut reader, WTHOR_HEADER as u64)
                 .read_to_end(&mut head)
-                .map_err(|e| Error::io(format!("reading {}", p.name), e))?;
+                .map_err(|e| input::read_error(&p.name, e))?;
             let kind = if is_wthor_header(&head) {
                 InputKind::Wthor
             } else {
@@ -413,27 +411,77 @@ impl Coordinator<'_> {
                 self.checkpoint(state)?;
             }
         }
-        let mut fingerprint = None;
-        if let Some(h) = raw_hash {
-            // Drain what the decompressor did not need, so the fingerprint covers every byte.
-            let _ = std::io::copy(&mut reader, &mut std::io::sink());
-            let h = h.lock().map(|h| h.digest128()).unwrap_or(0);
-            fingerprint = Some(format!("{h:032x}"));
-        }
+        drop(chunks);
+        drop(reader);
+        let fingerprint = inp.finish()?;
         state.input_index = idx + 1;
         state.bytes_in_input = 0;
         state.line_in_input = 0;
-        Ok(fingerprint)
+        test_hook("import-input-read");
+        Ok(Some(fingerprint))
     }
 }
+
+/// The longest wait for the next bytes of an input that is not a regular file:
+/// `BOOKDB_INPUT_IDLE_SECS` (seconds, fractions allowed) or [`input::DEFAULT_INPUT_IDLE`].
+fn input_idle() -> std::time::Duration {
+    std::env::var(INPUT_IDLE_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(input::DEFAULT_INPUT_IDLE, |s| {
+            std::time::Duration::from_secs_f64(s.min(1e9))
+        })
+}
+
+/// The environment variable that sets [`input_idle`].
+const INPUT_IDLE_ENV: &str = "BOOKDB_INPUT_IDLE_SECS";
+
+/// Test hook (builds with the `failpoints` feature only): `BOOKDB_TEST_HOOK="<point>[@N]
+/// <shell command>"` runs the command with `sh -c` when the import reaches `point` for the
+/// `N`th time (1 by default) and waits for it, so that a test can change an input at an exact
+/// moment of the read phase (`import-input-open` before an input is opened,
+/// `import-input-read` after it was read), without racing the import.
+#[cfg(feature = "failpoints")]
+fn test_hook(point: &str) {
+    static HITS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let Ok(v) = std::env::var("BOOKDB_TEST_HOOK") else {
+        return;
+    };
+    let Some((at, cmd)) = v.split_once(' ') else {
+        return;
+    };
+    let (name, nth) = match at.split_once('@') {
+        Some((n, k)) => (n, k.parse::<usize>().unwrap_or(1)),
+        None => (at, 1),
+    };
+    if name != point {
+        return;
+    }
+    let hits = match HITS.lock() {
+        Ok(mut h) => {
+            h.push(point.to_string());
+            h.iter().filter(|p| *p == point).count()
+        }
+        Err(_) => return,
+    };
+    if hits == nth {
+        let _ = std::process::Command::new("sh").args(["-c", cmd]).status();
+    }
+}
+
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+fn test_hook(_point: &str) {}
 
 /// What the read phase leaves for the apply phase.
 #[derive(Default)]
 pub(super) struct ReadOutcome {
     /// The workers' sorted aggregates if nothing was spilled (the import fit in memory).
     pub(super) in_memory: Option<Vec<SortedAggregate>>,
-    /// The fingerprints of the bytes of the stdin inputs, by input.
-    pub(super) stdin_fp: Vec<Option<String>>,
+    /// The fingerprints of the raw bytes read of each input (`None`: not read by this run,
+    /// before the checkpoint it resumed from).
+    pub(super) read_fp: Vec<Option<input::ReadFingerprint>>,
     /// `--dedupe`: the fingerprints of the games read outgrew their share of `--memory`.
     pub(super) dedupe_spilled: bool,
 }
@@ -449,7 +497,7 @@ pub(super) fn read_phase(
 ) -> Result<ReadOutcome> {
     // Fingerprints of the games read (`--dedupe`), in bounded memory; rebuilt on a resume.
     let mut seen = FingerprintSet::new(staging, fpset::capacity_for(opts.memory_mib.max(1) << 20));
-    let mut stdin_fp = vec![None; plan.len()];
+    let mut read_fp = vec![None; plan.len()];
     let jobs = if opts.jobs == 0 {
         std::thread::available_parallelism().map_or(2, |n| n.get())
     } else {
@@ -509,14 +557,14 @@ pub(super) fn read_phase(
             // Resumed past earlier inputs: their games count as seen again. (An import with
             // stdin among its inputs never resumes, so each of them is a file.)
             for p in &plan[..state.input_index] {
-                if p.fingerprint.is_some() {
+                if !p.read_once() {
                     progress.phase(&format!("rereading {} for --dedupe", p.name));
                     source::remember_games(&p.name, d.seen)?;
                 }
             }
         }
         let first = state.input_index;
-        for (idx, fp) in stdin_fp.iter_mut().enumerate().skip(first) {
+        for (idx, fp) in read_fp.iter_mut().enumerate().skip(first) {
             *fp = co.read_input(idx, state, progress, chunk_bytes)?;
         }
         state.read_complete = true;
@@ -540,7 +588,7 @@ pub(super) fn read_phase(
     })?;
     Ok(ReadOutcome {
         in_memory,
-        stdin_fp,
+        read_fp,
         dedupe_spilled: seen.spilled(),
     })
 }
@@ -559,6 +607,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let plan = [PlannedInput {
             name: "in.pgn".into(),
+            source: super::super::plan::Source::File,
             fingerprint: Some("f".into()),
             bytes: None,
             identity: None,

@@ -19,6 +19,7 @@
 mod aggregate;
 mod apply;
 mod coordinator;
+mod memory;
 mod options;
 mod plan;
 mod record;
@@ -40,8 +41,38 @@ pub use options::*;
 
 /// Imports PGN inputs into the book at `book_path` (created if absent).
 pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Result<ImportSummary> {
+    // `--memory` fitted to the machine (a warning in the summary if capped).
+    let (memory_mib, memory_warning) =
+        memory::fit_budget(opts.memory_mib, memory::machine_memory_bytes());
+    if let Some(w) = &memory_warning
+        && opts.progress != crate::ops::progress::ProgressMode::None
+    {
+        eprintln!("bookdb: warning: {w}");
+    }
+    let opts = &ImportOptions {
+        memory_mib,
+        ..opts.clone()
+    };
+    let mut summary = import_fitted(book_path, inputs, opts)?;
+    summary.warnings.extend(memory_warning);
+    summary.memory_mib = memory_mib;
+    Ok(summary)
+}
+
+fn import_fitted(
+    book_path: &Path,
+    inputs: &[String],
+    opts: &ImportOptions,
+) -> Result<ImportSummary> {
     let start = Instant::now();
     let mut trace = Trace::new();
+    if opts.rules.max_ply == 0 {
+        // Nothing would be counted, yet the inputs would be recorded as imported (and refused
+        // by a later import with a real --max-ply).
+        return Err(Error::Usage(
+            "--max-ply 0 counts no move of any game, yet would record the inputs as imported; give --max-ply 1 or more (the default is 50)".into(),
+        ));
+    }
     let _lock = crate::store::book::lock_for_writing(book_path, opts.lock_wait)?;
     // A writer killed before the folding policy ran leaves too many segments: fold now.
     // (A book of another game is refused below, with the message that says so.)
@@ -75,7 +106,8 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     }
 
     // Staging state: resumed from the last checkpoint of an interrupted run of this import.
-    let has_stdin = plan.iter().any(|p| p.fingerprint.is_none());
+    // Stdin and streams are read once: an import of one never resumes.
+    let has_stdin = plan.iter().any(|p| p.read_once());
     let staging = Staging::new(book_path, &plan::import_id(&plan, opts));
     staging.remove_abandoned();
     if staging.committed_before_interruption(&recorded.committed) {
@@ -97,9 +129,18 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     summary.read_secs = t_read.elapsed().as_secs_f64();
     trace.mark("read phase (parse, replay, aggregate, spill)");
     let t_apply = Instant::now();
-    if let Err(e) = plan::fingerprint_stdin(&mut plan, read.stdin_fp, &recorded.done, opts.force) {
-        staging.remove_dir();
-        return Err(e);
+    // Every input is recorded under the fingerprint of the bytes counted.
+    match plan::bind_fingerprints(&mut plan, read.read_fp, &recorded.done, opts.force) {
+        Ok(plan::Bound::New) => {}
+        Ok(plan::Bound::AllCounted(names)) => {
+            staging.remove_dir();
+            summary.already_imported.extend(names);
+            return nothing_to_read(book_path, recorded.meta, summary, opts, start);
+        }
+        Err(e) => {
+            staging.remove_dir();
+            return Err(e);
+        }
     }
     add_counts(&mut summary, &state);
     let report = collect_skipped(Some(&staging.path(SKIPPED_LOG)), &mut summary, opts)?;
@@ -155,7 +196,12 @@ fn nothing_to_read(
     collect_skipped(None, &mut summary, opts)?.publish()?;
     let _ = std::fs::remove_dir_all(Staging::root(book_path));
     summary.book = before;
-    summary.book_bytes = std::fs::metadata(book_path).map(|m| m.len()).unwrap_or(0);
+    // All the book's files, as `stats` counts them (`file_bytes`).
+    summary.book_bytes = if book_path.exists() {
+        Book::open(book_path, opts.game.codec())?.file_bytes()
+    } else {
+        0
+    };
     summary.elapsed_secs = start.elapsed().as_secs_f64();
     Ok(summary)
 }

@@ -128,7 +128,14 @@ pub struct ImportSummary {
     pub(crate) apply_secs: f64,
     pub(crate) peak_rss_bytes: Option<u64>,
     pub book: BookMeta,
+    /// Bytes of all the book's files (base and delta segments), as `stats` counts them.
     pub book_bytes: u64,
+    /// The memory budget used, in MiB: `--memory`, capped at three quarters of what the
+    /// machine has.
+    pub memory_mib: usize,
+    /// What the import did differently from what was asked (a `--memory` capped), also
+    /// printed on stderr unless progress is off.
+    pub warnings: Vec<String>,
     #[serde(skip)]
     pub skipped: Vec<SkippedGame>,
 }

@@ -111,7 +111,7 @@ impl ImportRecord {
 mod tests {
     use super::super::apply::records;
     use super::super::options::ImportOptions;
-    use super::super::plan::PlannedInput;
+    use super::super::plan::{PlannedInput, Source};
     use super::super::state::InputCounts;
     use super::*;
     use crate::ops::pgn::CountRules;
@@ -144,6 +144,7 @@ mod tests {
     fn records_keep_the_bytes_json_macro_wrote() {
         let input = |bytes| PlannedInput {
             name: r#"dir/in "x".pgn"#.into(),
+            source: Source::File,
             fingerprint: Some("f".repeat(32)),
             bytes,
             identity: None,
@@ -173,6 +174,7 @@ mod tests {
     fn inputs_without_a_fingerprint_get_no_record() {
         let stdin = PlannedInput {
             name: "<stdin>".into(),
+            source: Source::Stdin,
             fingerprint: None,
             bytes: None,
             identity: None,
@@ -197,6 +199,7 @@ mod tests {
     fn identities_are_recorded_and_read_back() {
         let input = PlannedInput {
             name: "a.pgn".into(),
+            source: Source::File,
             fingerprint: Some("f".repeat(32)),
             bytes: Some(1234),
             identity: Some(FileIdentity {

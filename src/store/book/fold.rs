@@ -21,19 +21,39 @@ use crate::store::error::Result;
 /// measures a probe at this many segments).
 pub const MAX_SEGMENTS: usize = 8;
 
+/// What an import adds to a book besides its entries.
+pub(crate) struct Additions {
+    /// Games counted.
+    pub(crate) games: u64,
+    /// The `imports` records of its inputs: (input fingerprint, record bytes); they replace
+    /// carried-over records of the same inputs.
+    pub(crate) imports: Vec<(String, Vec<u8>)>,
+    /// `--dedupe`: the fingerprints of the games counted.
+    pub(crate) game_fingerprints: Option<crate::store::fpset::SortedGames>,
+}
+
+impl Additions {
+    /// Hands them to the writer of the new file (after any `carry_over`, so that these
+    /// import records replace carried-over ones).
+    pub(crate) fn write_to(self, w: &mut BookWriter) {
+        w.add_games(self.games);
+        w.add_imports(self.imports);
+        if let Some(g) = self.game_fingerprints {
+            w.add_game_fingerprints_from(g);
+        }
+    }
+}
+
 /// Writes `new` (entries to add, in (key, position) order, each identity once) as a delta
-/// segment of `book` and publishes it, then applies the folding policy. `games` new games are
-/// counted; `imports` and the fingerprints in `new_games` are recorded in the segment. The
-/// caller holds the writer lock and opened `book` after taking it. Returns how many segments
-/// the folding policy merged afterwards (0: none). Each new entry is looked up
-/// in the book to keep the whole book's counters exact: the cost is in proportion to `new`.
-#[allow(clippy::too_many_arguments)]
+/// segment of `book` and publishes it, then applies the folding policy. The games, import
+/// records and game fingerprints of `added` are recorded in the segment. The caller holds
+/// the writer lock and opened `book` after taking it. Returns how many segments the folding
+/// policy merged afterwards (0: none). Each new entry is looked up in the book to keep the
+/// whole book's counters exact: the cost is in proportion to `new`.
 pub(crate) fn publish_segment(
     book: &Book,
     new: impl IntoIterator<Item = Result<Entry>>,
-    games: u64,
-    imports: Vec<(String, Vec<u8>)>,
-    new_games: Option<Arc<redb::ReadOnlyDatabase>>,
+    added: Additions,
     codec: Arc<dyn PositionCodec>,
     opts: &WriterOptions,
 ) -> Result<usize> {
@@ -47,7 +67,7 @@ pub(crate) fn publish_segment(
     };
     // The view counters are known only at the end; the writer takes them before `finish`.
     let mut view = book.meta().clone();
-    view.games += games;
+    view.games += added.games;
     let mut w = BookWriter::create_segment(
         book.path(),
         manifest,
@@ -58,11 +78,7 @@ pub(crate) fn publish_segment(
     if let Some(c) = book.compression() {
         w.reuse_compression(c)?;
     }
-    w.add_games(games);
-    w.add_imports(imports);
-    if let Some(db) = new_games {
-        w.add_game_fingerprints_from(db);
-    }
+    added.write_to(&mut w);
     let mut prev_key: Option<u64> = None;
     for e in new {
         let e = e?;

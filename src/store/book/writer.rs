@@ -141,10 +141,10 @@ impl BookWriter {
         Ok(())
     }
 
-    /// Records in the new book the game fingerprints (`--dedupe`) that `db` holds in a `games`
-    /// table ([`crate::store::fpset::sorted_table`]), copied in the last transaction.
-    pub(crate) fn add_game_fingerprints_from(&mut self, db: Arc<redb::ReadOnlyDatabase>) {
-        self.games_from.push(db);
+    /// Records in the new book the game fingerprints (`--dedupe`) that `games` holds
+    /// ([`crate::store::fpset::sorted_table`]), copied in the last transaction.
+    pub(crate) fn add_game_fingerprints_from(&mut self, games: crate::store::fpset::SortedGames) {
+        self.games_from.push(games.into_db());
     }
 
     /// Carries over to the new book everything of `book` that is not its entries: its games

@@ -1,0 +1,77 @@
+//! What `import` and `probe` say, made consistent (issue 25, item 14, the library's part):
+//! `--max-ply 0` is refused instead of recording inputs it counted nothing of; `book_bytes` of
+//! an import counts every file of the book, as `stats` does; `probe --moves` takes castling
+//! written with zeros (`0-0`, `0-0-0`) as PGN does. (A repeated stdin import exiting 0 like a
+//! repeated file import is in tests/nonregular_inputs.rs.)
+
+mod common;
+
+use common::{json, ok, run, s, sample_halves, sample_pgn};
+
+#[test]
+fn max_ply_0_is_refused_and_does_not_block_a_later_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("b.book");
+    let out = run(&[
+        "import",
+        s(&sample_pgn()),
+        "--book",
+        s(&book),
+        "--max-ply",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--max-ply 0"), "{err}");
+    assert!(!book.exists(), "nothing was written");
+    // A real import afterwards counts the games (it was "already imported" before).
+    let j = json(&["import", s(&sample_pgn()), "--book", s(&book), "--json"]);
+    assert!(j["already_imported"].as_array().unwrap().is_empty(), "{j}");
+    assert_eq!(j["games_imported"], 200, "{j}");
+}
+
+#[test]
+fn import_book_bytes_count_every_file_as_stats_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("b.book");
+    let (a, b) = sample_halves(dir.path());
+    ok(&["import", s(&a), "--book", s(&book)]);
+    // A small import into the book: a delta segment beside the base.
+    let j = json(&[
+        "import",
+        s(&b),
+        "--book",
+        s(&book),
+        "--delta-min",
+        "1000000",
+        "--json",
+    ]);
+    assert_eq!(j["applied"], "delta", "{j}");
+    let stats = json(&["stats", "--book", s(&book), "--json"]);
+    assert!(stats["segments"].as_u64().unwrap() >= 1, "{stats}");
+    assert_eq!(j["book_bytes"], stats["file_bytes"], "{j}\n{stats}");
+    // An import with nothing to read reports the same, not the base alone.
+    let again = json(&["import", s(&a), "--book", s(&book), "--json"]);
+    assert_eq!(again["already_imported"][0], s(&a), "{again}");
+    assert_eq!(again["book_bytes"], stats["file_bytes"], "{again}\n{stats}");
+}
+
+#[test]
+fn probe_moves_accept_castling_written_with_zeros() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("b.book");
+    ok(&["import", s(&sample_pgn()), "--book", s(&book)]);
+    let probe = |moves: &str| {
+        let out = run(&["probe", "--book", s(&book), "--moves", moves, "--json"]);
+        assert!(
+            out.status.success(),
+            "probe --moves {moves:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let letters = probe("e4 e5 Nf3 Nc6 Bc4 Nf6 O-O");
+    assert_eq!(probe("e4 e5 Nf3 Nc6 Bc4 Nf6 0-0"), letters);
+    let long = probe("d4 d5 Nc3 Nc6 Bf4 Bf5 Qd2 Qd7 O-O-O");
+    assert_eq!(probe("d4 d5 Nc3 Nc6 Bf4 Bf5 Qd2 Qd7 0-0-0"), long);
+}
