@@ -177,162 +177,203 @@ fn worker(
     id: usize,
     rx: Receiver<Msg>,
     tx: Sender<Reply>,
-    (rules, game): (CountRules, Game),
+    rules: (CountRules, Game),
     budget: usize,
 ) {
-    // Sized for the budget up front: rehashing a table of millions of positions as it grows
-    // costs more than the aggregation itself. Untouched buckets cost no resident memory.
-    let mut agg = Aggregator::for_budget(budget);
-    let mut plies = Vec::with_capacity(64);
-    let mut parsed: HashMap<u64, (usize, ParsedChunk)> = HashMap::new();
+    let mut w = Worker {
+        id,
+        rules: rules.0,
+        game: rules.1,
+        budget,
+        // Vectors reserved for the budget (untouched capacity costs no memory), the hash
+        // table sized for a typical mix and doubled as needed (Aggregator::for_budget).
+        agg: Aggregator::for_budget(budget),
+        plies: Vec::with_capacity(64),
+        parsed: HashMap::new(),
+    };
     while let Ok(msg) = rx.recv() {
+        let (reply, go_on) = w.handle(msg);
+        if tx.send(reply).is_err() || !go_on {
+            return;
+        }
+    }
+}
+
+/// One import worker's state: its aggregate, a scratch buffer, the chunks it parsed for a
+/// `--dedupe` import and is yet to count.
+struct Worker {
+    id: usize,
+    rules: CountRules,
+    game: Game,
+    budget: usize,
+    agg: Aggregator,
+    plies: Vec<Ply>,
+    parsed: HashMap<u64, (usize, ParsedChunk)>,
+}
+
+impl Worker {
+    /// The answer to `msg`, and whether the worker goes on.
+    fn handle(&mut self, msg: Msg) -> (Reply, bool) {
         let reply = match msg {
             Msg::Chunk {
                 input,
                 first_line,
                 data,
                 kind: kind @ (InputKind::OthelloLines | InputKind::Wthor),
-            } => {
-                let mut t = Tally::default();
-                let canonical = matches!(game, Game::Othello { canonical: true });
-                let read = count_othello_chunk(
-                    &data,
-                    first_line,
-                    kind,
-                    (rules.max_ply, canonical),
-                    &mut agg,
-                    &mut plies,
-                    &mut t,
-                );
-                let mut spare = data;
-                spare.clear();
-                Reply::Batch {
-                    input,
-                    read,
-                    imported: t.imported,
-                    skipped: t.skipped,
-                    counted: Vec::new(),
-                    full: agg.full(budget),
-                    spare: Some(spare),
-                }
-            }
+            } => self.count_othello(input, first_line, data, kind),
             Msg::Chunk {
                 input,
                 first_line,
                 data,
                 kind: InputKind::Pgn,
-            } => {
-                let mut t = Tally::default();
-                let read = each_game(&data, first_line, |g| match g {
-                    Ok(g) => {
-                        count_game(&g, &rules, &mut agg, &mut plies, &mut t);
-                        Some(g)
-                    }
-                    Err(s) => {
-                        t.skipped.push(s);
-                        None
-                    }
-                });
-                let mut spare = data;
-                spare.clear();
-                Reply::Batch {
-                    input,
-                    read,
-                    imported: t.imported,
-                    skipped: t.skipped,
-                    counted: Vec::new(),
-                    full: agg.full(budget),
-                    spare: Some(spare),
-                }
-            }
+            } => self.count_pgn(input, first_line, data),
             Msg::Parse {
                 seq,
                 input,
                 first_line,
                 data,
-            } => {
-                let mut games = Vec::new();
-                each_game(&data, first_line, |g| {
-                    games.push(g.map(|g| {
-                        let fp = dedupe_fingerprint(&g);
-                        (g, fp)
-                    }));
-                    None
-                });
-                let summary = games
-                    .iter()
-                    .map(|g| {
-                        let (g, fp) = g.as_ref().ok()?;
-                        Some(((*fp)?, g.line))
-                    })
-                    .collect();
-                parsed.insert(seq, (input, games));
-                let mut spare = data;
-                spare.clear();
-                Reply::Parsed {
-                    seq,
-                    worker: id,
-                    input,
-                    games: summary,
-                    spare,
+            } => self.parse(seq, input, first_line, data),
+            Msg::Count { seq, keep } => match self.parsed.remove(&seq) {
+                Some((input, games)) => self.count_parsed(input, games, keep),
+                None => {
+                    let e = Error::Internal(format!(
+                        "import worker {} has no parsed chunk {seq}",
+                        self.id
+                    ));
+                    return (Reply::Failed(e), false);
                 }
-            }
-            Msg::Count { seq, keep } => {
-                let Some((input, games)) = parsed.remove(&seq) else {
-                    let _ = tx.send(Reply::Failed(Error::Internal(format!(
-                        "import worker {id} has no parsed chunk {seq}"
-                    ))));
-                    return;
-                };
-                let mut t = Tally::default();
-                let mut counted = Vec::new();
-                for (g, keep) in games.into_iter().zip(keep) {
-                    match g {
-                        Ok((g, fp)) => {
-                            if keep
-                                && count_game(&g, &rules, &mut agg, &mut plies, &mut t)
-                                && let Some(fp) = fp
-                            {
-                                counted.push(fp);
-                            }
-                        }
-                        Err(s) => t.skipped.push(s),
-                    }
-                }
-                Reply::Batch {
-                    input,
-                    read: 0,
-                    imported: t.imported,
-                    skipped: t.skipped,
-                    counted,
-                    full: agg.full(budget),
-                    spare: None,
-                }
-            }
-            Msg::Flush(path) => {
-                if agg.is_empty() {
-                    Reply::Flushed(path, 0)
-                } else {
-                    let mut sorted = std::mem::take(&mut agg).into_sorted();
-                    let res = RunWriter::create(&path).and_then(|mut w| {
-                        let mut e = Entry::default();
-                        while sorted.next_into(&mut e) {
-                            w.push(&e)?;
-                        }
-                        w.finish()
-                    });
-                    // The same tables serve the next round: no fresh pages to fault in.
-                    agg = sorted.into_aggregator();
-                    match res {
-                        Ok(n) => Reply::Flushed(path, n),
-                        Err(e) => Reply::Failed(e.into()),
-                    }
-                }
-            }
-            Msg::Take => Reply::Taken(std::mem::take(&mut agg).into_sorted()),
+            },
+            Msg::Flush(path) => self.flush(path),
+            Msg::Take => Reply::Taken(std::mem::take(&mut self.agg).into_sorted()),
         };
-        if tx.send(reply).is_err() {
-            return;
+        (reply, true)
+    }
+
+    /// The batch answer for a chunk counted at once; its buffer goes back for reuse.
+    fn batch(
+        &self,
+        input: usize,
+        read: u64,
+        t: Tally,
+        counted: Vec<u128>,
+        spare: Option<Vec<u8>>,
+    ) -> Reply {
+        Reply::Batch {
+            input,
+            read,
+            imported: t.imported,
+            skipped: t.skipped,
+            counted,
+            full: self.agg.full(self.budget),
+            spare: spare.map(|mut b| {
+                b.clear();
+                b
+            }),
+        }
+    }
+
+    fn count_othello(
+        &mut self,
+        input: usize,
+        first_line: u64,
+        data: Vec<u8>,
+        kind: InputKind,
+    ) -> Reply {
+        let mut t = Tally::default();
+        let canonical = matches!(self.game, Game::Othello { canonical: true });
+        let read = count_othello_chunk(
+            &data,
+            first_line,
+            kind,
+            (self.rules.max_ply, canonical),
+            &mut self.agg,
+            &mut self.plies,
+            &mut t,
+        );
+        self.batch(input, read, t, Vec::new(), Some(data))
+    }
+
+    fn count_pgn(&mut self, input: usize, first_line: u64, data: Vec<u8>) -> Reply {
+        let mut t = Tally::default();
+        let read = each_game(&data, first_line, |g| match g {
+            Ok(g) => {
+                count_game(&g, &self.rules, &mut self.agg, &mut self.plies, &mut t);
+                Some(g)
+            }
+            Err(s) => {
+                t.skipped.push(s);
+                None
+            }
+        });
+        self.batch(input, read, t, Vec::new(), Some(data))
+    }
+
+    /// `--dedupe`: parses a chunk and fingerprints its games; they are counted on
+    /// [`Msg::Count`] once the coordinator has decided which are repeats.
+    fn parse(&mut self, seq: u64, input: usize, first_line: u64, mut data: Vec<u8>) -> Reply {
+        let mut games = Vec::new();
+        each_game(&data, first_line, |g| {
+            games.push(g.map(|g| {
+                let fp = dedupe_fingerprint(&g);
+                (g, fp)
+            }));
+            None
+        });
+        let summary = games
+            .iter()
+            .map(|g| {
+                let (g, fp) = g.as_ref().ok()?;
+                Some(((*fp)?, g.line))
+            })
+            .collect();
+        self.parsed.insert(seq, (input, games));
+        data.clear();
+        Reply::Parsed {
+            seq,
+            worker: self.id,
+            input,
+            games: summary,
+            spare: data,
+        }
+    }
+
+    fn count_parsed(&mut self, input: usize, games: ParsedChunk, keep: Vec<bool>) -> Reply {
+        let mut t = Tally::default();
+        let mut counted = Vec::new();
+        for (g, keep) in games.into_iter().zip(keep) {
+            match g {
+                Ok((g, fp)) => {
+                    if keep
+                        && count_game(&g, &self.rules, &mut self.agg, &mut self.plies, &mut t)
+                        && let Some(fp) = fp
+                    {
+                        counted.push(fp);
+                    }
+                }
+                Err(s) => t.skipped.push(s),
+            }
+        }
+        self.batch(input, 0, t, counted, None)
+    }
+
+    /// Spills the aggregate, sorted, as a run at `path`.
+    fn flush(&mut self, path: std::path::PathBuf) -> Reply {
+        if self.agg.is_empty() {
+            return Reply::Flushed(path, 0);
+        }
+        let mut sorted = std::mem::take(&mut self.agg).into_sorted();
+        let res = RunWriter::create(&path).and_then(|mut w| {
+            let mut e = Entry::default();
+            while sorted.next_into(&mut e) {
+                w.push(&e)?;
+            }
+            w.finish()
+        });
+        // The same tables serve the next round: no fresh pages to fault in.
+        self.agg = sorted.into_aggregator();
+        match res {
+            Ok(n) => Reply::Flushed(path, n),
+            Err(e) => Reply::Failed(e.into()),
         }
     }
 }
