@@ -42,6 +42,10 @@ pub use options::*;
 pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Result<ImportSummary> {
     let start = Instant::now();
     let mut trace = Trace::new();
+    let book_path = &crate::store::files::resolve_book(book_path)?;
+    if let Some(report) = &opts.report {
+        crate::store::files::refuse_book_output(book_path, report, "--report")?;
+    }
     let _lock = crate::store::book::lock_for_writing(book_path, opts.lock_wait)?;
     // A writer killed before the folding policy ran leaves too many segments: fold now.
     // (A book of another game is refused below, with the message that says so.)

@@ -13,8 +13,8 @@ use super::BookMeta;
 
 use crate::store::error::{Corruption, Error, Result};
 use crate::store::files::{
-    LockWait, WriterLock, crash_point, inherit_metadata, remove_stale_temp_books, sidecar,
-    sync_dir, temp_sibling,
+    LockWait, WriterLock, crash_point, create_temp, inherit_metadata, remove_stale_temp_books,
+    sidecar, sync_dir, temp_sibling,
 };
 
 /// First line of a manifest: magic and manifest version.
@@ -130,12 +130,26 @@ impl Manifest {
 
     /// Reads the manifest of `book`; `None` if it has none (a book without segments).
     pub(crate) fn read(book: &Path) -> Result<Option<Manifest>> {
+        use std::os::unix::fs::OpenOptionsExt;
         let path = manifest_path(book);
-        let file = match std::fs::File::open(&path) {
+        // Never blocks: a FIFO planted at the name is opened without waiting for a writer.
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(&path)
+        {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
         };
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(Error::CorruptFile {
+                path,
+                corruption: Corruption::Manifest(
+                    "not a regular file (bookdb writes its manifest as one); move it away".into(),
+                ),
+            });
+        }
         let mut bytes = Vec::with_capacity(256);
         file.take(MANIFEST_MAX_BYTES)
             .read_to_end(&mut bytes)
@@ -153,7 +167,7 @@ impl Manifest {
         let tmp = temp_sibling(&path)?;
         let ctx = |e| Error::io(format!("writing {}", path.display()), e);
         let written = (|| -> Result<()> {
-            let mut f = std::fs::File::create(&tmp).map_err(ctx)?;
+            let mut f = create_temp(&tmp)?;
             std::io::Write::write_all(&mut f, &self.encode()).map_err(ctx)?;
             inherit_metadata(book, &f)?;
             f.sync_all().map_err(ctx)?;
@@ -195,7 +209,12 @@ pub(super) fn publish(
     target: &Target,
     generation: u64,
 ) -> Result<()> {
-    let f = std::fs::File::open(tmp)
+    use std::os::unix::fs::OpenOptionsExt;
+    // The writer's own new file (created with O_EXCL); never a link planted at its name since.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(tmp)
         .map_err(|e| Error::io(format!("reopening new book file {}", tmp.display()), e))?;
     // Every file of a book keeps the mode, owner and group of the book's base (a rewrite under
     // another umask or user must not lock out the book's readers).
@@ -211,8 +230,13 @@ pub(super) fn publish(
         .map_err(|e| Error::io(format!("fsync of new book file {}", tmp.display()), e))?;
     drop(f);
     crash_point("file-synced");
-    std::fs::rename(tmp, final_path)
-        .map_err(|e| Error::io(format!("moving new book to {}", final_path.display()), e))?;
+    if let Err(e) = std::fs::rename(tmp, final_path) {
+        let _ = std::fs::remove_file(tmp);
+        return Err(Error::io(
+            format!("moving new book to {}", final_path.display()),
+            e,
+        ));
+    }
     sync_dir(final_path);
     match target {
         Target::Base => {

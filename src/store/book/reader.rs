@@ -151,10 +151,20 @@ impl BookFile {
         older: bool,
         redb_cache: usize,
     ) -> Result<BookFile> {
-        if !path.exists() {
-            return Err(Error::BookNotFound {
-                path: path.to_path_buf(),
-            });
+        match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::BookNotFound {
+                    path: path.to_path_buf(),
+                });
+            }
+            // Never opened: a FIFO would block the open, a device is no book.
+            Ok(m) if !m.is_file() => {
+                return Err(not_a_book(
+                    path,
+                    "not a regular file (a directory, FIFO, socket or device)",
+                ));
+            }
+            _ => {}
         }
         let open = || {
             redb::Builder::new()

@@ -133,6 +133,9 @@ impl Book {
         caches: CacheSizes,
         older: bool,
     ) -> Result<Book> {
+        // Through a symlink, the manifest and segments are beside the real file.
+        let resolved = crate::store::files::resolve_book(path)?;
+        let path = resolved.as_path();
         for attempt in 0..OPEN_ATTEMPTS {
             if attempt > 0 {
                 std::thread::sleep(std::time::Duration::from_millis(u64::from(attempt.min(20))));
