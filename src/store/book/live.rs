@@ -311,6 +311,9 @@ pub(crate) fn current_generation(book: &Path, base_generation: Option<u64>) -> R
 /// its base. `base_generation` is the generation of the base file now at `book`.
 pub(crate) fn recover(book: &Path, base_generation: u64) -> Result<()> {
     let manifest = Manifest::read(book)?;
+    if let Some(m) = &manifest {
+        check_base_matches(book, m, base_generation)?;
+    }
     let live: Vec<u64> = match &manifest {
         Some(m) if m.base == base_generation => m.segments.clone(),
         _ => Vec::new(),
@@ -330,19 +333,72 @@ pub(crate) fn recover(book: &Path, base_generation: u64) -> Result<()> {
     Ok(())
 }
 
+/// Refuses (changing nothing) a manifest that lists segments of another base than the one at
+/// `book` (generation `base_generation`): a base restored without its manifest and segments,
+/// or another book's base put in its place. Only the state a killed writer leaves is accepted:
+/// the manifest names this base, or the base was published right after the manifest (its
+/// generation is the manifest's + 1, FORMAT §10.3) and holds what the segments held.
+pub(crate) fn check_base_matches(book: &Path, m: &Manifest, base_generation: u64) -> Result<()> {
+    let killed_fold = base_generation == m.generation + 1;
+    if m.base == base_generation || killed_fold || m.segments.is_empty() {
+        return Ok(());
+    }
+    Err(Error::CorruptFile {
+        path: book.to_path_buf(),
+        corruption: Corruption::Manifest(format!(
+            "the manifest {} lists delta segments {:?} over a base of generation {}, but {} \
+             holds generation {base_generation}: a base restored without its manifest and \
+             segments, or another book's base; nothing was changed. Restore the base, manifest \
+             and segments of one backup together, or, to keep this base alone, move {} and \
+             the segment files away",
+            manifest_path(book).display(),
+            m.segments,
+            m.base,
+            book.display(),
+            manifest_path(book).display()
+        )),
+    })
+}
+
 /// Takes the writer lock of `book` (one writer at a time; readers never wait for it) and
 /// brings the files beside it in line with what readers see: temporary files of killed
-/// writers removed, [`recover`]ed. Every command that changes a book starts here.
+/// writers removed, [`recover`]ed. Every command that changes a book starts here; `book` is
+/// the resolved path ([`crate::store::files::resolve_book`]): a symlink is refused, since
+/// every file beside it would be beside the link, not the book.
 pub(crate) fn lock_for_writing(book: &Path, wait: LockWait) -> Result<WriterLock> {
+    if std::fs::symlink_metadata(book).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(Error::Internal(format!(
+            "{}: a writer was given the path of a symbolic link, not the book it leads to",
+            book.display()
+        )));
+    }
     let lock = WriterLock::acquire(book, wait)?;
     crash_point("lock-taken");
     remove_stale_temp_books(book);
     match super::reader::read_generation(book) {
         Some(g) => recover(book, g)?,
-        None if !book.exists() => {
-            // No base: whatever segments or manifest remain belong to a removed book.
-            remove_segments_except(book, &[]);
-            let _ = std::fs::remove_file(manifest_path(book));
+        None if std::fs::symlink_metadata(book).is_err() => {
+            // No base. A book that never had one has nothing beside it; a manifest or segments
+            // without their base are a book whose base was lost or moved: refuse, keep them.
+            let manifest = manifest_path(book);
+            let segments = segment_files(book);
+            if manifest.exists() || !segments.is_empty() {
+                let mut names: Vec<String> = Vec::new();
+                if manifest.exists() {
+                    names.push(manifest.display().to_string());
+                }
+                names.extend(segments.iter().map(|(_, p)| p.display().to_string()));
+                return Err(Error::CorruptFile {
+                    path: book.to_path_buf(),
+                    corruption: Corruption::Manifest(format!(
+                        "the base file is missing but {} remain: the book's base was removed \
+                         or moved; nothing was changed. Restore the base (with the manifest and \
+                         segments of the same backup), or, to start a new book here, remove \
+                         these files",
+                        names.join(", ")
+                    )),
+                });
+            }
         }
         None => {}
     }
