@@ -156,15 +156,17 @@ fn export_writes_through_a_fifo_and_a_device_and_replaces_a_links_target() {
         std::thread::spawn(move || std::fs::read(fifo).unwrap())
     };
     let summary = export_json(&book, "polyglot", &fifo);
-    let got = reader.join().unwrap();
-    assert_eq!(got, expected);
-    assert_eq!(summary["bytes"], expected.len() as u64);
+    // Checked before joining: a FIFO replaced by a file leaves the reader waiting forever.
     assert!(
         std::fs::symlink_metadata(&fifo)
             .unwrap()
             .file_type()
-            .is_fifo()
+            .is_fifo(),
+        "the FIFO was replaced by a regular file"
     );
+    let got = reader.join().unwrap();
+    assert_eq!(got, expected);
+    assert_eq!(summary["bytes"], expected.len() as u64);
 
     // A symlink to a regular file: the target gets the export, the link stays.
     let target = dir.join("target.bin");
