@@ -407,11 +407,18 @@ pub(crate) fn claim_dir(dir: &Path, book: &Path, what: &str) -> Result<()> {
                 let marker = dir.join(OWNED_DIR_MARKER);
                 return match std::fs::symlink_metadata(&marker) {
                     Ok(m) if m.is_file() => Ok(()),
+                    // Left by a bookdb older than the marker (or restored without it): claimed.
+                    _ if legacy_staging(dir) => {
+                        let f = create_new_file(&marker)
+                            .map_err(|e| Error::io(format!("creating {}", marker.display()), e))?;
+                        adopt_dir_access(&f, &marker)?;
+                        Ok(())
+                    }
                     _ => Err(foreign(
                         dir,
                         &format!(
-                            "a directory without bookdb's marker {OWNED_DIR_MARKER} (made by \
-                             something else, or by a bookdb older than this one: if it is an \
+                            "a directory without bookdb's marker {OWNED_DIR_MARKER} and not laid \
+                             out as import staging areas (made by something else; if it is an \
                              interrupted import's, removing it only means the import starts over)"
                         ),
                         what,
@@ -466,7 +473,31 @@ pub(crate) fn create_owned_subdir(sub: &Path) -> Result<()> {
 /// marker. Only such a directory is read from, written into or removed.
 pub(crate) fn is_owned_dir(dir: &Path) -> bool {
     std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir())
-        && std::fs::symlink_metadata(dir.join(OWNED_DIR_MARKER)).is_ok_and(|m| m.is_file())
+        && (std::fs::symlink_metadata(dir.join(OWNED_DIR_MARKER)).is_ok_and(|m| m.is_file())
+            || legacy_staging(dir))
+}
+
+/// A staging root without the marker that has the layout bookdb gives one and nothing else
+/// (what a bookdb older than the marker left): at least one entry, each a real directory
+/// holding a `state.json` or `applying` regular file (an import's area).
+fn legacy_staging(dir: &Path) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let mut any = false;
+    for e in rd {
+        let Ok(e) = e else { return false };
+        let area = e.path();
+        let is_area = std::fs::symlink_metadata(&area).is_ok_and(|m| m.is_dir())
+            && ["state.json", "applying"]
+                .iter()
+                .any(|f| std::fs::symlink_metadata(area.join(f)).is_ok_and(|m| m.is_file()));
+        if !is_area {
+            return false;
+        }
+        any = true;
+    }
+    any
 }
 
 /// Opens `path` (a log in a staging area) for appending without following a symlink: created

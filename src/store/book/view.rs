@@ -541,8 +541,8 @@ impl Book {
 /// counters (or the base's own), with the physical ones summed over the files and
 /// `delta_entries` counting the segments' entries.
 /// The base and segments the manifest names must belong together, which their meta tables
-/// show without reading an entry: each segment is coded with the base's model and dictionary,
-/// and the newest segment's view (the whole book's counters) counts the base's games plus each
+/// show without reading an entry: each segment is coded with the base's model (and its
+/// dictionary, if the segment has one), and the newest segment's view (the whole book's counters) counts the base's games plus each
 /// segment's, and at least the base's entries and pairs and at most those plus the segments'. Another book's base restored in place of this one (same
 /// generation, other content) fails this; reading on would answer from a mixture of two
 /// books, and a writer would publish over it.
@@ -554,13 +554,16 @@ fn check_segments_fit_base(path: &Path, files: &[Arc<BookFile>]) -> Result<()> {
     let sum = |f: fn(&BookMeta) -> u64| -> u64 { segs.iter().map(|s| f(s.meta())).sum() };
     let games = base.games + sum(|m| m.games);
     let within = |what: u64, lo: u64, extra: u64| what >= lo && what <= lo + extra;
-    // Every segment over a base that has a model is coded with the base's model and
-    // dictionary (publish_segment, fold_segments reuse them): another base has its own.
+    // Every segment over a base that has a model is coded with the base's model, and with its
+    // dictionary if the segment has one (publish_segment, fold_segments reuse them; a segment
+    // too small for a dictionary has none): another base has its own.
     let b = &files[0];
     let same_coding = b.writer_model().is_none()
         || segs.iter().all(|f| {
             f.writer_model() == b.writer_model()
-                && f.dictionaries().get(&1) == b.dictionaries().get(&1)
+                && f.dictionaries()
+                    .get(&1)
+                    .is_none_or(|d| Some(d) == b.dictionaries().get(&1))
         });
     let fits = same_coding
         && view.games == games
