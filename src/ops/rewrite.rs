@@ -73,6 +73,8 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
     if inputs.is_empty() {
         return Err(Error::Usage("merge needs at least one input book".into()));
     }
+    // Every file of the output is beside the real file, not beside a symlink to it.
+    let out = &crate::store::files::resolve_book(out)?;
     if let Some(p) = inputs.iter().find(|p| same_file(p, out)) {
         return Err(Error::Usage(format!(
             "output {} is also an input ({}); write the merge to a new file",
@@ -240,6 +242,8 @@ pub fn compact(
     min_games: Option<u64>,
     opts: &RewriteOptions,
 ) -> Result<CompactSummary> {
+    // Through a symlink: the book it leads to is rewritten (the link stays a link).
+    let book = &crate::store::files::resolve_book(book)?;
     let _lock = crate::store::book::lock_for_writing(book, opts.lock_wait)?;
     let (game, old) = Game::open(book)?;
     rewrite_whole(book, (game, old), min_games, opts, "compact")
@@ -312,6 +316,7 @@ fn rewrite_whole(
 /// rewritten with the same content (migrations/README.md, migrations/v1-to-v2.md,
 /// migrations/v2-to-v3.md).
 pub fn migrate(book: &Path, opts: &RewriteOptions) -> Result<MigrateSummary> {
+    let book = &crate::store::files::resolve_book(book)?;
     if !book.exists() {
         return Err(StoreError::BookNotFound {
             path: book.to_path_buf(),

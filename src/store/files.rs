@@ -32,12 +32,7 @@ impl WriterLock {
     /// Takes the lock, waiting for another writer to release it as `wait` allows (polling).
     pub(crate) fn acquire(book: &Path, wait: LockWait) -> Result<WriterLock> {
         let path = sidecar(book, "lock");
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| Error::io(format!("creating lock file {}", path.display()), e))?;
+        let file = open_lock_file(book, &path)?;
         let start = std::time::Instant::now();
         loop {
             match file.try_lock() {
@@ -86,18 +81,48 @@ impl WriterLock {
 /// changed only where they differ; where the owner cannot be changed (not root), the group
 /// alone is set, and only a group that cannot be kept is an error.
 pub(crate) fn inherit_metadata(existing: &Path, new_file: &std::fs::File) -> Result<()> {
-    use std::os::unix::fs::{MetadataExt, fchown};
-    let old = match std::fs::metadata(existing) {
+    copy_access(existing, new_file, Like::Same, true)
+}
+
+/// How the mode of a file bookdb creates follows the file or directory it takes it from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Like {
+    /// The same permission bits (a new version of the book).
+    Same,
+    /// A plain file beside or inside: the read and write bits (no execute, no set-id bits).
+    File,
+    /// A directory: the read and write bits, and search (x) wherever reading is allowed.
+    Dir,
+}
+
+/// The permission bits `like` gives a new file whose model has `mode`.
+fn mode_like(mode: u32, like: Like) -> u32 {
+    match like {
+        Like::Same => mode & 0o7777,
+        Like::File => mode & 0o666,
+        Like::Dir => {
+            let rw = mode & 0o666;
+            rw | ((rw & 0o444) >> 2)
+        }
+    }
+}
+
+/// Gives `new_file` (just created by this process) the owner (where permitted), group and
+/// mode of `model`, the mode as `like` says. `strict`: a group that cannot be kept is an error
+/// (the book's own files); otherwise the mode alone is set.
+fn copy_access(model: &Path, new_file: &std::fs::File, like: Like, strict: bool) -> Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt, fchown};
+    let old = match std::fs::metadata(model) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => {
             return Err(Error::io(
-                format!("reading the metadata of {}", existing.display()),
+                format!("reading the metadata of {}", model.display()),
                 e,
             ));
         }
     };
-    let ctx = |what: &str, e| Error::io(format!("{what} of the new {}", existing.display()), e);
+    let ctx = |what: &str, e| Error::io(format!("{what} of the new {}", model.display()), e);
     let new = new_file
         .metadata()
         .map_err(|e| ctx("reading the metadata", e))?;
@@ -109,24 +134,411 @@ pub(crate) fn inherit_metadata(existing: &Path, new_file: &std::fs::File) -> Res
         }
         // Not permitted to give the file another owner (not root): the group and the mode
         // still reach the readers that the group reached.
-        if new.gid() != old.gid() {
-            fchown(new_file, None, Some(old.gid())).map_err(|e| {
-                Error::io(
-                    format!(
-                        "{}: the rewritten book cannot keep its group {} (run as the book's owner's group member or root)",
-                        existing.display(),
-                        old.gid()
-                    ),
-                    e,
-                )
-            })?;
+        if new.gid() != old.gid()
+            && let Err(e) = fchown(new_file, None, Some(old.gid()))
+            && strict
+        {
+            return Err(Error::io(
+                format!(
+                    "{}: the rewritten book cannot keep its group {} (run as the book's owner's group member or root)",
+                    model.display(),
+                    old.gid()
+                ),
+                e,
+            ));
         }
     }
     // After chown, which clears set-id bits.
     new_file
-        .set_permissions(old.permissions())
+        .set_permissions(std::fs::Permissions::from_mode(mode_like(old.mode(), like)))
         .map_err(|e| ctx("setting the permissions", e))?;
     Ok(())
+}
+
+/// Opens a new file at `path` for reading and writing, failing if anything has that name
+/// already (`O_CREAT|O_EXCL|O_NOFOLLOW`): a symlink, FIFO or file planted there is never
+/// followed, opened or overwritten. Every file bookdb writes is created this way.
+pub(crate) fn create_new_file(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Creates the temporary file `tmp` ([`temp_sibling`], named after this process): whatever a
+/// killed process of the same pid (or anyone) left at that name is unlinked first (unlinking a
+/// name never touches what a symlink points to), then the file is created with
+/// [`create_new_file`], so it is this process's own new file or an error.
+pub(crate) fn create_temp(tmp: &Path) -> Result<std::fs::File> {
+    if std::fs::symlink_metadata(tmp).is_ok_and(|m| !m.is_dir()) {
+        let _ = std::fs::remove_file(tmp);
+    }
+    create_new_file(tmp).map_err(|e| {
+        let hint = if e.kind() == std::io::ErrorKind::AlreadyExists {
+            " (something else holds this temporary name: remove it and try again)"
+        } else {
+            ""
+        };
+        Error::io(format!("creating {}{hint}", tmp.display()), e)
+    })
+}
+
+/// Gives a file this process created inside a directory bookdb made (a staging area) that
+/// directory's group and the read and write bits of its mode, so that whoever may use the
+/// directory (the book's group, OPERATIONS.md "Admin imports") may use the file. Best effort
+/// for the group.
+pub(crate) fn adopt_dir_access(f: &std::fs::File, path: &Path) -> Result<()> {
+    copy_access(dir_of(path), f, Like::File, false)
+}
+
+/// The writer lock's file, opened without following a symlink and without blocking on a FIFO:
+/// an existing one is opened read-only (`flock` needs no more, and a lock file another user
+/// created is readable by the book's group); a new one is created with the book's group and
+/// mode (its read and write bits), so that every user who may write the book may take it.
+fn open_lock_file(book: &Path, path: &Path) -> Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    for _ in 0..8 {
+        let existing = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path);
+        let file = match existing {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match create_new_file(path) {
+                Ok(f) => {
+                    copy_access(book, &f, Like::File, false)?;
+                    f
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(Error::io(
+                        format!("creating lock file {}", path.display()),
+                        e,
+                    ));
+                }
+            },
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(foreign(path, "a symbolic link", "the writer lock"));
+            }
+            Err(e) => {
+                return Err(Error::io(
+                    format!("opening lock file {}", path.display()),
+                    e,
+                ));
+            }
+        };
+        let m = file
+            .metadata()
+            .map_err(|e| Error::io(format!("opening lock file {}", path.display()), e))?;
+        if !m.is_file() {
+            return Err(foreign(path, "not a regular file", "the writer lock"));
+        }
+        return Ok(file);
+    }
+    Err(Error::Busy {
+        path: path.to_path_buf(),
+        what: "the lock file kept appearing and disappearing; try again".into(),
+    })
+}
+
+/// The error for a name in the book's namespace that holds something bookdb did not make.
+pub(crate) fn foreign(path: &Path, found: &str, what: &str) -> Error {
+    Error::Usage(format!(
+        "{}: {found}, where bookdb keeps {what}; bookdb did not make it and will not write \
+         through it or remove it: move it away (or remove it) and run the command again",
+        path.display()
+    ))
+}
+
+/// The path of the book `path` names, resolved once at a command's entry so that every
+/// sidecar (manifest, segments, lock, staging, temporaries) is beside the real file: a final
+/// symbolic link (or a chain of them) is followed and the directory it leads to made
+/// canonical. A path that is not a symlink is returned as it is. A link whose target does not
+/// exist resolves to that target (a new book is created there, not over the link).
+pub(crate) fn resolve_book(path: &Path) -> Result<PathBuf> {
+    let mut p = path.to_path_buf();
+    let mut followed = false;
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&p)
+                    .map_err(|e| Error::io(format!("reading the link {}", p.display()), e))?;
+                p = if target.is_absolute() {
+                    target
+                } else {
+                    dir_of(&p).join(target)
+                };
+                followed = true;
+            }
+            Ok(_) | Err(_) if !followed => return Ok(p),
+            Ok(_) => return canonical_parent(path, &p),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return canonical_parent(path, &p);
+            }
+            Err(e) => return Err(Error::io(format!("resolving {}", path.display()), e)),
+        }
+    }
+    Err(Error::Usage(format!(
+        "{}: too many levels of symbolic links",
+        path.display()
+    )))
+}
+
+/// `p` with its directory made canonical (`given`: the path the user gave, for messages).
+fn canonical_parent(given: &Path, p: &Path) -> Result<PathBuf> {
+    let name = p.file_name().ok_or_else(|| {
+        Error::Usage(format!(
+            "{}: leads to {}, which names no file",
+            given.display(),
+            p.display()
+        ))
+    })?;
+    let dir = std::fs::canonicalize(dir_of(p)).map_err(|e| {
+        Error::io(
+            format!(
+                "{}: resolving the directory of its target {}",
+                given.display(),
+                p.display()
+            ),
+            e,
+        )
+    })?;
+    Ok(dir.join(name))
+}
+
+/// Refuses an output path (`what`: "--report", "--out") that is one of the files of the book
+/// at `book` (resolved): its base, a delta segment, its manifest, its lock, its staging area
+/// or a temporary of its writers, by name (after following symlinks) or by identity (the same
+/// device and inode: a hard link). Writing there would destroy the book.
+pub(crate) fn refuse_book_output(book: &Path, out: &Path, what: &str) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let refuse = |which: &str| {
+        Err(Error::Usage(format!(
+            "{what} {}: that is {which} of the book {}; writing there would destroy the book: \
+             choose another path",
+            out.display(),
+            book.display()
+        )))
+    };
+    let out_real = match std::fs::canonicalize(out) {
+        Ok(p) => p,
+        Err(_) => match resolve_book(out) {
+            Ok(p) => canonical_parent(out, &p).unwrap_or(p),
+            Err(_) => out.to_path_buf(),
+        },
+    };
+    let book_real = std::fs::canonicalize(book)
+        .unwrap_or_else(|_| canonical_parent(book, book).unwrap_or_else(|_| book.to_path_buf()));
+    let name = book_real
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let staging = sidecar(&book_real, "staging");
+    if out_real.starts_with(&staging) {
+        return refuse("the staging area");
+    }
+    if dir_of(&out_real) == dir_of(&book_real)
+        && let Some(n) = out_real
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+    {
+        if n == name {
+            return refuse("the base file");
+        }
+        for (suffix, which) in [
+            (".live", "the manifest"),
+            (".lock", "the writer lock"),
+            (".seg-", "a delta segment"),
+        ] {
+            if n.starts_with(&format!("{name}{suffix}")) {
+                return refuse(which);
+            }
+        }
+        if n.starts_with(&format!(".{name}.")) && n.contains(".tmp-") {
+            return refuse("a temporary file of its writers");
+        }
+    }
+    let Ok(o) = std::fs::metadata(out) else {
+        return Ok(());
+    };
+    let id = |m: &std::fs::Metadata| (m.dev(), m.ino());
+    let mut files = vec![
+        (book_real.clone(), "the base file"),
+        (sidecar(&book_real, "live"), "the manifest"),
+        (sidecar(&book_real, "lock"), "the writer lock"),
+    ];
+    let prefix = format!("{name}.seg-");
+    if let Ok(rd) = std::fs::read_dir(dir_of(&book_real)) {
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                files.push((e.path(), "a delta segment"));
+            }
+        }
+    }
+    for (f, which) in files {
+        if std::fs::metadata(&f).is_ok_and(|m| id(&m) == id(&o)) {
+            return refuse(&format!("{which} ({}, the same file)", f.display()));
+        }
+    }
+    Ok(())
+}
+
+/// The file, inside a directory bookdb keeps beside a book (its staging area), that says
+/// bookdb made the directory; written when it is created.
+pub(crate) const OWNED_DIR_MARKER: &str = ".bookdb-staging";
+
+/// Makes sure `dir` (a directory bookdb keeps beside the book `book`: the staging area) is
+/// one bookdb made, creating it if absent: a real directory (not a symlink) holding the
+/// [`OWNED_DIR_MARKER`] written when it was created, with the book's group and mode (search
+/// bits where it is readable). Anything else at that name is refused, never written into or
+/// removed: a symlink, a file, or a directory without the marker.
+pub(crate) fn claim_dir(dir: &Path, book: &Path, what: &str) -> Result<()> {
+    for _ in 0..8 {
+        match std::fs::symlink_metadata(dir) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(foreign(dir, "a symbolic link", what));
+            }
+            Ok(m) if !m.is_dir() => return Err(foreign(dir, "not a directory", what)),
+            Ok(_) => {
+                let marker = dir.join(OWNED_DIR_MARKER);
+                return match std::fs::symlink_metadata(&marker) {
+                    Ok(m) if m.is_file() => Ok(()),
+                    // Left by a bookdb older than the marker (or restored without it): claimed.
+                    _ if legacy_staging(dir) => {
+                        let f = create_new_file(&marker)
+                            .map_err(|e| Error::io(format!("creating {}", marker.display()), e))?;
+                        adopt_dir_access(&f, &marker)?;
+                        Ok(())
+                    }
+                    _ => Err(foreign(
+                        dir,
+                        &format!(
+                            "a directory without bookdb's marker {OWNED_DIR_MARKER} and not laid \
+                             out as import staging areas (made by something else; if it is an \
+                             interrupted import's, removing it only means the import starts over)"
+                        ),
+                        what,
+                    )),
+                };
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                match std::fs::create_dir(dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => {
+                        return Err(Error::io(format!("creating {what} {}", dir.display()), e));
+                    }
+                }
+                let d = open_dir_nofollow(dir)
+                    .map_err(|e| Error::io(format!("opening {what} {}", dir.display()), e))?;
+                copy_access(book, &d, Like::Dir, false)?;
+                let marker = dir.join(OWNED_DIR_MARKER);
+                let f = create_new_file(&marker)
+                    .map_err(|e| Error::io(format!("creating {}", marker.display()), e))?;
+                adopt_dir_access(&f, &marker)?;
+                sync_dir(&marker);
+                return Ok(());
+            }
+            Err(e) => return Err(Error::io(format!("reading {what} {}", dir.display()), e)),
+        }
+    }
+    Err(Error::Busy {
+        path: dir.to_path_buf(),
+        what: format!("{what} kept appearing and disappearing; try again"),
+    })
+}
+
+/// Creates `sub`, a directory inside a directory bookdb made, with that directory's group and
+/// mode; an entry already there that is not a real directory is unlinked first (its parent is
+/// bookdb's).
+pub(crate) fn create_owned_subdir(sub: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(sub) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(_) => {
+            let _ = std::fs::remove_file(sub);
+        }
+        Err(_) => {}
+    }
+    let ctx = |e| Error::io(format!("creating staging directory {}", sub.display()), e);
+    std::fs::create_dir(sub).map_err(ctx)?;
+    let d = open_dir_nofollow(sub).map_err(ctx)?;
+    copy_access(dir_of(sub), &d, Like::Same, false)
+}
+
+/// Whether `dir` is a directory bookdb made ([`claim_dir`]): a real directory holding the
+/// marker. Only such a directory is read from, written into or removed.
+pub(crate) fn is_owned_dir(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir())
+        && (std::fs::symlink_metadata(dir.join(OWNED_DIR_MARKER)).is_ok_and(|m| m.is_file())
+            || legacy_staging(dir))
+}
+
+/// A staging root without the marker that has the layout bookdb gives one and nothing else
+/// (what a bookdb older than the marker left): at least one entry, each a real directory
+/// holding a `state.json` or `applying` regular file (an import's area).
+fn legacy_staging(dir: &Path) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let mut any = false;
+    for e in rd {
+        let Ok(e) = e else { return false };
+        let area = e.path();
+        let is_area = std::fs::symlink_metadata(&area).is_ok_and(|m| m.is_dir())
+            && ["state.json", "applying"]
+                .iter()
+                .any(|f| std::fs::symlink_metadata(area.join(f)).is_ok_and(|m| m.is_file()));
+        if !is_area {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
+/// Opens `path` (a log in a staging area) for appending without following a symlink: created
+/// if absent, with the group and mode of its directory ([`adopt_dir_access`]).
+pub(crate) fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match create_new_file(path) {
+        Ok(f) => {
+            let _ = adopt_dir_access(&f, path);
+            return Ok(f);
+        }
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+        Err(_) => {}
+    }
+    std::fs::OpenOptions::new()
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Removes `dir` (made by [`claim_dir`]) if nothing but its marker is left in it.
+pub(crate) fn release_dir(dir: &Path) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let others = rd
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy() != OWNED_DIR_MARKER);
+    if !others {
+        let _ = std::fs::remove_file(dir.join(OWNED_DIR_MARKER));
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
+/// Opens a directory (never through a symlink) to change its owner and mode by descriptor.
+fn open_dir_nofollow(dir: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(dir)
 }
 
 /// `<dir>/<name>.<suffix>` beside the book.
@@ -173,12 +585,14 @@ pub(crate) fn remove_stale_temp_books(book: &Path) {
     }
 }
 
-/// Writes `bytes` to `path` atomically: into a temporary sibling ([`temp_sibling`]), synced,
-/// then renamed over `path`, and the directory synced.
+/// Writes `bytes` to `path` atomically: into a temporary sibling ([`temp_sibling`], created
+/// new, with the group and mode of the directory it is in), synced, then renamed over `path`,
+/// and the directory synced.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = temp_sibling(path)?;
     let ctx = |e| Error::io(format!("writing {}", path.display()), e);
-    let mut f = std::fs::File::create(&tmp).map_err(ctx)?;
+    let mut f = create_temp(&tmp)?;
+    adopt_dir_access(&f, &tmp)?;
     f.write_all(bytes).map_err(ctx)?;
     f.sync_all().map_err(ctx)?;
     drop(f);

@@ -110,7 +110,7 @@ impl Run {
     /// Writes strictly increasing fingerprints to `path`.
     fn write(path: &Path, keys: impl Iterator<Item = Result<u128>>) -> Result<Run> {
         let ctx = |e| Error::io(format!("writing {}", path.display()), e);
-        let f = std::fs::File::create(path).map_err(ctx)?;
+        let f = crate::store::files::create_temp(path)?;
         let mut w = BufWriter::with_capacity(1 << 16, f);
         let (mut len, mut index, mut last) = (0u64, Vec::new(), None);
         for k in keys {
@@ -399,10 +399,15 @@ pub(crate) fn sorted_table(log: &Path, out: &Path, cap: usize) -> Result<Option<
         runs.add(&chunk)?;
     }
     drop(chunk);
-    let _ = std::fs::remove_file(out);
-    let db = redb::Builder::new()
-        .set_cache_size(TABLE_CACHE_BYTES)
-        .create(out)
+    // A new file of this process (never through a link planted at the name).
+    let file = crate::store::files::create_temp(out)?;
+    crate::store::files::adopt_dir_access(&file, out)?;
+    let db = redb::backends::FileBackend::new(file)
+        .and_then(|b| {
+            redb::Builder::new()
+                .set_cache_size(TABLE_CACHE_BYTES)
+                .create_with_backend(b)
+        })
         .map_err(|e| Error::db(format!("creating {}", out.display()), e))?;
     shield(&format!("writing {}", out.display()), || {
         let mut txn = db.begin_write()?;

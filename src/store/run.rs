@@ -64,8 +64,10 @@ const RUN_LEVEL: i32 = -1;
 impl RunWriter {
     pub(crate) fn create(path: &Path) -> Result<RunWriter> {
         let tmp = path.with_extension("tmp");
-        let f = File::create(&tmp)
-            .map_err(|e| Error::io(format!("creating run {}", tmp.display()), e))?;
+        // A new file of this process (never through a link), with its staging directory's
+        // group and mode (another user of the book's group may resume the import).
+        let f = crate::store::files::create_temp(&tmp)?;
+        crate::store::files::adopt_dir_access(&f, &tmp)?;
         let mut enc =
             zstd::stream::write::Encoder::new(BufWriter::with_capacity(1 << 16, f), RUN_LEVEL)
                 .map_err(|e| Error::io("starting zstd", e))?;

@@ -54,6 +54,8 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
         ..opts.clone()
     };
     let mut summary = import_fitted(book_path, inputs, opts)?;
+    // The book as the caller named it (the import itself works on the resolved path).
+    summary.book_path = book_path.display().to_string();
     summary.warnings.extend(memory_warning);
     summary.memory_mib = memory_mib;
     Ok(summary)
@@ -72,6 +74,10 @@ fn import_fitted(
         return Err(Error::Usage(
             "--max-ply 0 counts no move of any game, yet would record the inputs as imported; give --max-ply 1 or more (the default is 50)".into(),
         ));
+    }
+    let book_path = &crate::store::files::resolve_book(book_path)?;
+    if let Some(report) = &opts.report {
+        crate::store::files::refuse_book_output(book_path, report, "--report")?;
     }
     let _lock = crate::store::book::lock_for_writing(book_path, opts.lock_wait)?;
     // A writer killed before the folding policy ran leaves too many segments: fold now.

@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use super::options::{ImportOptions, ImportSummary, SkippedGame};
 use crate::error::{Error, Result};
-use crate::store::files::{sidecar, write_atomic};
+use crate::store::files::{
+    claim_dir, create_owned_subdir, is_owned_dir, open_append, release_dir, sidecar, write_atomic,
+};
 
 /// The write-ahead state of the import (the last checkpoint).
 pub(super) const STATE_FILE: &str = "state.json";
@@ -96,6 +98,8 @@ pub(super) struct Staging {
     id: String,
     root: PathBuf,
     dir: PathBuf,
+    /// The book (its group and mode are the staging area's).
+    book: PathBuf,
 }
 
 impl Staging {
@@ -110,6 +114,7 @@ impl Staging {
             id: id.to_string(),
             dir: root.join(id),
             root,
+            book: book_path.to_path_buf(),
         }
     }
 
@@ -123,12 +128,22 @@ impl Staging {
         self.dir.join(name)
     }
 
-    /// Removes everything else in the staging root: it belongs to abandoned imports.
+    /// Removes everything else in the staging root: it belongs to abandoned imports. Only in
+    /// a staging root bookdb made (`claim_dir`'s marker): anything else at that name is left
+    /// alone (and refused by [`Staging::open_state`]).
     pub(super) fn remove_abandoned(&self) {
+        if !is_owned_dir(&self.root) {
+            return;
+        }
         if let Ok(rd) = std::fs::read_dir(&self.root) {
             for e in rd.flatten() {
-                if e.file_name().to_string_lossy() != self.id {
-                    let _ = std::fs::remove_dir_all(e.path());
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name != self.id && name != crate::store::files::OWNED_DIR_MARKER {
+                    // Never follows a symlink: remove_dir_all unlinks it.
+                    let _ = match e.file_type() {
+                        Ok(t) if t.is_dir() => std::fs::remove_dir_all(e.path()),
+                        _ => std::fs::remove_file(e.path()),
+                    };
                 }
             }
         }
@@ -139,8 +154,9 @@ impl Staging {
     /// the book's imports records name), so applying again would count the games twice (this
     /// matters with --force, which bypasses the already-imported check).
     pub(super) fn committed_before_interruption(&self, committed: &HashSet<String>) -> bool {
-        std::fs::read_to_string(self.path(APPLYING))
-            .is_ok_and(|prev| committed.contains(prev.trim()))
+        is_owned_dir(&self.root)
+            && std::fs::read_to_string(self.path(APPLYING))
+                .is_ok_and(|prev| committed.contains(prev.trim()))
     }
 
     /// The state to read from: the checkpoint of an earlier run of this import if there is a
@@ -152,6 +168,9 @@ impl Staging {
         dedupe: bool,
         has_stdin: bool,
     ) -> Result<ImportState> {
+        // A staging root bookdb did not make (a symlink, a file, a foreign directory) is
+        // refused before anything in it is read, written or removed.
+        claim_dir(&self.root, &self.book, "an import's staging area")?;
         let state_path = self.path(STATE_FILE);
         let mut state: ImportState = std::fs::read(&state_path)
             .ok()
@@ -173,12 +192,7 @@ impl Staging {
             let _ = std::fs::remove_dir_all(&self.dir);
             state = ImportState::new(&self.id, inputs);
         }
-        std::fs::create_dir_all(&self.dir).map_err(|e| {
-            Error::io(
-                format!("creating staging directory {}", self.dir.display()),
-                e,
-            )
-        })?;
+        create_owned_subdir(&self.dir)?;
         // Runs not recorded in the checkpoint are partial work from after it.
         if let Ok(rd) = std::fs::read_dir(&self.dir) {
             for e in rd.flatten() {
@@ -218,15 +232,17 @@ impl Staging {
         Ok(write_atomic(&self.path(APPLYING), attempt.as_bytes())?)
     }
 
-    /// Removes this import's staging area (not the staging root).
+    /// Removes this import's staging area (not the staging root); only in a root bookdb made.
     pub(super) fn remove_dir(&self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if is_owned_dir(&self.root) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 
     /// Removes this import's staging area, and the staging root if nothing else is in it.
     pub(super) fn remove(&self) {
         self.remove_dir();
-        let _ = std::fs::remove_dir(&self.root);
+        release_dir(&self.root);
     }
 }
 
@@ -245,26 +261,18 @@ pub(super) struct PendingLogs {
 impl PendingLogs {
     /// Opens both logs of a staging area for appending (created if absent).
     pub(super) fn open(staging: &Path) -> Result<PendingLogs> {
-        let skipped_file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(staging.join(SKIPPED_LOG))
-            .map_err(|e| {
-                Error::io(
-                    format!("opening skipped-games log in {}", staging.display()),
-                    e,
-                )
-            })?;
-        let games_file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(staging.join(GAMES_LOG))
-            .map_err(|e| {
-                Error::io(
-                    format!("opening game fingerprints in {}", staging.display()),
-                    e,
-                )
-            })?;
+        let skipped_file = open_append(&staging.join(SKIPPED_LOG)).map_err(|e| {
+            Error::io(
+                format!("opening skipped-games log in {}", staging.display()),
+                e,
+            )
+        })?;
+        let games_file = open_append(&staging.join(GAMES_LOG)).map_err(|e| {
+            Error::io(
+                format!("opening game fingerprints in {}", staging.display()),
+                e,
+            )
+        })?;
         Ok(PendingLogs::new(skipped_file, games_file))
     }
 
@@ -363,8 +371,7 @@ pub(super) fn collect_skipped(
             let mut name = path.file_name().unwrap_or_default().to_os_string();
             name.push(".tmp");
             let tmp = path.with_file_name(name);
-            let f = std::fs::File::create(&tmp)
-                .map_err(|e| Error::io(format!("creating report {}", tmp.display()), e))?;
+            let f = crate::store::files::create_temp(&tmp)?;
             Some((tmp, path.clone(), std::io::BufWriter::new(f)))
         }
         None => None,

@@ -358,8 +358,29 @@ fn is_broken_pipe(e: &Error) -> bool {
     matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
-/// `bookdb export`: writes to `out` (`-` for stdout). A file is written under a temporary name
-/// and renamed into place when complete.
+/// A writer that counts the bytes its inner writer accepted (the summary's `bytes`, whatever
+/// the output: a file, stdout, a FIFO, a device).
+struct Counting<W> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// `bookdb export`: writes to `out` (`-` for stdout). A regular file (or one a symlink leads
+/// to: the link stays) is written under a temporary name beside it and renamed into place when
+/// complete; an existing output that is not a regular file (a FIFO, a character device such as
+/// `/dev/null`) is written through, never replaced. An output that is one of the book's own
+/// files is refused.
 pub fn export(
     book_path: &Path,
     format: ExportFormat,
@@ -372,6 +393,10 @@ pub fn export(
             "--min-score {} is not a percentage (0 to 100)",
             opts.min_score
         )));
+    }
+    let book_path = &crate::store::files::resolve_book(book_path)?;
+    if out != "-" {
+        crate::store::files::refuse_book_output(book_path, Path::new(out), "--out")?;
     }
     let (game, book) = crate::ops::game::Game::open(book_path)?;
     if game != crate::ops::game::Game::Chess {
@@ -394,45 +419,88 @@ pub fn export(
             }
         }
     };
+    // Runs the export into `sink`, flushed; returns the summary and the bytes `sink` took.
+    let write_to = |sink: &mut dyn Write, what: &str| -> (Result<ExportSummary>, u64) {
+        let mut counted = Counting {
+            inner: sink,
+            bytes: 0,
+        };
+        let res = {
+            let mut w = BufWriter::new(&mut counted);
+            let res = run(&mut w);
+            let flushed = w
+                .flush()
+                .map_err(|e| Error::io(format!("writing {what}"), e));
+            res.and_then(|s| flushed.map(|()| s))
+        };
+        (res, counted.bytes)
+    };
     let mut summary = if out == "-" {
         let stdout = std::io::stdout();
-        let mut w = BufWriter::new(stdout.lock());
-        let res = run(&mut w).and_then(|s| {
-            w.flush().map_err(|e| Error::io("writing to stdout", e))?;
-            Ok(s)
-        });
+        let mut lock = stdout.lock();
+        let (res, bytes) = write_to(&mut lock, "to stdout");
         match res {
-            Err(e) if is_broken_pipe(&e) => ExportSummary::default(),
-            r => r?,
+            // The reader went away (`| head`): what it took is what was written.
+            Err(e) if is_broken_pipe(&e) => ExportSummary {
+                bytes,
+                ..Default::default()
+            },
+            r => ExportSummary { bytes, ..r? },
         }
     } else {
-        let path = Path::new(out);
-        let tmp = crate::store::files::temp_sibling(path)?;
-        let res = (|| -> Result<ExportSummary> {
-            let f = std::fs::File::create(&tmp)
-                .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
-            let mut w = BufWriter::new(f);
-            let s = run(&mut w)?;
-            let f = w
-                .into_inner()
-                .map_err(|e| Error::io(format!("writing {out}"), e.into_error()))?;
-            f.sync_all()
-                .map_err(|e| Error::io(format!("writing {out}"), e))?;
-            std::fs::rename(&tmp, path)
-                .map_err(|e| Error::io(format!("moving the export to {out}"), e))?;
-            Ok(s)
-        })();
-        if res.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        res?
+        write_file(Path::new(out), &write_to)?
     };
-    if format == ExportFormat::Jsonl && out != "-" {
-        summary.bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
-    }
     summary.out = out.to_string();
     summary.elapsed_secs = start.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// The export's writer, run into a sink: the summary and the bytes the sink took.
+type WriteTo<'a> = dyn Fn(&mut dyn Write, &str) -> (Result<ExportSummary>, u64) + 'a;
+
+/// Writes the export to the file `path`: through it if it is an existing file that is not a
+/// regular one (FIFO, device), else atomically (temporary beside the real file, renamed).
+fn write_file(path: &Path, write_to: &WriteTo<'_>) -> Result<ExportSummary> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let out = path.display().to_string();
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {
+            return Err(Error::Usage(format!(
+                "--out {out}: is a directory; name a file"
+            )));
+        }
+        Ok(m) if !m.is_file() => {
+            // Written through, as `cat > FIFO` would: replacing it would break whoever reads
+            // it (and as root, replacing a device is replacing the system's).
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_CLOEXEC)
+                .open(path)
+                .map_err(|e| Error::io(format!("opening {out}"), e))?;
+            let (res, bytes) = write_to(&mut f, &out);
+            return Ok(ExportSummary { bytes, ..res? });
+        }
+        _ => {}
+    }
+    // A symlink's target is replaced, not the link.
+    let target = crate::store::files::resolve_book(path)?;
+    let tmp = crate::store::files::temp_sibling(&target)?;
+    let res = (|| -> Result<ExportSummary> {
+        let mut f = crate::store::files::create_temp(&tmp)?;
+        let (res, bytes) = write_to(&mut f, &out);
+        let s = res?;
+        f.sync_all()
+            .map_err(|e| Error::io(format!("writing {out}"), e))?;
+        drop(f);
+        std::fs::rename(&tmp, &target)
+            .map_err(|e| Error::io(format!("moving the export to {out}"), e))?;
+        crate::store::files::sync_dir(&target);
+        Ok(ExportSummary { bytes, ..s })
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
 }
 
 #[cfg(test)]

@@ -351,6 +351,7 @@ pub fn import_polyglot(
     opts: &PolyglotImportOptions,
 ) -> Result<PolyglotImportSummary> {
     let start = Instant::now();
+    let book_path = &crate::store::files::resolve_book(book_path)?;
     let codec = crate::chess_codec();
     // Read and check every input before touching the book.
     let mut read = Vec::with_capacity(inputs.len());

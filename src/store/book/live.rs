@@ -13,8 +13,8 @@ use super::BookMeta;
 
 use crate::store::error::{Corruption, Error, Result};
 use crate::store::files::{
-    LockWait, WriterLock, crash_point, inherit_metadata, remove_stale_temp_books, sidecar,
-    sync_dir, temp_sibling,
+    LockWait, WriterLock, crash_point, create_temp, inherit_metadata, remove_stale_temp_books,
+    sidecar, sync_dir, temp_sibling,
 };
 
 /// First line of a manifest: magic and manifest version.
@@ -130,12 +130,26 @@ impl Manifest {
 
     /// Reads the manifest of `book`; `None` if it has none (a book without segments).
     pub(crate) fn read(book: &Path) -> Result<Option<Manifest>> {
+        use std::os::unix::fs::OpenOptionsExt;
         let path = manifest_path(book);
-        let file = match std::fs::File::open(&path) {
+        // Never blocks: a FIFO planted at the name is opened without waiting for a writer.
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(&path)
+        {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
         };
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(Error::CorruptFile {
+                path,
+                corruption: Corruption::Manifest(
+                    "not a regular file (bookdb writes its manifest as one); move it away".into(),
+                ),
+            });
+        }
         let mut bytes = Vec::with_capacity(256);
         file.take(MANIFEST_MAX_BYTES)
             .read_to_end(&mut bytes)
@@ -153,7 +167,7 @@ impl Manifest {
         let tmp = temp_sibling(&path)?;
         let ctx = |e| Error::io(format!("writing {}", path.display()), e);
         let written = (|| -> Result<()> {
-            let mut f = std::fs::File::create(&tmp).map_err(ctx)?;
+            let mut f = create_temp(&tmp)?;
             std::io::Write::write_all(&mut f, &self.encode()).map_err(ctx)?;
             inherit_metadata(book, &f)?;
             f.sync_all().map_err(ctx)?;
@@ -195,7 +209,12 @@ pub(super) fn publish(
     target: &Target,
     generation: u64,
 ) -> Result<()> {
-    let f = std::fs::File::open(tmp)
+    use std::os::unix::fs::OpenOptionsExt;
+    // The writer's own new file (created with O_EXCL); never a link planted at its name since.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(tmp)
         .map_err(|e| Error::io(format!("reopening new book file {}", tmp.display()), e))?;
     // Every file of a book keeps the mode, owner and group of the book's base (a rewrite under
     // another umask or user must not lock out the book's readers).
@@ -211,8 +230,13 @@ pub(super) fn publish(
         .map_err(|e| Error::io(format!("fsync of new book file {}", tmp.display()), e))?;
     drop(f);
     crash_point("file-synced");
-    std::fs::rename(tmp, final_path)
-        .map_err(|e| Error::io(format!("moving new book to {}", final_path.display()), e))?;
+    if let Err(e) = std::fs::rename(tmp, final_path) {
+        let _ = std::fs::remove_file(tmp);
+        return Err(Error::io(
+            format!("moving new book to {}", final_path.display()),
+            e,
+        ));
+    }
     sync_dir(final_path);
     match target {
         Target::Base => {
@@ -287,6 +311,9 @@ pub(crate) fn current_generation(book: &Path, base_generation: Option<u64>) -> R
 /// its base. `base_generation` is the generation of the base file now at `book`.
 pub(crate) fn recover(book: &Path, base_generation: u64) -> Result<()> {
     let manifest = Manifest::read(book)?;
+    if let Some(m) = &manifest {
+        check_base_matches(book, m, base_generation)?;
+    }
     let live: Vec<u64> = match &manifest {
         Some(m) if m.base == base_generation => m.segments.clone(),
         _ => Vec::new(),
@@ -306,19 +333,72 @@ pub(crate) fn recover(book: &Path, base_generation: u64) -> Result<()> {
     Ok(())
 }
 
+/// Refuses (changing nothing) a manifest that lists segments of another base than the one at
+/// `book` (generation `base_generation`): a base restored without its manifest and segments,
+/// or another book's base put in its place. Only the state a killed writer leaves is accepted:
+/// the manifest names this base, or the base was published right after the manifest (its
+/// generation is the manifest's + 1, FORMAT §10.3) and holds what the segments held.
+pub(crate) fn check_base_matches(book: &Path, m: &Manifest, base_generation: u64) -> Result<()> {
+    let killed_fold = base_generation == m.generation + 1;
+    if m.base == base_generation || killed_fold || m.segments.is_empty() {
+        return Ok(());
+    }
+    Err(Error::CorruptFile {
+        path: book.to_path_buf(),
+        corruption: Corruption::Manifest(format!(
+            "the manifest {} lists delta segments {:?} over a base of generation {}, but {} \
+             holds generation {base_generation}: a base restored without its manifest and \
+             segments, or another book's base; nothing was changed. Restore the base, manifest \
+             and segments of one backup together, or, to keep this base alone, move {} and \
+             the segment files away",
+            manifest_path(book).display(),
+            m.segments,
+            m.base,
+            book.display(),
+            manifest_path(book).display()
+        )),
+    })
+}
+
 /// Takes the writer lock of `book` (one writer at a time; readers never wait for it) and
 /// brings the files beside it in line with what readers see: temporary files of killed
-/// writers removed, [`recover`]ed. Every command that changes a book starts here.
+/// writers removed, [`recover`]ed. Every command that changes a book starts here; `book` is
+/// the resolved path ([`crate::store::files::resolve_book`]): a symlink is refused, since
+/// every file beside it would be beside the link, not the book.
 pub(crate) fn lock_for_writing(book: &Path, wait: LockWait) -> Result<WriterLock> {
+    if std::fs::symlink_metadata(book).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(Error::Internal(format!(
+            "{}: a writer was given the path of a symbolic link, not the book it leads to",
+            book.display()
+        )));
+    }
     let lock = WriterLock::acquire(book, wait)?;
     crash_point("lock-taken");
     remove_stale_temp_books(book);
     match super::reader::read_generation(book) {
         Some(g) => recover(book, g)?,
-        None if !book.exists() => {
-            // No base: whatever segments or manifest remain belong to a removed book.
-            remove_segments_except(book, &[]);
-            let _ = std::fs::remove_file(manifest_path(book));
+        None if std::fs::symlink_metadata(book).is_err() => {
+            // No base. A book that never had one has nothing beside it; a manifest or segments
+            // without their base are a book whose base was lost or moved: refuse, keep them.
+            let manifest = manifest_path(book);
+            let segments = segment_files(book);
+            if manifest.exists() || !segments.is_empty() {
+                let mut names: Vec<String> = Vec::new();
+                if manifest.exists() {
+                    names.push(manifest.display().to_string());
+                }
+                names.extend(segments.iter().map(|(_, p)| p.display().to_string()));
+                return Err(Error::CorruptFile {
+                    path: book.to_path_buf(),
+                    corruption: Corruption::Manifest(format!(
+                        "the base file is missing but {} remain: the book's base was removed \
+                         or moved; nothing was changed. Restore the base (with the manifest and \
+                         segments of the same backup), or, to start a new book here, remove \
+                         these files",
+                        names.join(", ")
+                    )),
+                });
+            }
         }
         None => {}
     }

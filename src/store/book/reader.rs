@@ -153,10 +153,20 @@ impl BookFile {
         older: bool,
         redb_cache: usize,
     ) -> Result<BookFile> {
-        if !path.exists() {
-            return Err(Error::BookNotFound {
-                path: path.to_path_buf(),
-            });
+        match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::BookNotFound {
+                    path: path.to_path_buf(),
+                });
+            }
+            // Never opened: a FIFO would block the open, a device is no book.
+            Ok(m) if !m.is_file() => {
+                return Err(not_a_book(
+                    path,
+                    "not a regular file (a directory, FIFO, socket or device)",
+                ));
+            }
+            _ => {}
         }
         // The file is opened here and handed to redb so that its identity is the one redb
         // reads, whatever a writer or an operator renames over the name meanwhile.
@@ -321,6 +331,7 @@ impl BookFile {
             Err(redb::TableError::TableDoesNotExist(_)) => None,
             Err(e) => return Err(e.into()),
         };
+        check_counters_have_blocks(&meta, blocks.as_ref(), version)?;
         drop(txn);
         let id = id
             .get()
@@ -735,6 +746,33 @@ impl GameIndex {
             Ok(false)
         })
     }
+}
+
+/// Counters against content, at open: a file whose counters say it has blocks (or, from
+/// format version 3, where every entry is in a block, entries) while its `blocks` table is
+/// missing or empty lost its content (a damaged tree, a dropped table). Reading it as empty
+/// would make `dump` print nothing and `compact` write an empty book that verifies.
+fn check_counters_have_blocks(
+    meta: &BookMeta,
+    blocks: Option<&redb::ReadOnlyTable<u64, &'static [u8]>>,
+    version: u32,
+) -> Result<()> {
+    let rows = match blocks {
+        Some(t) => t.len()?,
+        None => 0,
+    };
+    let entries = meta.positions + meta.key_only;
+    let claims = meta.blocks > 0 || (version >= 3 && entries > 0);
+    if rows == 0 && claims {
+        return Err(Error::Corrupt(Corruption::Meta(format!(
+            "the counters say {} blocks and {} entries, but the blocks table is {}: the file \
+             lost its content (restore it from a backup; `bookdb verify` reports it)",
+            meta.blocks,
+            entries,
+            if blocks.is_some() { "empty" } else { "missing" }
+        ))));
+    }
+    Ok(())
 }
 
 /// The generation recorded in the book file at `path`, read from its meta table alone; `None`

@@ -115,6 +115,9 @@ impl Book {
         caches: CacheSizes,
         older: bool,
     ) -> Result<Book> {
+        // Through a symlink, the manifest and segments are beside the real file.
+        let resolved = crate::store::files::resolve_book(path)?;
+        let path = resolved.as_path();
         for attempt in 0..OPEN_ATTEMPTS {
             if attempt > 0 {
                 std::thread::sleep(std::time::Duration::from_millis(u64::from(attempt.min(20))));
@@ -170,7 +173,18 @@ impl Book {
             None => (Vec::new(), None),
             // A fold published this base after the manifest was read, or was killed before
             // publishing its manifest: the base holds every segment the manifest lists.
-            Some(m) if m.generation < bgen => (Vec::new(), Some(m.generation)),
+            // (Only right after the manifest, or over none: a base of any other generation
+            // beside a manifest listing segments is another base put in its place, unless a
+            // writer published more meanwhile.)
+            Some(m) if m.generation < bgen => {
+                if let Err(e) = super::live::check_base_matches(path, m, bgen) {
+                    if Manifest::read(path)?.as_ref() == Some(m) {
+                        return Err(e);
+                    }
+                    return Ok(None);
+                }
+                (Vec::new(), Some(m.generation))
+            }
             Some(m) if m.base == bgen => (m.segments.clone(), Some(m.generation)),
             Some(m) => {
                 return Err(Error::Corrupt(Corruption::Manifest(format!(
@@ -244,6 +258,7 @@ impl Book {
             }
             files.push(seg);
         }
+        check_segments_fit_base(path, &files)?;
         let meta = view_meta(&files);
         let generation = manifest_generation
             .unwrap_or(0)
@@ -526,6 +541,58 @@ impl Book {
 /// The counters of the merged view: the newest segment's record of the whole book's logical
 /// counters (or the base's own), with the physical ones summed over the files and
 /// `delta_entries` counting the segments' entries.
+/// The base and segments the manifest names must belong together, which their meta tables
+/// show without reading an entry: each segment is coded with the base's model (and its
+/// dictionary, if the segment has one), and the newest segment's view (the whole book's counters) counts the base's games plus each
+/// segment's, and at least the base's entries and pairs and at most those plus the segments'. Another book's base restored in place of this one (same
+/// generation, other content) fails this; reading on would answer from a mixture of two
+/// books, and a writer would publish over it.
+fn check_segments_fit_base(path: &Path, files: &[Arc<BookFile>]) -> Result<()> {
+    let (base, segs) = (files[0].meta(), &files[1..]);
+    let Some(view) = segs.last().and_then(|f| f.view_counters()) else {
+        return Ok(());
+    };
+    let sum = |f: fn(&BookMeta) -> u64| -> u64 { segs.iter().map(|s| f(s.meta())).sum() };
+    let games = base.games + sum(|m| m.games);
+    let within = |what: u64, lo: u64, extra: u64| what >= lo && what <= lo + extra;
+    // Every segment over a base that has a model is coded with the base's model, and with its
+    // dictionary if the segment has one (publish_segment, fold_segments reuse them; a segment
+    // too small for a dictionary has none): another base has its own.
+    let b = &files[0];
+    let same_coding = b.writer_model().is_none()
+        || segs.iter().all(|f| {
+            f.writer_model() == b.writer_model()
+                && f.dictionaries()
+                    .get(&1)
+                    .is_none_or(|d| Some(d) == b.dictionaries().get(&1))
+        });
+    let fits = same_coding
+        && view.games == games
+        && within(view.positions, base.positions, sum(|m| m.positions))
+        && within(view.key_only, base.key_only, sum(|m| m.key_only))
+        && within(view.pairs, base.pairs, sum(|m| m.pairs));
+    if fits {
+        return Ok(());
+    }
+    Err(Error::CorruptFile {
+        path: path.to_path_buf(),
+        corruption: Corruption::Manifest(format!(
+            "the base does not belong with the delta segments {} lists: their counters say \
+             the book has {} games and {} positions over a base of {} games and {} positions \
+             (with {} games in the segments); a base restored without its manifest and \
+             segments, or another book's base? Restore the base, manifest and segments of one \
+             backup together, or, to keep this base alone, move {} and the segment files away",
+            super::live::manifest_path(path).display(),
+            view.games,
+            view.positions,
+            base.games,
+            base.positions,
+            sum(|m| m.games),
+            super::live::manifest_path(path).display()
+        )),
+    })
+}
+
 fn view_meta(files: &[Arc<BookFile>]) -> BookMeta {
     let base = &files[0];
     let Some(newest) = files.last().filter(|_| files.len() > 1) else {

@@ -13,7 +13,7 @@ use super::{seal::*, train::*};
 use crate::store::block;
 use crate::store::entry::Entry;
 use crate::store::error::{CodecError, Error, Result};
-use crate::store::files::temp_sibling;
+use crate::store::files::{create_temp, temp_sibling};
 use crate::store::{PositionCodec, PositionModel};
 
 /// Entries held before the sealing threads start when the model and dictionary are reused:
@@ -74,10 +74,14 @@ impl BookWriter {
         opts: WriterOptions,
     ) -> Result<BookWriter> {
         let tmp_path = temp_sibling(path)?;
-        let _ = std::fs::remove_file(&tmp_path);
-        let db = redb::Builder::new()
-            .set_cache_size(opts.cache_bytes)
-            .create(&tmp_path)
+        // This process's own new file (O_EXCL|O_NOFOLLOW): never a file or link planted there.
+        let file = create_temp(&tmp_path)?;
+        let db = redb::backends::FileBackend::new(file)
+            .and_then(|backend| {
+                redb::Builder::new()
+                    .set_cache_size(opts.cache_bytes)
+                    .create_with_backend(backend)
+            })
             .map_err(|e| Error::db(format!("creating {}", tmp_path.display()), e))?;
         crate::store::files::crash_point("writer-created");
         Ok(BookWriter {
