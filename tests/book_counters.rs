@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{ok, run, s, sample_pgn};
+use common::{bookdb, s, sample_pgn};
 use std::path::Path;
 
 const BLOCKS: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("blocks");
@@ -30,7 +30,7 @@ fn a_book_whose_blocks_table_is_gone_is_corrupt_for_every_reader_and_writer() {
     for keep_empty in [false, true] {
         let tmp = tempfile::tempdir().unwrap();
         let book = tmp.path().join("b.book");
-        ok(&["import", s(&sample_pgn()), "--book", s(&book)]);
+        bookdb(["import", s(&sample_pgn()), "--book", s(&book)]).ok();
         drop_blocks(&book, keep_empty);
         let bytes = std::fs::read(&book).unwrap();
         let out = tmp.path().join("out.bin");
@@ -49,7 +49,7 @@ fn a_book_whose_blocks_table_is_gone_is_corrupt_for_every_reader_and_writer() {
             ],
             vec!["verify", "--book", s(&book)],
         ] {
-            let o = run(&args);
+            let o = bookdb(&args).output();
             assert_eq!(
                 o.status.code(),
                 Some(3),
@@ -70,7 +70,7 @@ fn a_book_whose_blocks_table_is_gone_is_corrupt_for_every_reader_and_writer() {
         assert!(!out.exists());
         // The merge of such a book into another refuses too, before writing anything.
         let merged = tmp.path().join("m.book");
-        let o = run(&["merge", s(&book), "--out", s(&merged)]);
+        let o = bookdb(["merge", s(&book), "--out", s(&merged)]).output();
         assert_eq!(o.status.code(), Some(3), "merge: {}", stderr(&o));
         assert!(!merged.exists());
     }

@@ -9,11 +9,11 @@
 
 mod common;
 
-use common::{bin, ok, run, s, sample_halves};
+use common::{bookdb, s, sample_halves};
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Everything under `dir` (not following symlinks): path → (type, mode, owner, content or
@@ -68,8 +68,8 @@ fn mkfifo(p: &Path) {
 /// Runs bookdb with a deadline (a writer that opened a FIFO would hang): killed and reported
 /// as a failure of the test after 120 s.
 fn run_bounded(args: &[&str]) -> Output {
-    let mut child = Command::new(bin())
-        .args(args)
+    let mut child = bookdb(args)
+        .command()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -133,11 +133,11 @@ fn fixture() -> Fixture {
     let (first, second) = sample_halves(&root);
     let template = root.join("template/t.book");
     std::fs::create_dir_all(template.parent().unwrap()).unwrap();
-    ok(&["import", s(&first), "--book", s(&template)]);
+    bookdb(["import", s(&first), "--book", s(&template)]).ok();
     let refb = root.join("ref/r.book");
     std::fs::create_dir_all(refb.parent().unwrap()).unwrap();
-    ok(&["import", s(&first), "--book", s(&refb)]);
-    ok(&["import", s(&second), "--book", s(&refb)]);
+    bookdb(["import", s(&first), "--book", s(&refb)]).ok();
+    bookdb(["import", s(&second), "--book", s(&refb)]).ok();
     let both = common::dump(&refb);
     Fixture {
         _tmp: tmp,
@@ -242,14 +242,14 @@ fn symlinks_raced_onto_temporary_names_are_never_followed() {
             let trial = format!("race-{cmd}-{round}");
             let book = fresh(&f, &trial);
             if cmd == "compact" {
-                ok(&["import", s(&f.second), "--book", s(&book)]);
+                bookdb(["import", s(&f.second), "--book", s(&book)]).ok();
             }
             let args: Vec<&str> = match cmd {
                 "import" => vec!["import", s(&f.second), "--book", s(&book)],
                 _ => vec!["compact", "--book", s(&book)],
             };
-            let mut child = Command::new(bin())
-                .args(&args)
+            let mut child = bookdb(&args)
+                .command()
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -296,7 +296,7 @@ fn symlinks_raced_onto_temporary_names_are_never_followed() {
             }
             assert_eq!(snapshot(&sent), before, "{trial} changed the sentinel");
             let _ = std::fs::remove_dir_all(dir.join("b.book.staging"));
-            let o = run(&["verify", "--book", s(&book)]);
+            let o = bookdb(["verify", "--book", s(&book)]).output();
             assert!(o.status.success(), "{trial}: {}", stderr(&o));
         }
     }
@@ -310,7 +310,7 @@ fn a_staging_symlink_is_refused_and_its_target_kept_whole() {
     let before = snapshot(&sent);
     let book = fresh(&f, "staging-link");
     std::os::unix::fs::symlink(&sent, book.with_file_name("b.book.staging")).unwrap();
-    let o = run(&["import", s(&f.second), "--book", s(&book)]);
+    let o = bookdb(["import", s(&f.second), "--book", s(&book)]).output();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("b.book.staging: a symbolic link"),
@@ -333,7 +333,7 @@ fn a_staging_directory_bookdb_did_not_make_is_refused_and_kept() {
     std::fs::create_dir_all(staging.join("photos")).unwrap();
     std::fs::write(staging.join("photos/cat.jpg"), b"meow").unwrap();
     let before = snapshot(&staging);
-    let o = run(&["import", s(&f.second), "--book", s(&book)]);
+    let o = bookdb(["import", s(&f.second), "--book", s(&book)]).output();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("without bookdb's marker"),
@@ -343,7 +343,7 @@ fn a_staging_directory_bookdb_did_not_make_is_refused_and_kept() {
     assert_eq!(snapshot(&staging), before);
     // The staging area bookdb makes is removed after the import, marker and all.
     std::fs::remove_dir_all(&staging).unwrap();
-    ok(&["import", s(&f.second), "--book", s(&book)]);
+    bookdb(["import", s(&f.second), "--book", s(&book)]).ok();
     assert!(!staging.exists());
     assert_eq!(common::dump(&book), f.both);
 }
@@ -374,11 +374,11 @@ fn a_book_through_a_symlink_keeps_every_file_beside_the_real_one() {
         .open(real_dir.join("b.book.lock"))
         .unwrap();
     lock.lock().unwrap();
-    let o = run(&["import", s(&f.second), "--book", s(&link2)]);
+    let o = bookdb(["import", s(&f.second), "--book", s(&link2)]).output();
     assert_eq!(o.status.code(), Some(75), "{}", stderr(&o));
     drop(lock);
 
-    ok(&["import", s(&f.second), "--book", s(&link2)]);
+    bookdb(["import", s(&f.second), "--book", s(&link2)]).ok();
     let beside_links: Vec<String> = std::fs::read_dir(&link_dir)
         .unwrap()
         .flatten()
@@ -396,7 +396,7 @@ fn a_book_through_a_symlink_keeps_every_file_beside_the_real_one() {
     assert_eq!(common::dump(&real), f.both);
     assert_eq!(common::dump(&link), f.both);
 
-    ok(&["compact", "--book", s(&link)]);
+    bookdb(["compact", "--book", s(&link)]).ok();
     assert!(
         std::fs::symlink_metadata(&link)
             .unwrap()

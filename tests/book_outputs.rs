@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{ok, run, s, sample_halves};
+use common::{bookdb, s, sample_halves};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -35,8 +35,8 @@ fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
 fn live_book(dir: &Path) -> PathBuf {
     let (first, second) = sample_halves(dir);
     let book = dir.join("b.book");
-    ok(&["import", s(&first), "--book", s(&book)]);
-    ok(&["import", s(&second), "--book", s(&book)]);
+    bookdb(["import", s(&first), "--book", s(&book)]).ok();
+    bookdb(["import", s(&second), "--book", s(&book)]).ok();
     assert!(dir.join("b.book.seg-000000000002").exists());
     book
 }
@@ -65,7 +65,7 @@ fn outputs_that_are_the_books_own_files_are_refused() {
     ];
     for out in outs {
         let out_path = dir.join(out);
-        let o = run(&[
+        let o = bookdb([
             "export",
             "--book",
             s(&book),
@@ -73,7 +73,8 @@ fn outputs_that_are_the_books_own_files_are_refused() {
             "polyglot",
             "--out",
             s(&out_path),
-        ]);
+        ])
+        .output();
         assert_eq!(
             o.status.code(),
             Some(1),
@@ -85,7 +86,7 @@ fn outputs_that_are_the_books_own_files_are_refused() {
             "{}",
             stderr(&o)
         );
-        let o = run(&[
+        let o = bookdb([
             "import",
             s(&dir.join("first.pgn")),
             "--force",
@@ -93,7 +94,8 @@ fn outputs_that_are_the_books_own_files_are_refused() {
             s(&book),
             "--report",
             s(&out_path),
-        ]);
+        ])
+        .output();
         assert_eq!(
             o.status.code(),
             Some(1),
@@ -105,7 +107,7 @@ fn outputs_that_are_the_books_own_files_are_refused() {
     }
     assert_eq!(common::dump(&book), dump);
     // A path beside the book that is not one of its files is fine.
-    ok(&[
+    bookdb([
         "export",
         "--book",
         s(&book),
@@ -113,7 +115,8 @@ fn outputs_that_are_the_books_own_files_are_refused() {
         "polyglot",
         "--out",
         s(&dir.join("b.book.bin")),
-    ]);
+    ])
+    .ok();
 }
 
 fn mkfifo(p: &Path) {
@@ -123,7 +126,7 @@ fn mkfifo(p: &Path) {
 }
 
 fn export_json(book: &Path, format: &str, out: &Path) -> serde_json::Value {
-    let o = run(&[
+    let o = bookdb([
         "export",
         "--book",
         s(book),
@@ -132,7 +135,8 @@ fn export_json(book: &Path, format: &str, out: &Path) -> serde_json::Value {
         "--out",
         s(out),
         "--json",
-    ]);
+    ])
+    .output();
     assert!(o.status.success(), "{}", stderr(&o));
     serde_json::from_slice(&o.stdout).unwrap()
 }
@@ -203,7 +207,7 @@ fn export_to_stdout_counts_the_bytes_it_wrote() {
     let tmp = tempfile::tempdir().unwrap();
     let book = live_book(tmp.path());
     for format in ["jsonl", "polyglot"] {
-        let o = run(&[
+        let o = bookdb([
             "export",
             "--book",
             s(&book),
@@ -212,7 +216,8 @@ fn export_to_stdout_counts_the_bytes_it_wrote() {
             "--out",
             "-",
             "--json",
-        ]);
+        ])
+        .output();
         assert!(o.status.success(), "{}", stderr(&o));
         let summary: serde_json::Value = serde_json::from_slice(&o.stderr).unwrap();
         assert!(!o.stdout.is_empty());

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{ok, run, s, sample_halves};
+use common::{bookdb, s, sample_halves};
 use std::path::{Path, PathBuf};
 
 fn stderr(o: &std::process::Output) -> String {
@@ -45,9 +45,9 @@ fn books() -> Books {
     let dir = tmp.path().to_path_buf();
     let (first, second) = sample_halves(&dir);
     let book = dir.join("b.book");
-    ok(&["import", s(&first), "--book", s(&book)]);
-    ok(&["import", s(&second), "--book", s(&book)]);
-    ok(&["import", s(&first), "--force", "--book", s(&book)]);
+    bookdb(["import", s(&first), "--book", s(&book)]).ok();
+    bookdb(["import", s(&second), "--book", s(&book)]).ok();
+    bookdb(["import", s(&first), "--force", "--book", s(&book)]).ok();
     assert!(dir.join("b.book.seg-000000000003").exists());
     Books {
         _tmp: tmp,
@@ -67,7 +67,7 @@ fn assert_refused_unchanged(b: &Books, must_say: &str) {
         vec!["dump", "--book", s(&b.book)],
     ];
     for args in writers {
-        let o = run(&args);
+        let o = bookdb(&args).output();
         assert_eq!(o.status.code(), Some(3), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(must_say), "{args:?}: {}", stderr(&o));
         assert_eq!(
@@ -82,13 +82,13 @@ fn assert_refused_unchanged(b: &Books, must_say: &str) {
 fn another_books_base_of_the_same_generation_is_refused_and_nothing_deleted() {
     let b = books();
     let other = b.dir.join("o.book");
-    ok(&["import", s(&b.second), "--book", s(&other)]);
+    bookdb(["import", s(&b.second), "--book", s(&other)]).ok();
     let good = std::fs::read(&b.book).unwrap();
     std::fs::copy(&other, &b.book).unwrap();
     assert_refused_unchanged(&b, "does not belong with the delta segments");
     // Putting the right base back gives the book back whole.
     std::fs::write(&b.book, good).unwrap();
-    ok(&["verify", "--book", s(&b.book)]);
+    bookdb(["verify", "--book", s(&b.book)]).ok();
     let _ = &b.first;
 }
 
@@ -96,8 +96,8 @@ fn another_books_base_of_the_same_generation_is_refused_and_nothing_deleted() {
 fn another_books_base_of_another_generation_is_refused_and_nothing_deleted() {
     let b = books();
     let other = b.dir.join("o.book");
-    ok(&["import", s(&b.second), "--book", s(&other)]);
-    ok(&["compact", "--book", s(&other)]);
+    bookdb(["import", s(&b.second), "--book", s(&other)]).ok();
+    bookdb(["compact", "--book", s(&other)]).ok();
     // Generation 2: the manifest {generation 3, base 1, segments 2 3} names another base.
     std::fs::copy(&other, &b.book).unwrap();
     assert_refused_unchanged(&b, "b.book.live");
@@ -113,7 +113,7 @@ fn a_missing_base_is_refused_and_its_manifest_and_segments_kept() {
         vec!["import", s(&b.second), "--book", s(&b.book)],
         vec!["compact", "--book", s(&b.book)],
     ] {
-        let o = run(&args);
+        let o = bookdb(&args).output();
         assert_eq!(o.status.code(), Some(3), "{args:?}: {}", stderr(&o));
         let err = stderr(&o);
         assert!(
@@ -127,5 +127,5 @@ fn a_missing_base_is_refused_and_its_manifest_and_segments_kept() {
         );
     }
     std::fs::write(&b.book, good).unwrap();
-    ok(&["verify", "--book", s(&b.book)]);
+    bookdb(["verify", "--book", s(&b.book)]).ok();
 }

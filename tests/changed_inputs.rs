@@ -5,13 +5,15 @@
 //!
 //! The change is made at an exact moment of the import by the `BOOKDB_TEST_HOOK` test hook
 //! (`--features failpoints` builds): no race.
+// Without the feature only the test that says to add it is built.
+#![cfg_attr(not(feature = "failpoints"), allow(unused_imports, dead_code))]
 
 mod common;
 
 use std::path::Path;
 use std::process::Output;
 
-use common::{bin, dump, json, ok, s, sample_halves};
+use common::{bin, bookdb, dump, s, sample_halves};
 
 #[cfg(not(feature = "failpoints"))]
 #[test]
@@ -68,16 +70,16 @@ fn replaced_input_is_refused_not_recorded_under_its_old_fingerprint() {
         "the refused import's staging area is gone"
     );
     // Run again: a and the new b (c's bytes) are counted, each under its own fingerprint.
-    let j = json(&["import", s(&a), s(&b), "--book", s(&book), "--json"]);
+    let j = bookdb(["import", s(&a), s(&b), "--book", s(&book), "--json"]).json();
     assert!(j["already_imported"].as_array().unwrap().is_empty(), "{j}");
     // b's old bytes were never counted: they are imported now, not "already imported".
-    let j = json(&["import", s(&old_b), "--book", s(&book), "--json"]);
+    let j = bookdb(["import", s(&old_b), "--book", s(&book), "--json"]).json();
     assert!(j["already_imported"].as_array().unwrap().is_empty(), "{j}");
     assert!(j["games_imported"].as_u64().unwrap() > 0, "{j}");
     // The book is what the three inputs make, imported one by one.
     let reference = dir.path().join("ref.book");
     for p in [&a, &b, &old_b] {
-        ok(&["import", s(p), "--book", s(&reference)]);
+        bookdb(["import", s(p), "--book", s(&reference)]).ok();
     }
     assert_eq!(dump(&book), dump(&reference));
 }
@@ -104,6 +106,6 @@ fn bytes_appended_after_planning_are_not_counted_under_the_planned_fingerprint()
     let planned = common::games_of(&common::sample_pgn()).len() as u64;
     assert_eq!(j["games_read"], planned, "{j}");
     // The grown file holds new bytes: the next import counts it as a new input.
-    let j = json(&["import", s(&b), "--book", s(&book), "--json"]);
+    let j = bookdb(["import", s(&b), "--book", s(&book), "--json"]).json();
     assert!(j["already_imported"].as_array().unwrap().is_empty(), "{j}");
 }

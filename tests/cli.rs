@@ -11,37 +11,31 @@ const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
 #[test]
 fn pack_matches_design_vectors() {
     assert_eq!(
-        ok(&["pack", "--fen", START]).trim(),
+        bookdb(["pack", "--fen", START]).ok().trim(),
         "463b96181691fc9c 170 fe09eb6095a609ceb04eeec12fa609cb6095fe09e780"
     );
     assert_eq!(
-        ok(&[
+        bookdb([
             "pack",
             "--fen",
             "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3"
         ])
+        .ok()
         .trim(),
         "22a48b5a8e47ff78 173 fe09eb6095a609ceb10eee192fa621cb6095fe09e7e8"
     );
-    let pinned = ok(&["pack", "--fen", "8/8/8/KPp4r/8/8/8/4k3 w - c6 0 2"]);
+    let pinned = bookdb(["pack", "--fen", "8/8/8/KPp4r/8/8/8/4k3 w - c6 0 2"]).ok();
     assert!(pinned.starts_with("3d665cc1f5da1059 "), "{pinned}");
-    let bad = run(&["pack", "--fen", "not a fen"]);
-    assert_eq!(bad.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid FEN"));
+    let bad = bookdb(["pack", "--fen", "not a fen"]).fails_with(1);
+    assert!(bad.contains("invalid FEN"));
 }
 
 fn sample_book(dir: &Path) -> std::path::PathBuf {
     let book = dir.join("s.book");
     let pgn = copy_in(&sample_pgn(), dir);
-    ok(&[
-        "import",
-        pgn.to_str().unwrap(),
-        "--book",
-        book.to_str().unwrap(),
-        "--max-ply",
-        "20",
-        "--quiet",
-    ]);
+    Bookdb::import(&[&pgn], &book)
+        .args(["--max-ply", "20", "--quiet"])
+        .ok();
     book
 }
 
@@ -50,7 +44,7 @@ fn probe_and_dump_shapes() {
     let dir = tempfile::tempdir().unwrap();
     let book = sample_book(dir.path());
     let b = book.to_str().unwrap();
-    let j = json(&["probe", "--book", b, "--json"]);
+    let j = bookdb(["probe", "--book", b, "--json"]).json();
     assert_eq!(j["key"], "463b96181691fc9c");
     assert_eq!(
         j["fen"],
@@ -71,14 +65,14 @@ fn probe_and_dump_shapes() {
         assert!(m["uci"].as_str().unwrap().len() >= 4);
     }
     // --moves in SAN and UCI reach the same position.
-    let a = json(&["probe", "--book", b, "--moves", "e4 e5 Nf3", "--json"]);
-    let c = json(&["probe", "--book", b, "--moves", "e2e4 e7e5 g1f3", "--json"]);
+    let a = bookdb(["probe", "--book", b, "--moves", "e4 e5 Nf3", "--json"]).json();
+    let c = bookdb(["probe", "--book", b, "--moves", "e2e4 e7e5 g1f3", "--json"]).json();
     assert_eq!(a, c);
     assert_eq!(
         a["fen"],
         "rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq -"
     );
-    let table = ok(&["probe", "--book", b, "--moves", "1. e4 e5"]);
+    let table = bookdb(["probe", "--book", b, "--moves", "1. e4 e5"]).ok();
     assert!(table.contains("Nf3"), "{table}");
     // dump: one JSON object per line, ascending keys, the documented fields.
     let d = dump(&book);
@@ -93,13 +87,12 @@ fn probe_and_dump_shapes() {
         last = k;
         n += 1;
     }
-    let st = json(&["stats", "--book", b, "--json"]);
+    let st = bookdb(["stats", "--book", b, "--json"]).json();
     assert_eq!(st["positions"].as_u64().unwrap(), n);
     assert_eq!(st["games"].as_u64().unwrap(), 200);
     assert!(st["bytes_per_pair"].as_f64().unwrap() > 0.0);
-    let bad = run(&["probe", "--book", b, "--moves", "e4 e4"]);
-    assert_eq!(bad.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("not legal"));
+    let bad = bookdb(["probe", "--book", b, "--moves", "e4 e4"]).fails_with(1);
+    assert!(bad.contains("not legal"));
 }
 
 #[test]
@@ -108,14 +101,8 @@ fn not_a_book_and_missing_book() {
     let html = dir.path().join("page.html");
     std::fs::write(&html, "<html><body>not a book</body></html>").unwrap();
     for cmd in ["probe", "stats", "verify", "dump"] {
-        let out = run(&[cmd, "--book", html.to_str().unwrap()]);
-        assert_eq!(
-            out.status.code(),
-            Some(4),
-            "{cmd}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(String::from_utf8_lossy(&out.stderr).contains("not a bookdb book"));
+        let err = bookdb([cmd, "--book", s(&html)]).fails_with(4);
+        assert!(err.contains("not a bookdb book"));
     }
     // A redb file that is not a book.
     let other = dir.path().join("other.redb");
@@ -128,29 +115,9 @@ fn not_a_book_and_missing_book() {
         }
         t.commit().unwrap();
     }
-    let out = run(&["stats", "--book", other.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(4));
-    let missing = run(&[
-        "stats",
-        "--book",
-        dir.path().join("nope.book").to_str().unwrap(),
-    ]);
-    assert_eq!(missing.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&missing.stderr).contains("not found"));
-}
-
-/// Overwrites the book's `format_version` (as an older or newer build would have written it).
-fn set_format_version(book: &std::path::Path, version: u32) {
-    let db = redb::Database::open(book).unwrap();
-    let t = db.begin_write().unwrap();
-    {
-        let def: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
-        t.open_table(def)
-            .unwrap()
-            .insert("format_version", version.to_le_bytes().as_slice())
-            .unwrap();
-    }
-    t.commit().unwrap();
+    bookdb(["stats", "--book", s(&other)]).fails_with(4);
+    let missing = bookdb(["stats", "--book", s(&dir.path().join("nope.book"))]).fails_with(1);
+    assert!(missing.contains("not found"));
 }
 
 #[test]
@@ -158,9 +125,7 @@ fn unknown_version_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let book = sample_book(dir.path());
     set_format_version(&book, 99u32);
-    let out = run(&["probe", "--book", book.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(4));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = bookdb(["probe", "--book", s(&book)]).fails_with(4);
     assert!(
         err.contains("version 99") && err.contains("migrate"),
         "{err}"
@@ -198,7 +163,7 @@ fn flipped_byte_in_a_block_is_caught() {
             }
             t.commit().unwrap();
         }
-        let out = run(&["verify", "--book", copy.to_str().unwrap()]);
+        let out = bookdb(["verify", "--book", s(&copy)]).output();
         assert_eq!(
             out.status.code(),
             Some(3),
@@ -209,25 +174,21 @@ fn flipped_byte_in_a_block_is_caught() {
             err.contains(&format!("{k:016x}")),
             "report names the block: {err}"
         );
-        let d = run(&["dump", "--book", copy.to_str().unwrap()]);
+        let d = bookdb(["dump", "--book", s(&copy)]).output();
         assert!(!d.status.success(), "dump of a damaged book must fail");
         assert!(
             before.starts_with(&String::from_utf8_lossy(&d.stdout).to_string()),
             "no wrong lines before the error"
         );
     }
-    assert!(
-        run(&["verify", "--book", book.to_str().unwrap()])
-            .status
-            .success()
-    );
+    verify(&book);
 }
 
 #[test]
 fn migrate_reports_current_version() {
     let dir = tempfile::tempdir().unwrap();
     let book = sample_book(dir.path());
-    let out = ok(&["migrate", "--book", book.to_str().unwrap()]);
+    let out = bookdb(["migrate", "--book", s(&book)]).ok();
     assert!(out.contains("already at format version 3"), "{out}");
 }
 
@@ -238,16 +199,15 @@ fn migrate_converts_a_version_1_book() {
     let dir = tempfile::tempdir().unwrap();
     let book = sample_book(dir.path());
     let p = book.to_str().unwrap();
-    let before = ok(&["dump", "--book", p]);
+    let before = dump(&book);
     set_format_version(&book, 1u32);
-    let out = run(&["probe", "--book", p]);
-    assert_eq!(out.status.code(), Some(4));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("migrate"));
-    let msg = ok(&["migrate", "--book", p]);
+    let err = bookdb(["probe", "--book", p]).fails_with(4);
+    assert!(err.contains("migrate"));
+    let msg = bookdb(["migrate", "--book", p]).ok();
     assert!(msg.contains("migrated from format version 1 to 3"), "{msg}");
-    assert_eq!(ok(&["dump", "--book", p]), before);
-    ok(&["verify", "--book", p]);
-    let again = ok(&["migrate", "--book", p]);
+    assert_eq!(dump(&book), before);
+    verify(&book);
+    let again = bookdb(["migrate", "--book", p]).ok();
     assert!(again.contains("already at format version 3"), "{again}");
 }
 
@@ -259,9 +219,7 @@ fn damaged_redb_page_is_an_error_not_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let book = copy_in(&src, dir.path());
     for cmd in ["stats", "verify", "dump", "probe"] {
-        let out = run(&[cmd, "--book", book.to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{cmd}: {err}");
+        let err = bookdb([cmd, "--book", s(&book)]).fails_with(3);
         assert!(
             !err.contains("panicked") && !err.contains("internal error (please"),
             "{cmd}: {err}"

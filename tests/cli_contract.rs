@@ -7,14 +7,14 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use common::server::Server;
-use common::{bin, ok, run, s, sample_pgn};
+use common::{bookdb, s, sample_pgn};
 
 fn chess_book(dir: &Path) -> PathBuf {
     let book = dir.join("chess.book");
-    ok(&["import", s(&sample_pgn()), "--book", s(&book), "--quiet"]);
+    bookdb(["import", s(&sample_pgn()), "--book", s(&book), "--quiet"]).ok();
     book
 }
 
@@ -26,7 +26,7 @@ fn othello_book(dir: &Path) -> PathBuf {
     )
     .unwrap();
     let book = dir.join("othello.book");
-    ok(&[
+    bookdb([
         "import",
         "--game",
         "othello",
@@ -34,7 +34,8 @@ fn othello_book(dir: &Path) -> PathBuf {
         "--book",
         s(&book),
         "--quiet",
-    ]);
+    ])
+    .ok();
     book
 }
 
@@ -48,8 +49,8 @@ fn flag_named(e: &str) -> bool {
 /// Runs bookdb with stdout piped, reads one line, closes the pipe and returns the exit code
 /// and stderr.
 fn first_line_then_close(args: &[&str]) -> (Option<i32>, String, String) {
-    let mut child = Command::new(bin())
-        .args(args)
+    let mut child = bookdb(args)
+        .command()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -72,7 +73,7 @@ fn a_closed_stdout_ends_a_command_quietly_with_0() {
     let tmp = tempfile::tempdir().unwrap();
     let book = chess_book(tmp.path());
     // Enough output to fill the pipe's buffer several times over.
-    let dump = ok(&["dump", "--book", s(&book)]);
+    let dump = bookdb(["dump", "--book", s(&book)]).ok();
     assert!(dump.len() > 1 << 18, "{} bytes", dump.len());
     let fens: String = dump
         .lines()
@@ -126,7 +127,7 @@ fn othello_errors_are_othello_errors_in_the_callers_words() {
     ] {
         let mut all = vec!["probe", "--book", s(&book)];
         all.extend(&args);
-        let r = run(&all);
+        let r = bookdb(&all).output();
         let err = String::from_utf8_lossy(&r.stderr);
         assert_eq!(r.status.code(), Some(1), "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
@@ -160,15 +161,19 @@ fn othello_errors_are_othello_errors_in_the_callers_words() {
 fn chess_errors_over_http_name_parameters_not_flags() {
     let tmp = tempfile::tempdir().unwrap();
     let book = chess_book(tmp.path());
-    let r = run(&["probe", "--book", s(&book), "--moves", "e4 e4"]);
+    let r = bookdb(["probe", "--book", s(&book), "--moves", "e4 e4"]).output();
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(
         err.contains("--moves: move 2 (e4) cannot be played in the chess position"),
         "{err}"
     );
     assert!(
-        String::from_utf8_lossy(&run(&["probe", "--book", s(&book), "--board", "x"]).stderr)
-            .contains("--board is for Othello books; this is a chess book")
+        String::from_utf8_lossy(
+            &bookdb(["probe", "--book", s(&book), "--board", "x"])
+                .output()
+                .stderr
+        )
+        .contains("--board is for Othello books; this is a chess book")
     );
     let srv = Server::start(&book, &[]);
     for (path, want) in [
@@ -215,7 +220,7 @@ fn wait_is_for_writers_and_progress_for_long_jobs() {
             "bar",
         ],
     ] {
-        let r = run(&args);
+        let r = bookdb(&args).output();
         assert_eq!(r.status.code(), Some(2), "{args:?} was accepted");
     }
     for args in [
@@ -237,9 +242,9 @@ fn wait_is_for_writers_and_progress_for_long_jobs() {
             "plain",
         ],
     ] {
-        ok(&args);
+        bookdb(&args).ok();
     }
-    let bash = ok(&["completions", "bash"]);
+    let bash = bookdb(["completions", "bash"]).ok();
     assert!(
         bash.contains("auto bar plain none"),
         "--progress values not completed"
@@ -252,7 +257,7 @@ fn wait_is_for_writers_and_progress_for_long_jobs() {
 
 #[test]
 fn usage_errors_under_json_are_json_with_exit_code_2() {
-    let r = run(&[
+    let r = bookdb([
         "import",
         "x.pgn",
         "--book",
@@ -260,7 +265,8 @@ fn usage_errors_under_json_are_json_with_exit_code_2() {
         "--max-ply",
         "many",
         "--json",
-    ]);
+    ])
+    .output();
     assert_eq!(r.status.code(), Some(2));
     let line = String::from_utf8_lossy(&r.stderr);
     let j: serde_json::Value =
@@ -275,7 +281,7 @@ fn usage_errors_under_json_are_json_with_exit_code_2() {
         "{j}"
     );
     // Without --json, clap's own text.
-    let r = run(&["import", "x.pgn", "--book", "b.book", "--max-ply", "many"]);
+    let r = bookdb(["import", "x.pgn", "--book", "b.book", "--max-ply", "many"]).output();
     assert_eq!(r.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&r.stderr).starts_with("error:"));
 }
@@ -284,9 +290,13 @@ fn usage_errors_under_json_are_json_with_exit_code_2() {
 fn man_pages_exist_for_every_command_they_name() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("man");
-    ok(&["man", "--dir", s(&dir)]);
+    bookdb(["man", "--dir", s(&dir)]).ok();
     let main = std::fs::read_to_string(dir.join("bookdb.1")).unwrap();
-    assert_eq!(main, ok(&["man"]), "man and man --dir disagree on bookdb.1");
+    assert_eq!(
+        main,
+        bookdb(["man"]).ok(),
+        "man and man --dir disagree on bookdb.1"
+    );
     let mut named = 0;
     for cmd in [
         "import",

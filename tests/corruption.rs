@@ -26,7 +26,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -63,8 +63,8 @@ struct Finished {
 
 /// Runs bookdb with a timeout; a hang fails the test (the child is killed first).
 fn run_limited(args: &[&str]) -> Finished {
-    let mut child = Command::new(bin())
-        .args(args)
+    let mut child = bookdb(args)
+        .command()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -156,7 +156,9 @@ fn subject(name: &'static str, parts: usize) -> Subject {
     for (i, chunk) in games.chunks(per).enumerate() {
         let pgn = dir.path().join(format!("part{i}.pgn"));
         std::fs::write(&pgn, chunk.concat()).unwrap();
-        ok(&["import", s(&pgn), "--book", s(&book), "--max-ply", "40"]);
+        Bookdb::import(&[&pgn], &book)
+            .args(["--max-ply", "40"])
+            .ok();
         std::fs::remove_file(&pgn).unwrap();
     }
     let mut files = vec![book.clone()];
@@ -178,7 +180,7 @@ fn subject(name: &'static str, parts: usize) -> Subject {
         assert!(manifest.exists());
         files.push(manifest);
     }
-    ok(&["verify", "--book", s(&book)]);
+    verify(&book);
     let dump = dump(&book);
     // Up to 1,000 positions of the book, spread over it, plus two it does not hold.
     let fens_all: Vec<String> = dump
@@ -194,7 +196,8 @@ fn subject(name: &'static str, parts: usize) -> Subject {
     fens.push("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBN1 w Qkq -".into());
     let fens_file = dir.path().join("fens.txt");
     std::fs::write(&fens_file, fens.join("\n") + "\n").unwrap();
-    let probes: Vec<String> = ok(&["probe", "--book", s(&book), "--fens", s(&fens_file)])
+    let probes: Vec<String> = bookdb(["probe", "--book", s(&book), "--fens", s(&fens_file)])
+        .ok()
         .lines()
         .map(str::to_string)
         .collect();
@@ -682,8 +685,7 @@ fn damaged_manifest_and_segments_are_corrupt() {
 fn verify_since_checks_only_what_was_published_after() {
     let subject = subject("live book", 3);
     let b = s(&subject.book);
-    let full: serde_json::Value =
-        serde_json::from_str(&ok(&["verify", "--book", b, "--json"])).unwrap();
+    let full: serde_json::Value = bookdb(["verify", "--book", b, "--json"]).json();
     let generation = full["generation"].as_u64().unwrap();
     assert_eq!(full["checked_files"].as_array().unwrap().len(), 3, "{full}");
     assert_eq!(full["merged_view_checked"], true);
@@ -698,7 +700,7 @@ fn verify_since_checks_only_what_was_published_after() {
     // Since the first segment: only the second is checked.
     let since = gens[1].to_string();
     let part: serde_json::Value =
-        serde_json::from_str(&ok(&["verify", "--book", b, "--json", "--since", &since])).unwrap();
+        bookdb(["verify", "--book", b, "--json", "--since", &since]).json();
     assert_eq!(part["generation"].as_u64(), Some(generation));
     assert_eq!(part["since"].as_u64(), Some(gens[1]));
     let checked: Vec<&str> = part["checked_files"]
@@ -713,17 +715,17 @@ fn verify_since_checks_only_what_was_published_after() {
     assert_eq!(part["merged_view_checked"], false);
     assert!(part["entries"].as_u64().unwrap() < full["entries"].as_u64().unwrap());
     // Since the newest generation: nothing left to check but what opening checks.
-    let none: serde_json::Value = serde_json::from_str(&ok(&[
+    let none: serde_json::Value = bookdb([
         "verify",
         "--book",
         b,
         "--json",
         "--since",
         &generation.to_string(),
-    ]))
-    .unwrap();
+    ])
+    .json();
     assert_eq!(none["checked_files"].as_array().unwrap().len(), 0);
-    let text = ok(&["verify", "--book", b, "--since", &since]);
+    let text = bookdb(["verify", "--book", b, "--since", &since]).ok();
     assert!(text.contains("skipped") && text.contains(newest), "{text}");
 
     // A zeroed block page in the newest segment is found with --since; the same damage in the

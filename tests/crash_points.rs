@@ -124,7 +124,7 @@ mod crash {
     }
 
     fn run_crashing(args: &[String], point: Option<&str>, kill_after: Option<Duration>) -> End {
-        if super::common::run_crashing(args, point, kill_after) {
+        if bookdb(args).run_crashing(point, kill_after) {
             End::Killed
         } else {
             End::Finished
@@ -178,7 +178,7 @@ mod crash {
                 // Not migrated yet: the old file untouched.
             }
             _ => {
-                let v = run(&["verify", "--book", s(book)]);
+                let v = bookdb(["verify", "--book", s(book)]).output();
                 assert!(
                     v.status.success(),
                     "{}: {what}: verify failed after the kill:\n{}",
@@ -195,14 +195,14 @@ mod crash {
         }
         let args = args_for(&sc.cmd, book);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        ok(&args);
+        bookdb(&args).ok();
         assert_eq!(
             dump(book),
             sc.after,
             "{}: {what}: running the command again differs from an uninterrupted run",
             sc.name
         );
-        ok(&["verify", "--book", s(book)]);
+        verify(book);
         let left = leftovers(book);
         assert!(left.is_empty(), "{}: {what}: left behind {left:?}", sc.name);
     }
@@ -240,7 +240,7 @@ mod crash {
         let big_pgn = part(3 * n / 4, n, "big.pgn");
         let t = |name: &str| dir.join(format!("{name}.template"));
         let imp = |book: &Path, pgn: &Path| {
-            ok(&["import", "--quiet", "--book", s(book), s(pgn)]);
+            Bookdb::import(&[pgn], book).arg("--quiet").ok();
         };
         // A base alone; a base with two segments; a base with eight segments (the limit).
         let base = t("base");
@@ -340,7 +340,10 @@ mod crash {
                 }
                 let before = match &template {
                     None => Before::Absent,
-                    Some(_) if run(&["stats", "--book", s(&book)]).status.code() == Some(4) => {
+                    Some(_)
+                        if bookdb(["stats", "--book", s(&book)]).output().status.code()
+                            == Some(4) =>
+                    {
                         Before::OldVersion(std::fs::read(&book).unwrap())
                     }
                     Some(_) => Before::Dump(dump(&book)),
@@ -348,7 +351,7 @@ mod crash {
                 let args = args_for(&cmd, &book);
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
                 let t0 = Instant::now();
-                ok(&args);
+                bookdb(&args).ok();
                 let took = t0.elapsed();
                 let after = dump(&book);
                 Scenario {

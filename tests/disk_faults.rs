@@ -109,10 +109,6 @@ impl Drop for Tmpfs {
     }
 }
 
-fn run_out(args: &[&str]) -> Output {
-    Command::new(bin()).args(args).output().unwrap()
-}
-
 /// The book's own files beside it that should not be there after a finished command.
 fn leftovers(book: &Path) -> Vec<String> {
     let name = book.file_name().unwrap().to_string_lossy().into_owned();
@@ -146,10 +142,10 @@ fn a_full_disk_fails_clearly_keeps_the_book_and_the_command_succeeds_later() {
     let big = work.path().join("big.pgn");
     write_games(&big, &games[n / 2..]);
     let template = work.path().join("template.book");
-    ok(&["import", "--quiet", "--book", s(&template), s(&base_pgn)]);
-    ok(&["import", "--quiet", "--book", s(&template), s(&small)]);
+    Bookdb::import(&[&base_pgn], &template).arg("--quiet").ok();
+    Bookdb::import(&[&small], &template).arg("--quiet").ok();
     let other = work.path().join("other.book");
-    ok(&["import", "--quiet", "--book", s(&other), s(&big)]);
+    Bookdb::import(&[&big], &other).arg("--quiet").ok();
     let bin = work.path().join("other.bin");
     export_polyglot(&other, &bin);
     let book_bytes: u64 = std::fs::read_dir(work.path())
@@ -238,7 +234,7 @@ fn a_full_disk_fails_clearly_keeps_the_book_and_the_command_succeeds_later() {
             None
         };
         let used_before = fs.avail();
-        ok(&args);
+        bookdb(&args).ok();
         let need = used_before.saturating_sub(fs.avail()).max(64 << 10);
         let after = dump(target);
         // Space levels from none to a little more than the command keeps in the end (writers
@@ -247,7 +243,7 @@ fn a_full_disk_fails_clearly_keeps_the_book_and_the_command_succeeds_later() {
         for leave in levels {
             reset();
             let filler = fs.fill_leaving(leave);
-            let out = run_out(&args);
+            let out = bookdb(&args).output();
             if out.status.success() {
                 successes += 1;
                 assert_eq!(dump(target), after, "{name}: leave {leave}");
@@ -267,16 +263,16 @@ fn a_full_disk_fails_clearly_keeps_the_book_and_the_command_succeeds_later() {
             // The previous book is intact.
             match &before {
                 Some(d) => {
-                    ok(&["verify", "--book", s(target)]);
+                    verify(target);
                     assert_eq!(&dump(target), d, "{name}: the book changed: {err}");
                 }
                 None => assert!(!target.exists(), "{name}: a half-written book: {err}"),
             }
             // Room again: the same command succeeds, as if nothing had happened.
             std::fs::remove_file(&filler).unwrap();
-            ok(&args);
+            bookdb(&args).ok();
             assert_eq!(dump(target), after, "{name}: after freeing space");
-            ok(&["verify", "--book", s(target)]);
+            verify(target);
             let left = leftovers(target);
             assert!(left.is_empty(), "{name}: left behind {left:?}");
         }
@@ -311,14 +307,13 @@ fn read_only_books_are_readable_and_refuse_writers_clearly() {
     let c = work.path().join("c.pgn");
     write_games(&c, &g[g.len() / 2 + 40..g.len() / 2 + 80]);
     let template = work.path().join("t.book");
-    ok(&["import", "--quiet", "--book", s(&template), s(&a)]);
-    ok(&["import", "--quiet", "--book", s(&template), s(&b)]);
+    Bookdb::import(&[&a], &template).arg("--quiet").ok();
+    Bookdb::import(&[&b], &template).arg("--quiet").ok();
     let want = dump(&template);
 
     let check = |book: &Path, how: &str, as_user: Option<u32>| {
         let run_as = |args: &[&str]| -> Output {
-            let mut cmd = Command::new(bin());
-            cmd.args(args);
+            let mut cmd = bookdb(args).command();
             if let Some(uid) = as_user {
                 // SAFETY: setgid/setuid between fork and exec touch no shared state.
                 unsafe {
@@ -432,12 +427,12 @@ fn a_small_open_file_limit_with_the_most_segments() {
     let book = work.path().join("fd.book");
     let base = work.path().join("base.pgn");
     write_games(&base, &g[..n / 2]);
-    ok(&["import", "--quiet", "--book", s(&book), s(&base)]);
+    Bookdb::import(&[&base], &book).arg("--quiet").ok();
     for i in 0..9 {
         let p = work.path().join(format!("s{i}.pgn"));
         write_games(&p, &g[n / 2 + i * 20..n / 2 + (i + 1) * 20]);
         if i < 8 {
-            ok(&["import", "--quiet", "--book", s(&book), s(&p)]);
+            Bookdb::import(&[&p], &book).arg("--quiet").ok();
         }
     }
     let segs = std::fs::read_dir(work.path())
@@ -451,8 +446,7 @@ fn a_small_open_file_limit_with_the_most_segments() {
         "the book is at the segment limit"
     );
     let limited = |args: &[&str]| -> Output {
-        let mut cmd = Command::new(bin());
-        cmd.args(args);
+        let mut cmd = bookdb(args).command();
         // SAFETY: setrlimit between fork and exec touches no shared state.
         unsafe {
             cmd.pre_exec(|| {
@@ -491,7 +485,7 @@ fn a_small_open_file_limit_with_the_most_segments() {
                 "{args:?} under 64 fds must fail clearly: {err}"
             );
         }
-        ok(&["verify", "--book", s(&book)]);
+        verify(&book);
     }
     // The import (the 9th segment, which makes the policy fold) left the book right.
     let after = dump(&book);

@@ -21,7 +21,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::server::{Server, enc};
-use common::{ok, peers_required, s, sample_halves};
+use common::{Bookdb, peers_required, sample_halves};
 use serde_json::{Value, json};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -292,8 +292,7 @@ fn shown(b: &Browser) -> Value {
         const rows = Array.from(document.querySelectorAll('#moves tbody tr')).map(tr => [
             tr.dataset.uci,
             tr.querySelector('.san').textContent,
-            tr.querySelector('.count').textContent.replace(/,/g, ''),
-        ]);
+            tr.querySelector('.count').textContent.replace(/,/g, '')]);
         const pieces = Array.from(document.querySelectorAll('#board [data-piece]'))
             .map(p => p.dataset.piece).sort().join('');
         return {
@@ -457,7 +456,7 @@ fn the_explorer_page_in_a_real_browser() {
     std::fs::create_dir_all(&shots).unwrap();
     let (first, second) = sample_halves(tmp.path());
     let book = tmp.path().join("page.book");
-    ok(&["import", s(&first), "--book", s(&book), "--quiet"]);
+    Bookdb::import(&[&first], &book).arg("--quiet").ok();
     let srv = Server::start(&book, &[]);
     let base = format!("http://{}", srv.addr);
 
@@ -633,7 +632,7 @@ fn the_explorer_page_in_a_real_browser() {
     let show = &play[..2];
     b.goto(&format!("{base}/?play={}", show.join(",")));
     let before = expect_position(&b, &srv, show);
-    ok(&["import", s(&second), "--book", s(&book), "--quiet"]);
+    Bookdb::import(&[&second], &book).arg("--quiet").ok();
     let after = wait_for("the server to serve the new games", || {
         let a = api(&srv, None, show);
         (a != before).then_some(a)

@@ -53,16 +53,19 @@ fn run_measured(
     let stats = tempfile::NamedTempFile::new().unwrap();
     let mut cmd = if time.exists() {
         let mut c = Command::new(time);
-        c.arg("-o").arg(stats.path()).args(["-f", "%M"]).arg(bin());
+        c.arg("-o")
+            .arg(stats.path())
+            .args(["-f", "%M"])
+            .arg(bin())
+            .args(args);
         c
     } else {
         eprintln!(
             "NOTE: /usr/bin/time absent: peak RSS measured on the direct child (includes the test's)"
         );
-        Command::new(bin())
+        bookdb(args).command()
     };
     let mut child = cmd
-        .args(args)
         .stdin(if feed.is_some() {
             Stdio::piped()
         } else {
@@ -251,7 +254,7 @@ fn every_shared_data_file_is_read_or_refused_cleanly() {
         if r.code == Some(0) {
             imported += 1;
             skipped_games += report_located(&report, &rel);
-            ok(&["verify", "--book", s(&book)]);
+            verify(&book);
         } else {
             refused += 1;
             assert!(
@@ -403,7 +406,7 @@ fn generated_hostile_inputs_never_panic_and_stay_in_budget() {
         peak = peak.max(r.peak_mib);
         if r.code == Some(0) {
             report_located(&report, name);
-            ok(&["verify", "--book", s(&book)]);
+            verify(&book);
         } else {
             refused += 1;
             assert!(
@@ -489,7 +492,7 @@ fn a_gigabyte_line_without_a_newline_stays_in_budget() {
 fn a_book_whose_headers_claim_gigabytes_is_refused_by_block() {
     let dir = tempfile::tempdir().unwrap();
     let book = dir.path().join("huge.book");
-    ok(&["import", "--quiet", "--book", s(&book), s(&sample_pgn())]);
+    Bookdb::import(&[&sample_pgn()], &book).arg("--quiet").ok();
     let blocks: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("blocks");
     let meta: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
     let first_key;

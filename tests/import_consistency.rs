@@ -6,26 +6,27 @@
 
 mod common;
 
-use common::{json, ok, run, s, sample_halves, sample_pgn};
+use common::{bookdb, s, sample_halves, sample_pgn};
 
 #[test]
 fn max_ply_0_is_refused_and_does_not_block_a_later_import() {
     let dir = tempfile::tempdir().unwrap();
     let book = dir.path().join("b.book");
-    let out = run(&[
+    let out = bookdb([
         "import",
         s(&sample_pgn()),
         "--book",
         s(&book),
         "--max-ply",
         "0",
-    ]);
+    ])
+    .output();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--max-ply 0"), "{err}");
     assert!(!book.exists(), "nothing was written");
     // A real import afterwards counts the games (it was "already imported" before).
-    let j = json(&["import", s(&sample_pgn()), "--book", s(&book), "--json"]);
+    let j = bookdb(["import", s(&sample_pgn()), "--book", s(&book), "--json"]).json();
     assert!(j["already_imported"].as_array().unwrap().is_empty(), "{j}");
     assert_eq!(j["games_imported"], 200, "{j}");
 }
@@ -35,9 +36,9 @@ fn import_book_bytes_count_every_file_as_stats_does() {
     let dir = tempfile::tempdir().unwrap();
     let book = dir.path().join("b.book");
     let (a, b) = sample_halves(dir.path());
-    ok(&["import", s(&a), "--book", s(&book)]);
+    bookdb(["import", s(&a), "--book", s(&book)]).ok();
     // A small import into the book: a delta segment beside the base.
-    let j = json(&[
+    let j = bookdb([
         "import",
         s(&b),
         "--book",
@@ -45,13 +46,14 @@ fn import_book_bytes_count_every_file_as_stats_does() {
         "--delta-min",
         "1000000",
         "--json",
-    ]);
+    ])
+    .json();
     assert_eq!(j["applied"], "delta", "{j}");
-    let stats = json(&["stats", "--book", s(&book), "--json"]);
+    let stats = bookdb(["stats", "--book", s(&book), "--json"]).json();
     assert!(stats["segments"].as_u64().unwrap() >= 1, "{stats}");
     assert_eq!(j["book_bytes"], stats["file_bytes"], "{j}\n{stats}");
     // An import with nothing to read reports the same, not the base alone.
-    let again = json(&["import", s(&a), "--book", s(&book), "--json"]);
+    let again = bookdb(["import", s(&a), "--book", s(&book), "--json"]).json();
     assert_eq!(again["already_imported"][0], s(&a), "{again}");
     assert_eq!(again["book_bytes"], stats["file_bytes"], "{again}\n{stats}");
 }
@@ -60,9 +62,9 @@ fn import_book_bytes_count_every_file_as_stats_does() {
 fn probe_moves_accept_castling_written_with_zeros() {
     let dir = tempfile::tempdir().unwrap();
     let book = dir.path().join("b.book");
-    ok(&["import", s(&sample_pgn()), "--book", s(&book)]);
+    bookdb(["import", s(&sample_pgn()), "--book", s(&book)]).ok();
     let probe = |moves: &str| {
-        let out = run(&["probe", "--book", s(&book), "--moves", moves, "--json"]);
+        let out = bookdb(["probe", "--book", s(&book), "--moves", moves, "--json"]).output();
         assert!(
             out.status.success(),
             "probe --moves {moves:?}: {}",

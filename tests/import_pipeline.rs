@@ -10,16 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 fn import(pgns: &[&Path], book: &Path, extra: &[&str]) -> serde_json::Value {
-    let mut args = vec!["import"];
-    args.extend(pgns.iter().map(|p| s(p)));
-    args.extend(["--book", s(book), "--max-ply", "30", "--json"]);
-    args.extend(extra);
-    json(&args)
+    Bookdb::import(pgns, book)
+        .args(["--max-ply", "30", "--json"])
+        .args(extra)
+        .json()
 }
 
 /// The arguments of a quiet import at `--max-ply 30 --memory 2` (small runs: many spills),
@@ -68,14 +63,6 @@ fn game_starts(text: &[u8]) -> Vec<usize> {
                 .map(|(i, _)| i + 1),
         )
         .collect()
-}
-
-/// Runs bookdb with `args` and kills it with SIGKILL after `delay` (if still running).
-fn kill_after(args: &[String], delay: Duration) {
-    let mut child = Command::new(bin()).args(args).spawn().unwrap();
-    std::thread::sleep(delay);
-    let _ = child.kill(); // SIGKILL
-    let _ = child.wait();
 }
 
 /// A copy of the shared 10k-game PGN in `dir`, or `None` (after a SKIP line) if it is absent.
@@ -127,7 +114,7 @@ fn spills_and_jobs_do_not_change_the_book() {
         assert_eq!(d, dump(&deduped));
     }
     for b in [&clean, &spilled] {
-        ok(&["verify", "--book", s(b)]);
+        verify(b);
     }
 }
 
@@ -189,10 +176,10 @@ fn reimport_is_a_noop_and_force_counts_again() {
     assert_eq!(again["games_read"], 0);
     assert_eq!(again["already_imported"][0], s(&pgn));
     assert_eq!(dump(&book), first);
-    let human = ok(&["import", s(&pgn), "--book", s(&book)]);
+    let human = Bookdb::import(&[&pgn], &book).ok();
     assert!(human.contains("already imported"), "{human}");
     import(&[&pgn], &book, &["--force"]);
-    let start = json(&["probe", "--book", s(&book), "--json"]);
+    let start = bookdb(["probe", "--book", s(&book), "--json"]).json();
     let games: u64 = start["moves"]
         .as_array()
         .unwrap()
@@ -200,7 +187,7 @@ fn reimport_is_a_noop_and_force_counts_again() {
         .map(|m| m["games"].as_u64().unwrap())
         .sum();
     assert_eq!(games, 400, "--force counts the 200 games again");
-    assert_eq!(json(&["stats", "--book", s(&book), "--json"])["games"], 400);
+    assert_eq!(stats(&book)["games"], 400);
 }
 
 #[test]
@@ -217,7 +204,7 @@ fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
     let r = import(&[&b], &inc, &[]);
     assert!(["delta", "rewrite"].contains(&r["applied"].as_str().unwrap()));
     assert_eq!(dump(&inc), expected);
-    ok(&["verify", "--book", s(&inc)]);
+    verify(&inc);
     // A small third import certainly goes to the delta tier.
     let tiny = dir.path().join("tiny.pgn");
     std::fs::write(
@@ -228,7 +215,7 @@ fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
     let r = import(&[&tiny], &inc, &[]);
     assert_eq!(r["applied"], "delta");
     assert!(r["book"]["delta_entries"].as_u64().unwrap() > 0);
-    ok(&["verify", "--book", s(&inc)]);
+    verify(&inc);
     let with_tiny = dump(&inc);
     let whole3 = dir.path().join("whole3.book");
     import(&[&a, &b, &tiny], &whole3, &[]);
@@ -276,9 +263,9 @@ fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
         drop(reader);
         assert_eq!(dump(&busy), dump(&whole4), "{extra:?}");
         // With --dedupe the segment records the game's fingerprint too.
-        let st = json(&["stats", "--book", s(&busy), "--json"]);
+        let st = stats(&busy);
         assert_eq!(st["dedupe_games"], extra.len(), "{extra:?}: {st}");
-        ok(&["verify", "--book", s(&busy)]);
+        verify(&busy);
     }
     // An import past the delta threshold that adds less than half the book rewrites it with
     // the book's own model (its coded positions pass through): games 60–80% of the file into
@@ -298,30 +285,30 @@ fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
     let fresh = dir.path().join("fresh.book");
     import(&[&base_pgn, &more_pgn], &fresh, &[]);
     assert_eq!(dump(&grown), dump(&fresh));
-    ok(&["verify", "--book", s(&grown)]);
+    verify(&grown);
     // Merge of the parts equals the whole, in any order.
     let (ba, bb) = (dir.path().join("a.book"), dir.path().join("b.book"));
     import(&[&a], &ba, &[]);
     import(&[&b], &bb, &[]);
     let m1 = dir.path().join("m1.book");
     let m2 = dir.path().join("m2.book");
-    ok(&["merge", s(&ba), s(&bb), "--out", s(&m1)]);
-    ok(&["merge", s(&bb), s(&ba), "--out", s(&m2)]);
+    bookdb(["merge", s(&ba), s(&bb), "--out", s(&m1)]).ok();
+    bookdb(["merge", s(&bb), s(&ba), "--out", s(&m2)]).ok();
     assert_eq!(dump(&m1), expected);
     assert_eq!(dump(&m2), expected);
-    let refuse = run(&["merge", s(&ba), s(&bb), "--out", s(&ba)]);
+    let refuse = bookdb(["merge", s(&ba), s(&bb), "--out", s(&ba)]).output();
     assert!(!refuse.status.success(), "merging into an input is refused");
     // Compaction folds the delta tier without changing answers, keeping the book's model (a
     // small delta) or training a new one (--retrain).
-    let c = json(&["compact", "--book", s(&inc), "--json"]);
+    let c = bookdb(["compact", "--book", s(&inc), "--json"]).json();
     assert_eq!(c["after"]["delta_entries"], 0);
     assert_eq!(dump(&inc), with_tiny);
-    ok(&["verify", "--book", s(&inc)]);
-    json(&["compact", "--book", s(&inc), "--retrain", "--json"]);
+    verify(&inc);
+    bookdb(["compact", "--book", s(&inc), "--retrain", "--json"]).json();
     assert_eq!(dump(&inc), with_tiny);
-    ok(&["verify", "--book", s(&inc)]);
+    verify(&inc);
     // Pruning drops exactly the moves below the threshold.
-    json(&["compact", "--book", s(&inc), "--min-games", "2", "--json"]);
+    bookdb(["compact", "--book", s(&inc), "--min-games", "2", "--json"]).json();
     for line in dump(&inc).lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         for m in v["moves"].as_array().unwrap() {
@@ -368,37 +355,14 @@ fn killed_imports_resume_exactly() {
             } else {
                 vec![&a, &b]
             };
-            let args = spilling_import_args(&inputs, &book, &[]);
-            kill_after(
-                &args,
+            kill_verify_rerun(
+                &spilling_import_args(&inputs, &book, &[]),
+                &book,
                 span.mul_f64(f64::from(i) / f64::from(steps)) + Duration::from_millis(5),
+                &expected,
+                &format!("kill point {i} (incremental: {incremental})"),
             );
-            if book.exists() {
-                let v = run(&["verify", "--book", s(&book)]);
-                assert!(
-                    v.status.success(),
-                    "book after kill {i} does not verify: {}",
-                    String::from_utf8_lossy(&v.stderr)
-                );
-            }
-            let out = Command::new(bin()).args(&args).output().unwrap();
-            assert!(
-                out.status.success(),
-                "rerun failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert_eq!(
-                dump(&book),
-                expected,
-                "kill point {i} (incremental: {incremental})"
-            );
-            ok(&["verify", "--book", s(&book)]);
-            assert!(
-                !dir.path()
-                    .join(format!("k{i}{incremental}.book.staging"))
-                    .exists(),
-                "staging removed"
-            );
+            verify(&book);
         }
     }
 }
@@ -419,10 +383,7 @@ fn killed_filtering_import_reports_every_skipped_game_once() {
         spilling_import_args(&[&pgn], book, &["--min-rating", "1", "--report", s(report)])
     };
     let clean = dir.path().join("clean.book");
-    ok(&args(&clean, &report)
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>());
+    bookdb(args(&clean, &report)).ok();
     let expected = dump(&clean);
     let sorted_lines = |p: &Path| {
         let mut v: Vec<String> = std::fs::read_to_string(p)
@@ -444,10 +405,7 @@ fn killed_filtering_import_reports_every_skipped_game_once() {
         let book = dir.path().join(format!("f{i}.book"));
         let report = dir.path().join(format!("f{i}.txt"));
         let staging = dir.path().join(format!("f{i}.book.staging"));
-        let mut child = Command::new(bin())
-            .args(args(&book, &report))
-            .spawn()
-            .unwrap();
+        let mut child = bookdb(args(&book, &report)).command().spawn().unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(120);
         // Lines past the checkpoint, after the i-th time they were seen.
         let mut seen = 0;
@@ -477,10 +435,7 @@ fn killed_filtering_import_reports_every_skipped_game_once() {
         }
         let _ = child.kill(); // SIGKILL
         let _ = child.wait();
-        let out = Command::new(bin())
-            .args(args(&book, &report))
-            .output()
-            .unwrap();
+        let out = bookdb(args(&book, &report)).output();
         assert!(
             out.status.success(),
             "rerun failed: {}",
@@ -541,7 +496,7 @@ fn killed_dedupe_import_resumes_exactly() {
         lines
     };
     let clean = dir.path().join("clean.book");
-    ok(&args(&clean).iter().map(String::as_str).collect::<Vec<_>>());
+    bookdb(args(&clean)).ok();
     let expected = dump(&clean);
     let expected_report = sorted_report(&clean);
     assert_eq!(
@@ -552,23 +507,20 @@ fn killed_dedupe_import_resumes_exactly() {
         1500,
         "the 1,000 repeats of the first input and the 500 of the second's own games"
     );
-    let recorded = json(&["stats", "--book", s(&clean), "--json"])["dedupe_games"].clone();
-    assert_eq!(
-        recorded,
-        json(&["stats", "--book", s(&clean), "--json"])["games"]
-    );
+    let recorded = stats(&clean)["dedupe_games"].clone();
+    assert_eq!(recorded, stats(&clean)["games"]);
     let whole = dir.path().join("whole.book");
     import(&[&pgn], &whole, &[]);
     assert_eq!(
-        json(&["stats", "--book", s(&clean), "--json"])["games"],
-        json(&["stats", "--book", s(&whole), "--json"])["games"],
+        stats(&clean)["games"],
+        stats(&whole)["games"],
         "every repeated game was dropped"
     );
     let mut caught = 0;
     for i in 0..4 {
         let book = dir.path().join(format!("d{i}.book"));
         let staging = dir.path().join(format!("d{i}.book.staging"));
-        let mut child = Command::new(bin()).args(args(&book)).spawn().unwrap();
+        let mut child = bookdb(args(&book)).command().spawn().unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(120);
         while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
             let in_second = std::fs::read_dir(&staging)
@@ -590,7 +542,7 @@ fn killed_dedupe_import_resumes_exactly() {
         }
         let _ = child.kill(); // SIGKILL
         let _ = child.wait();
-        let out = Command::new(bin()).args(args(&book)).output().unwrap();
+        let out = bookdb(args(&book)).output();
         assert!(
             out.status.success(),
             "rerun failed: {}",
@@ -605,7 +557,7 @@ fn killed_dedupe_import_resumes_exactly() {
             expected.lines().count()
         );
         assert_eq!(
-            json(&["stats", "--book", s(&book), "--json"])["dedupe_games"],
+            stats(&book)["dedupe_games"],
             recorded,
             "kill {i}: the resumed book remembers other games"
         );
@@ -645,7 +597,7 @@ fn dedupe_spans_imports_compaction_and_merge() {
         "the games of the overlap were counted again: {r}"
     );
     assert_eq!(dump(&book), dump(&whole));
-    let st = json(&["stats", "--book", s(&book), "--json"]);
+    let st = stats(&book);
     assert_eq!(st["games"], w["games_imported"]);
     assert_eq!(
         st["dedupe_games"], st["games"],
@@ -653,28 +605,17 @@ fn dedupe_spans_imports_compaction_and_merge() {
     );
     // import-polyglot rewrites the book and keeps the fingerprints.
     let bin = dir.path().join("x.bin");
-    ok(&[
-        "export",
-        "--book",
-        s(&whole),
-        "--format",
-        "polyglot",
-        "--out",
-        s(&bin),
-    ]);
-    ok(&["import-polyglot", s(&bin), "--book", s(&book), "--quiet"]);
-    assert_eq!(
-        json(&["stats", "--book", s(&book), "--json"])["dedupe_games"],
-        st["dedupe_games"]
-    );
+    export_polyglot(&whole, &bin);
+    bookdb(["import-polyglot", s(&bin), "--book", s(&book), "--quiet"]).ok();
+    assert_eq!(stats(&book)["dedupe_games"], st["dedupe_games"]);
     // Compaction and merge keep the record: the overlap again is all duplicates.
     let overlap_pgn = dir.path().join("overlap.pgn");
     std::fs::write(&overlap_pgn, &text[at(0.4)..at(0.6)]).unwrap();
-    json(&["compact", "--book", s(&book), "--retrain", "--json"]);
+    bookdb(["compact", "--book", s(&book), "--retrain", "--json"]).json();
     let merged = dir.path().join("merged.book");
     let other = dir.path().join("other.book");
     import(&[&first], &other, &[]);
-    ok(&["merge", s(&book), s(&other), "--out", s(&merged)]);
+    bookdb(["merge", s(&book), s(&other), "--out", s(&merged)]).ok();
     for b in [&book, &merged] {
         let r = import(&[&overlap_pgn], b, &["--dedupe"]);
         assert_eq!(r["games_imported"], 0, "{r}");
@@ -765,7 +706,7 @@ fn dedupe_fingerprints_spill_without_changing_results() {
             });
             rs.push((counted, std::fs::read_to_string(&report).unwrap()));
         }
-        let st = json(&["stats", "--book", s(&book), "--json"]);
+        let st = stats(&book);
         assert_eq!(st["dedupe_games"], st["games"], "one fingerprint per game");
         results.push((rs, dump(&book), st["dedupe_games"].clone()));
     }
@@ -857,7 +798,7 @@ fn dedupe_keeps_the_first_copy_whatever_the_jobs_and_chunks() {
             "skipped": r["skipped_by_reason"],
             "pairs": r["pairs_added"],
         });
-        let st = json(&["stats", "--book", s(&book), "--json"]);
+        let st = stats(&book);
         assert_eq!(st["dedupe_games"], st["games"], "one fingerprint per game");
         assert_eq!(
             r["games_imported"], p["games_imported"],
@@ -947,14 +888,14 @@ fn skipped_games_reach_the_staging_log_while_reading() {
     let pgn = sample_repeated(dir.path(), 100);
     let book = dir.path().join("none.book");
     let staging = dir.path().join("none.book.staging");
-    let mut child = Command::new(bin())
-        .args(spilling_import_args(
-            &[&pgn],
-            &book,
-            &["--min-rating", "9999"],
-        ))
-        .spawn()
-        .unwrap();
+    let mut child = bookdb(spilling_import_args(
+        &[&pgn],
+        &book,
+        &["--min-rating", "9999"],
+    ))
+    .command()
+    .spawn()
+    .unwrap();
     let mut sizes = std::collections::BTreeSet::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
@@ -988,13 +929,11 @@ fn force_import_killed_after_its_commit_is_not_counted_twice() {
     let pgn = medium_or_sample(dir.path());
     let book = dir.path().join("b.book");
     import(&[&pgn], &book, &[]);
-    let once = json(&["stats", "--book", s(&book), "--json"])["games"]
-        .as_u64()
-        .unwrap();
+    let once = stats(&book)["games"].as_u64().unwrap();
     let args = spilling_import_args(&[&pgn], &book, &["--force"]);
     let staging = dir.path().join("b.book.staging");
     let snapshot = dir.path().join("snapshot");
-    let mut child = Command::new(bin()).args(&args).spawn().unwrap();
+    let mut child = bookdb(&args).command().spawn().unwrap();
     let pid = child.id().to_string();
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     let mut marker_dir = None;
@@ -1018,7 +957,7 @@ fn force_import_killed_after_its_commit_is_not_counted_twice() {
     Command::new("kill").args(["-CONT", &pid]).status().unwrap();
     assert!(child.wait().unwrap().success());
     assert_eq!(
-        json(&["stats", "--book", s(&book), "--json"])["games"].as_u64(),
+        stats(&book)["games"].as_u64(),
         Some(2 * once),
         "--force counts the input again"
     );
@@ -1030,10 +969,10 @@ fn force_import_killed_after_its_commit_is_not_counted_twice() {
     let mut again: Vec<&str> = args.iter().map(String::as_str).collect();
     again.retain(|a| *a != "--quiet");
     again.push("--json");
-    let r = json(&again);
+    let r = bookdb(&again).json();
     assert_eq!(r["applied"], "committed before the interruption", "{r}");
     assert_eq!(
-        json(&["stats", "--book", s(&book), "--json"])["games"].as_u64(),
+        stats(&book)["games"].as_u64(),
         Some(2 * once),
         "the interrupted run's games are not counted twice"
     );
@@ -1076,16 +1015,9 @@ fn compressed_and_stdin_inputs() {
         assert_eq!(dump(&book), expected, "{}", f.display());
     }
     let stdin_book = dir.path().join("stdin.book");
-    let mut child = Command::new(bin())
-        .args([
-            "import",
-            "-",
-            "--book",
-            s(&stdin_book),
-            "--max-ply",
-            "30",
-            "--quiet",
-        ])
+    let mut child = Bookdb::import(&["-"], &stdin_book)
+        .args(["--max-ply", "30", "--quiet"])
+        .command()
         .stdin(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -1093,8 +1025,9 @@ fn compressed_and_stdin_inputs() {
     assert!(child.wait().unwrap().success());
     assert_eq!(dump(&stdin_book), expected);
     // The same bytes again on stdin are recognised after reading, and nothing changes.
-    let mut child = Command::new(bin())
-        .args(["import", "-", "--book", s(&stdin_book), "--max-ply", "30"])
+    let mut child = Bookdb::import(&["-"], &stdin_book)
+        .args(["--max-ply", "30"])
+        .command()
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -1153,7 +1086,7 @@ fn edge_case_inputs_never_crash() {
         ]
         .map(String::from),
     );
-    let out = Command::new(bin()).args(&args).output().unwrap();
+    let out = bookdb(&args).output();
     assert!(
         out.status.success(),
         "{}",
@@ -1176,12 +1109,7 @@ fn edge_case_inputs_never_crash() {
         assert!(Path::new(file).exists(), "{line}");
         assert!(lineno.parse::<u64>().unwrap() >= 1, "{line}");
     }
-    ok(&["verify", "--book", s(&book)]);
+    verify(&book);
     // Positions from FEN starts are in the book and verify as legal.
-    assert!(
-        json(&["stats", "--book", s(&book), "--json"])["positions"]
-            .as_u64()
-            .unwrap()
-            > 10_000
-    );
+    assert!(stats(&book)["positions"].as_u64().unwrap() > 10_000);
 }

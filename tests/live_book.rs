@@ -15,8 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 fn generation(book: &Path) -> u64 {
-    let st: serde_json::Value =
-        serde_json::from_str(&ok(&["stats", "--json", "--book", s(book)])).unwrap();
+    let st: serde_json::Value = bookdb(["stats", "--json", "--book", s(book)]).json();
     st["generation"].as_u64().unwrap()
 }
 
@@ -150,7 +149,7 @@ fn readers_see_whole_commits_while_writers_run() {
         p
     };
     let base = part(0.0, 0.5, "base.pgn");
-    ok(&["import", "--quiet", "--book", s(&book), s(&base)]);
+    Bookdb::import(&[&base], &book).arg("--quiet").ok();
     // Small imports (delta segments, enough to make the folding policy merge some), a
     // compaction, a Polyglot import, a migrate (nothing to do) and more imports.
     let mut steps: Vec<Vec<String>> = Vec::new();
@@ -168,16 +167,8 @@ fn readers_see_whole_commits_while_writers_run() {
     let bin_book = dir.path().join("extra.bin");
     let extra = part(0.8, 0.85, "extra.pgn");
     let extra_book = dir.path().join("extra.book");
-    ok(&["import", "--quiet", "--book", s(&extra_book), s(&extra)]);
-    ok(&[
-        "export",
-        "--book",
-        s(&extra_book),
-        "--format",
-        "polyglot",
-        "--out",
-        s(&bin_book),
-    ]);
+    Bookdb::import(&[&extra], &extra_book).arg("--quiet").ok();
+    export_polyglot(&extra_book, &bin_book);
     steps.push(arg(&["import-polyglot", "--book", s(&book), s(&bin_book)]));
     steps.push(arg(&["migrate", "--book", s(&book)]));
     for p in &smalls[5..] {
@@ -195,9 +186,9 @@ fn readers_see_whole_commits_while_writers_run() {
             }
         }
         let st: Vec<&str> = st.iter().map(String::as_str).collect();
-        ok(&st);
+        bookdb(&st).ok();
     }
-    let final_dump = ok(&["dump", "--book", s(&final_book)]);
+    let final_dump = dump(&final_book);
     let mut fens: Vec<String> = answers(&final_dump)
         .into_keys()
         .filter(|id| id.contains('/'))
@@ -236,20 +227,12 @@ fn readers_see_whole_commits_while_writers_run() {
         std::thread::sleep(Duration::from_millis(20));
     }
     // States: (generation after the step, its answers, when the step finished).
-    let mut states = vec![(
-        generation(&book),
-        answers(&ok(&["dump", "--book", s(&book)])),
-        now_ms(),
-    )];
+    let mut states = vec![(generation(&book), answers(&dump(&book)), now_ms())];
     for st in &steps {
         let st: Vec<&str> = st.iter().map(String::as_str).collect();
-        ok(&st);
+        bookdb(&st).ok();
         let finished = now_ms();
-        states.push((
-            generation(&book),
-            answers(&ok(&["dump", "--book", s(&book)])),
-            finished,
-        ));
+        states.push((generation(&book), answers(&dump(&book)), finished));
         std::thread::sleep(Duration::from_millis(150));
     }
     std::thread::sleep(Duration::from_millis(500));
@@ -258,7 +241,7 @@ fn readers_see_whole_commits_while_writers_run() {
     let lines = collector.join().unwrap();
     assert!(status.success(), "reader failed: {lines:?}");
     assert_eq!(
-        answers(&ok(&["dump", "--book", s(&book)])),
+        answers(&dump(&book)),
         answers(&final_dump),
         "the live book ends where the same commands run alone end"
     );
@@ -332,21 +315,21 @@ fn writers_killed_while_publishing_or_folding_leave_a_sound_book() {
     // The reference: a book with 7 segments, into which one more import publishes an 8th, and
     // a 9th makes the folding policy merge.
     let template = dir.path().join("template.book");
-    ok(&["import", "--quiet", "--book", s(&template), s(&base_pgn)]);
+    Bookdb::import(&[&base_pgn], &template).arg("--quiet").ok();
     for p in &smalls[..7] {
-        ok(&["import", "--quiet", "--book", s(&template), s(p)]);
+        Bookdb::import(&[p], &template).arg("--quiet").ok();
     }
     let reference = |steps: &[&Path], compact: bool| {
         let r = dir.path().join("ref.book");
         let _ = std::fs::remove_file(&r);
         copy_live_book(&template, &r);
         for p in steps {
-            ok(&["import", "--quiet", "--book", s(&r), s(p)]);
+            Bookdb::import(&[p], &r).arg("--quiet").ok();
         }
         if compact {
-            ok(&["compact", "--book", s(&r)]);
+            bookdb(["compact", "--book", s(&r)]).ok();
         }
-        let d = ok(&["dump", "--book", s(&r)]);
+        let d = dump(&r);
         for e in std::fs::read_dir(dir.path()).unwrap().flatten() {
             if e.file_name().to_string_lossy().starts_with("ref.book") {
                 std::fs::remove_file(e.path()).unwrap();
@@ -354,7 +337,7 @@ fn writers_killed_while_publishing_or_folding_leave_a_sound_book() {
         }
         d
     };
-    let before = ok(&["dump", "--book", s(&template)]);
+    let before = dump(&template);
     let after_one = reference(&[&smalls[7]], false);
     let after_fold = reference(&[&smalls[7], &smalls[8]], false);
     assert_eq!(reference(&[], true), before);
@@ -376,20 +359,16 @@ fn writers_killed_while_publishing_or_folding_leave_a_sound_book() {
     let mut killed = 0;
     let check = |book: &Path, cmd: &[&str], allowed: &[&String], want: &String, was: bool| {
         // The book opens and verifies, and shows a state before or after the command.
-        ok(&["verify", "--book", s(book)]);
-        let d = ok(&["dump", "--book", s(book)]);
+        verify(book);
+        let d = dump(book);
         assert!(
             allowed.contains(&&d),
             "{cmd:?}: a state that is neither before nor after"
         );
         // Running the command again finishes it: the same as an uninterrupted run.
-        ok(cmd);
-        assert_eq!(
-            &ok(&["dump", "--book", s(book)]),
-            want,
-            "{cmd:?} (killed: {was})"
-        );
-        ok(&["verify", "--book", s(book)]);
+        bookdb(cmd).ok();
+        assert_eq!(&dump(book), want, "{cmd:?} (killed: {was})");
+        verify(book);
     };
     // (crash point, book state, command, state before, state after): the publication of one
     // more segment; the publication of a 9th and the fold it causes; a compaction (a new base
@@ -415,14 +394,14 @@ fn writers_killed_while_publishing_or_folding_leave_a_sound_book() {
         let book = dir.path().join(format!("t{trials}.book"));
         copy_live_book(&template, &book);
         if let Some(p) = pre {
-            ok(&["import", "--quiet", "--book", s(&book), s(p)]);
+            Bookdb::import(&[p], &book).arg("--quiet").ok();
         }
         let cmd: Vec<&str> = match what {
             "import7" => vec!["import", "--quiet", "--book", s(&book), s(&smalls[7])],
             "import8" => vec!["import", "--quiet", "--book", s(&book), s(&smalls[8])],
             _ => vec!["compact", "--book", s(&book)],
         };
-        let k = run_crashing(&cmd, Some(&point), None);
+        let k = bookdb(&cmd).run_crashing(Some(&point), None);
         assert!(k, "{cmd:?} did not reach crash point {point}");
         trials += 1;
         killed += 1;
@@ -436,9 +415,9 @@ fn writers_killed_while_publishing_or_folding_leave_a_sound_book() {
         rng ^= rng << 17;
         let book = dir.path().join(format!("t{trials}.book"));
         copy_live_book(&template, &book);
-        ok(&["import", "--quiet", "--book", s(&book), s(&smalls[7])]);
+        Bookdb::import(&[&smalls[7]], &book).arg("--quiet").ok();
         let cmd = ["import", "--quiet", "--book", s(&book), s(&smalls[8])];
-        let k = run_crashing(&cmd, None, Some(Duration::from_millis(rng % 400)));
+        let k = bookdb(cmd).run_crashing(None, Some(Duration::from_millis(rng % 400)));
         trials += 1;
         killed += usize::from(k);
         check(&book, &cmd, &[&after_one, &after_fold], &after_fold, k);

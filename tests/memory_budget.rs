@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{dump, json, ok, s, sample_pgn};
+use common::{bookdb, dump, s, sample_pgn};
 
 /// The peak resident memory `import --json` reports (`VmHWM`).
 fn peak_rss(j: &serde_json::Value) -> u64 {
@@ -17,7 +17,7 @@ fn peak_rss(j: &serde_json::Value) -> u64 {
 fn a_huge_memory_budget_is_not_touched_up_front() {
     let dir = tempfile::tempdir().unwrap();
     let book = dir.path().join("b.book");
-    let j = json(&[
+    let j = bookdb([
         "import",
         s(&sample_pgn()),
         "--book",
@@ -27,7 +27,8 @@ fn a_huge_memory_budget_is_not_touched_up_front() {
         "--jobs",
         "2",
         "--json",
-    ]);
+    ])
+    .json();
     assert_eq!(j["games_imported"], 200, "{j}");
     // 200 games need a few MiB; the old code touched gigabytes for this budget.
     assert!(
@@ -41,7 +42,7 @@ fn a_huge_memory_budget_is_not_touched_up_front() {
 fn an_absurd_memory_budget_is_capped_with_a_warning_and_counts_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let book = dir.path().join("b.book");
-    let j = json(&[
+    let j = bookdb([
         "import",
         s(&sample_pgn()),
         "--book",
@@ -49,7 +50,8 @@ fn an_absurd_memory_budget_is_capped_with_a_warning_and_counts_the_same() {
         "--memory",
         "1000000000000",
         "--json",
-    ]);
+    ])
+    .json();
     assert_eq!(j["games_imported"], 200, "{j}");
     let warning = j["warnings"][0].as_str().unwrap_or_default();
     assert!(
@@ -58,6 +60,6 @@ fn an_absurd_memory_budget_is_capped_with_a_warning_and_counts_the_same() {
     );
     assert!(j["memory_mib"].as_u64().unwrap() < 1_000_000_000_000, "{j}");
     let reference = dir.path().join("ref.book");
-    ok(&["import", s(&sample_pgn()), "--book", s(&reference)]);
+    bookdb(["import", s(&sample_pgn()), "--book", s(&reference)]).ok();
     assert_eq!(dump(&book), dump(&reference));
 }

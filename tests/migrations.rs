@@ -7,7 +7,6 @@ mod common;
 use common::*;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn fixtures() -> Vec<(u32, PathBuf)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/fixtures");
@@ -57,18 +56,18 @@ fn halves(dir: &Path) -> (PathBuf, PathBuf) {
 fn every_older_format_version_migrates() {
     let fx = fixtures();
     let versions: Vec<u32> = fx.iter().map(|(v, _)| *v).collect();
-    let stats: serde_json::Value = serde_json::from_str(&ok(&[
+    let stats: serde_json::Value = bookdb([
         "stats",
         "--json",
         "--book",
         s(&{
             let d = tempfile::tempdir().unwrap().keep();
             let b = d.join("probe.book");
-            ok(&["import", "--quiet", "--book", s(&b), s(&halves(&d).0)]);
+            Bookdb::import(&[&halves(&d).0], &b).arg("--quiet").ok();
             b
         }),
-    ]))
-    .unwrap();
+    ])
+    .json();
     let current = stats["format_version"].as_u64().unwrap() as u32;
     // A fixture of every version before the current one.
     assert_eq!(
@@ -79,42 +78,27 @@ fn every_older_format_version_migrates() {
     let dir = tempfile::tempdir().unwrap();
     let (first, second) = halves(dir.path());
     let fresh = dir.path().join("fresh.book");
-    ok(&[
-        "import",
-        "--quiet",
-        "--book",
-        s(&fresh),
-        s(&first),
-        s(&second),
-    ]);
-    let want = ok(&["dump", "--book", s(&fresh)]);
+    Bookdb::import(&[&first, &second], &fresh)
+        .arg("--quiet")
+        .ok();
+    let want = dump(&fresh);
     for (version, path) in fx {
         let book = dir.path().join(format!("v{version}.book"));
         std::fs::copy(&path, &book).unwrap();
         for cmd in ["probe", "dump", "stats", "verify"] {
-            let out = Command::new(bin())
-                .args([cmd, "--book", s(&book)])
-                .output()
-                .unwrap();
-            assert_eq!(out.status.code(), Some(4), "v{version} {cmd}");
-            let err = String::from_utf8_lossy(&out.stderr);
+            let err = bookdb([cmd, "--book", s(&book)]).fails_with(4);
             assert!(err.contains("bookdb migrate"), "v{version} {cmd}: {err}");
         }
-        let msg = ok(&["migrate", "--book", s(&book)]);
+        let msg = bookdb(["migrate", "--book", s(&book)]).ok();
         assert!(
             msg.contains(&format!(
                 "migrated from format version {version} to {current}"
             )),
             "{msg}"
         );
-        ok(&["verify", "--book", s(&book)]);
-        assert_eq!(
-            ok(&["dump", "--book", s(&book)]),
-            want,
-            "v{version}: content changed"
-        );
-        let st: serde_json::Value =
-            serde_json::from_str(&ok(&["stats", "--json", "--book", s(&book)])).unwrap();
+        verify(&book);
+        assert_eq!(dump(&book), want, "v{version}: content changed");
+        let st: serde_json::Value = bookdb(["stats", "--json", "--book", s(&book)]).json();
         assert_eq!(st["format_version"], current);
         assert_eq!(st["games"], 200);
         // Version 2 fixtures were imported with --dedupe: their fingerprints survive.
@@ -124,18 +108,14 @@ fn every_older_format_version_migrates() {
             "v{version}"
         );
         // The import records survive: importing the same files again counts nothing.
-        let r: serde_json::Value = serde_json::from_str(&ok(&[
-            "import",
-            "--json",
-            "--quiet",
-            "--book",
-            s(&book),
-            s(&first),
-            s(&second),
-        ]))
+        let r: serde_json::Value = serde_json::from_str(
+            &Bookdb::import(&[&first, &second], &book)
+                .args(["--json", "--quiet"])
+                .ok(),
+        )
         .unwrap();
         assert_eq!(r["games_imported"], 0, "v{version}: {r}");
-        let again = ok(&["migrate", "--book", s(&book)]);
+        let again = bookdb(["migrate", "--book", s(&book)]).ok();
         assert!(again.contains("nothing to do"), "{again}");
     }
 }

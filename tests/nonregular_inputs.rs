@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin, dump, json, ok, s, sample_pgn};
+use common::{bin, bookdb, dump, s, sample_pgn};
 
 /// Games in tests/data/sample.pgn.
 const SAMPLE_GAMES: u64 = 200;
@@ -59,7 +59,7 @@ fn summary(out: &Output) -> serde_json::Value {
 /// The book a plain import of the sample makes, to compare against.
 fn reference(dir: &Path) -> String {
     let book = dir.join("reference.book");
-    ok(&["import", s(&sample_pgn()), "--book", s(&book), "--json"]);
+    bookdb(["import", s(&sample_pgn()), "--book", s(&book), "--json"]).ok();
     dump(&book)
 }
 
@@ -69,7 +69,7 @@ fn assert_counted_once(dir: &Path, book: &Path, first: &Output) {
     let j = summary(first);
     assert_eq!(j["games_read"], SAMPLE_GAMES, "{j}");
     assert_eq!(j["games_imported"], SAMPLE_GAMES, "{j}");
-    let again = json(&["import", s(&sample_pgn()), "--book", s(book), "--json"]);
+    let again = bookdb(["import", s(&sample_pgn()), "--book", s(book), "--json"]).json();
     assert_eq!(again["already_imported"][0], s(&sample_pgn()), "{again}");
     assert_eq!(again["games_read"], 0);
     assert_eq!(dump(book), reference(dir));
@@ -189,8 +189,8 @@ fn idle_fifo_does_not_hold_the_writer_lock_forever() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no data for"), "{err}");
     // Nothing was counted or recorded, and the lock is free.
-    assert!(!book.exists() || json(&["stats", "--book", s(&book), "--json"])["games"] == 0);
-    let j = json(&["import", s(&sample_pgn()), "--book", s(&book), "--json"]);
+    assert!(!book.exists() || bookdb(["stats", "--book", s(&book), "--json"]).json()["games"] == 0);
+    let j = bookdb(["import", s(&sample_pgn()), "--book", s(&book), "--json"]).json();
     assert_eq!(j["games_imported"], SAMPLE_GAMES, "{j}");
 }
 
@@ -208,7 +208,7 @@ fn endless_character_device_is_refused_not_read_forever() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("not PGN text"), "{dev}: {err}");
     }
-    assert!(!book.exists() || json(&["stats", "--book", s(&book), "--json"])["games"] == 0);
+    assert!(!book.exists() || bookdb(["stats", "--book", s(&book), "--json"]).json()["games"] == 0);
 }
 
 fn import_stdin(book: &Path, extra: &[&str]) -> Output {
@@ -245,6 +245,6 @@ fn repeated_stdin_import_exits_0_like_a_repeated_file_import() {
     assert!(err.contains("already imported"), "{err}");
     assert_eq!(dump(&book), before);
     // The other input alone is imported.
-    let j = json(&["import", s(&other), "--book", s(&book), "--json"]);
+    let j = bookdb(["import", s(&other), "--book", s(&book), "--json"]).json();
     assert_eq!(j["games_imported"], 1, "{j}");
 }

@@ -11,20 +11,14 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 fn sample_book(dir: &Path) -> PathBuf {
     let book = dir.join("s.book");
-    ok(&["import", s(&sample_pgn()), "--book", s(&book), "--quiet"]);
+    Bookdb::import(&[&sample_pgn()], &book).arg("--quiet").ok();
     book
 }
 
 fn games(book: &Path) -> u64 {
-    json(&["stats", "--book", s(book), "--json"])["games"]
-        .as_u64()
-        .unwrap()
+    stats(book)["games"].as_u64().unwrap()
 }
 
 fn xz(bytes: &[u8]) -> Vec<u8> {
@@ -42,8 +36,8 @@ fn xz_inputs_import_like_plain_text() {
     let xzp = dir.path().join("games.pgn.xz");
     std::fs::write(&xzp, xz(&text)).unwrap();
     let (a, b) = (dir.path().join("a.book"), dir.path().join("b.book"));
-    ok(&["import", s(&sample_pgn()), "--book", s(&a), "--quiet"]);
-    ok(&["import", s(&xzp), "--book", s(&b), "--quiet"]);
+    Bookdb::import(&[&sample_pgn()], &a).arg("--quiet").ok();
+    Bookdb::import(&[&xzp], &b).arg("--quiet").ok();
     assert_eq!(dump(&a), dump(&b));
     assert_eq!(games(&a), games(&b));
 }
@@ -86,33 +80,24 @@ fn inputs_that_are_not_pgn_fail_and_are_not_recorded() {
         ("games.zip", "zip archive"),
     ] {
         let p = d.join(file);
-        let out = run(&["import", s(&p), "--book", s(&book)]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{file}: {err}");
+        let err = Bookdb::import(&[&p], &book).fails_with(1);
         assert!(err.contains(file) && err.contains(says), "{file}: {err}");
         assert_eq!(games(&book), before, "{file} counted games");
         // Not recorded: it fails again rather than being "already imported".
-        let again = run(&["import", s(&p), "--book", s(&book)]);
+        let again = Bookdb::import(&[&p], &book).output();
         assert_eq!(again.status.code(), Some(1), "{file}");
         assert!(!String::from_utf8_lossy(&again.stdout).contains("already imported"));
     }
     // A NUL byte past the sniffed start fails the import as it is met: nothing is applied.
-    let out = run(&["import", s(&d.join("late-nul.pgn")), "--book", s(&book)]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let err = Bookdb::import(&[&d.join("late-nul.pgn")], &book).fails_with(1);
     assert!(err.contains("late-nul.pgn") && err.contains("NUL"), "{err}");
     assert_eq!(games(&book), before);
     // Beside a good input: the good one is imported, the bad one reported, exit 1.
     let good = d.join("more.pgn");
     std::fs::write(&good, "[Event \"g\"]\n\n1. d4 d5 2. c4 *\n").unwrap();
-    let out = run(&[
-        "import",
-        s(&d.join("noise.pgn")),
-        s(&good),
-        "--book",
-        s(&book),
-        "--json",
-    ]);
+    let out = Bookdb::import(&[&d.join("noise.pgn"), &good], &book)
+        .arg("--json")
+        .output();
     assert_eq!(out.status.code(), Some(1));
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(j["games_imported"], 1);
@@ -130,7 +115,7 @@ fn games_without_moves_are_skipped_not_counted() {
     )
     .unwrap();
     let book = dir.path().join("g.book");
-    let j = json(&["import", s(&pgn), "--book", s(&book), "--json"]);
+    let j = Bookdb::import(&[&pgn], &book).arg("--json").json();
     assert_eq!(j["games_read"], 3);
     assert_eq!(j["games_imported"], 1);
     assert_eq!(j["skipped_by_reason"]["no-moves"], 2);
@@ -144,8 +129,9 @@ fn stdin_is_sniffed_however_it_trickles_in() {
     let dir = tempfile::tempdir().unwrap();
     let data = xz(&std::fs::read(sample_pgn()).unwrap());
     let book = dir.path().join("t.book");
-    let mut child = Command::new(bin())
-        .args(["import", "-", "--book", s(&book), "--quiet"])
+    let mut child = Bookdb::import(&["-"], &book)
+        .arg("--quiet")
+        .command()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -167,7 +153,7 @@ fn stdin_is_sniffed_however_it_trickles_in() {
         String::from_utf8_lossy(&out.stderr)
     );
     let plain = dir.path().join("p.book");
-    ok(&["import", s(&sample_pgn()), "--book", s(&plain), "--quiet"]);
+    Bookdb::import(&[&sample_pgn()], &plain).arg("--quiet").ok();
     assert_eq!(dump(&book), dump(&plain));
 }
 
@@ -249,7 +235,7 @@ fn rewrites_under_umask_077_keep_the_books_mode_and_owner() {
     let small = d.join("small.book");
     let one = d.join("one.pgn");
     std::fs::write(&one, "[Event \"m\"]\n\n1. b3 e5 2. Bb2 *\n").unwrap();
-    ok(&["import", s(&one), "--book", s(&small), "--quiet"]);
+    Bookdb::import(&[&one], &small).arg("--quiet").ok();
     set(&small);
     let j = under_umask(&[
         "import",
@@ -266,7 +252,7 @@ fn rewrites_under_umask_077_keep_the_books_mode_and_owner() {
     check(&small, "import rewrite");
     // Merge over an existing output.
     let out_book = d.join("merged.book");
-    ok(&["merge", s(&book), "--out", s(&out_book), "--quiet"]);
+    bookdb(["merge", s(&book), "--out", s(&out_book), "--quiet"]).ok();
     set(&out_book);
     let out = under_umask(&["merge", s(&book), "--out", s(&out_book), "--quiet"]);
     assert!(
@@ -299,20 +285,6 @@ fn rustix_is_root() -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
-/// Overwrites the book's `format_version` (as an older build would have written it).
-fn set_format_version(book: &Path, version: u32) {
-    let db = redb::Database::open(book).unwrap();
-    let t = db.begin_write().unwrap();
-    {
-        let def: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
-        t.open_table(def)
-            .unwrap()
-            .insert("format_version", version.to_le_bytes().as_slice())
-            .unwrap();
-    }
-    t.commit().unwrap();
-}
-
 // ---- 3. the writer lock --------------------------------------------------------------------
 
 /// Holds the book's writer lock as another bookdb writer would.
@@ -339,23 +311,20 @@ fn a_held_lock_is_busy_exit_75_and_wait_waits_for_it() {
         vec!["import", s(&sample_pgn()), "--book", s(&book), "--force"],
         vec!["compact", "--book", s(&book), "--wait=0.2"],
     ] {
-        let out = run(&args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(75), "{args:?}: {err}");
+        let err = bookdb(&args).fails_with(75);
         assert!(err.contains("another bookdb process is writing"), "{err}");
     }
     // --json: the error as a JSON object on stderr.
-    let out = run(&["compact", "--book", s(&book), "--json"]);
-    assert_eq!(out.status.code(), Some(75));
-    let j: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+    let err = bookdb(["compact", "--book", s(&book), "--json"]).fails_with(75);
+    let j: serde_json::Value = serde_json::from_str(&err).unwrap();
     assert_eq!(j["error"]["kind"], "busy");
     assert_eq!(j["error"]["exit_code"], 75);
     assert!(j["error"]["message"].as_str().unwrap().contains("--wait"));
     // Readers are not writers: they go on.
-    ok(&["stats", "--book", s(&book)]);
+    bookdb(["stats", "--book", s(&book)]).ok();
     // --wait (no value: as long as it takes) succeeds once the lock is released.
-    let child = Command::new(bin())
-        .args(["compact", "--book", s(&book), "--wait", "--quiet"])
+    let child = bookdb(["compact", "--book", s(&book), "--wait", "--quiet"])
+        .command()
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -370,34 +339,28 @@ fn a_held_lock_is_busy_exit_75_and_wait_waits_for_it() {
     // `--wait` takes its value only after `=`: the word after it is an input.
     let more = dir.path().join("more.pgn");
     std::fs::write(&more, "[Event \"w\"]\n\n1. e4 c5 *\n").unwrap();
-    ok(&["import", "--wait", s(&more), "--book", s(&book), "--quiet"]);
+    bookdb(["import", "--wait", s(&more), "--book", s(&book), "--quiet"]).ok();
     // A bad --wait value is a usage error.
-    assert_eq!(
-        run(&["compact", "--book", s(&book), "--wait=soon"])
-            .status
-            .code(),
-        Some(2)
-    );
+    bookdb(["compact", "--book", s(&book), "--wait=soon"]).fails_with(2);
 }
 
 #[test]
 fn json_errors_name_their_kind_and_exit_code() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(&[
+    let err = bookdb([
         "stats",
         "--book",
         s(&dir.path().join("absent.book")),
         "--json",
-    ]);
-    assert_eq!(out.status.code(), Some(1));
-    let j: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+    ])
+    .fails_with(1);
+    let j: serde_json::Value = serde_json::from_str(&err).unwrap();
     assert_eq!(j["error"]["kind"], "not-found");
     assert_eq!(j["error"]["exit_code"], 1);
     let book = sample_book(dir.path());
     set_format_version(&book, 99);
-    let out = run(&["stats", "--book", s(&book), "--json"]);
-    assert_eq!(out.status.code(), Some(4));
-    let j: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+    let err = bookdb(["stats", "--book", s(&book), "--json"]).fails_with(4);
+    let j: serde_json::Value = serde_json::from_str(&err).unwrap();
     assert_eq!(j["error"]["kind"], "not-a-book");
 }
 
@@ -418,15 +381,10 @@ fn big_pgn(dir: &Path) -> PathBuf {
 
 fn import_stderr(dir: &Path, book: &str, extra: &[&str]) -> String {
     let pgn = big_pgn(dir);
-    let out = Command::new(bin())
-        .args(["import", s(&pgn), "--book"])
-        .arg(dir.join(book))
+    let out = Bookdb::import(&[&pgn], dir.join(book))
         .args(extra)
         .env("BOOKDB_PROGRESS_INTERVAL", "0.001")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::piped())
-        .output()
-        .unwrap();
+        .output();
     assert!(
         out.status.success(),
         "{}",
@@ -465,18 +423,16 @@ fn progress_off_a_terminal_is_plain_lines() {
     }
     // Rewrites too.
     let book = d.join("a.book");
-    let out = Command::new(bin())
-        .args([
-            "compact",
-            "--book",
-            s(&book),
-            "--progress",
-            "plain",
-            "--retrain",
-        ])
-        .env("BOOKDB_PROGRESS_INTERVAL", "0.001")
-        .output()
-        .unwrap();
+    let out = bookdb([
+        "compact",
+        "--book",
+        s(&book),
+        "--progress",
+        "plain",
+        "--retrain",
+    ])
+    .env("BOOKDB_PROGRESS_INTERVAL", "0.001")
+    .output();
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -498,8 +454,8 @@ fn unchanged_inputs_are_recognised_without_reading() {
     let pgn = d.join("in.pgn");
     std::fs::write(&pgn, "[Event \"a\"]\n\n1. e4 e5 2. Nf3 *\n").unwrap();
     let book = d.join("i.book");
-    ok(&["import", s(&pgn), "--book", s(&book), "--quiet"]);
-    let j = json(&["import", s(&pgn), "--book", s(&book), "--json"]);
+    Bookdb::import(&[&pgn], &book).arg("--quiet").ok();
+    let j = Bookdb::import(&[&pgn], &book).arg("--json").json();
     assert_eq!(j["already_imported"][0], s(&pgn));
     // Same size and inode, other moves; the modification time is put back.
     let mtime = std::fs::metadata(&pgn).unwrap().modified().unwrap();
@@ -509,10 +465,12 @@ fn unchanged_inputs_are_recognised_without_reading() {
             .unwrap();
         f.set_modified(mtime).unwrap();
     }
-    let j = json(&["import", s(&pgn), "--book", s(&book), "--json"]);
+    let j = Bookdb::import(&[&pgn], &book).arg("--json").json();
     assert_eq!(j["already_imported"][0], s(&pgn), "identity short-circuit");
     assert_eq!(games(&book), 1);
-    let j = json(&["import", s(&pgn), "--book", s(&book), "--json", "--rehash"]);
+    let j = Bookdb::import(&[&pgn], &book)
+        .args(["--json", "--rehash"])
+        .json();
     assert_eq!(j["games_imported"], 1, "--rehash reads the new bytes");
     assert_eq!(games(&book), 2);
     // A touched file (new mtime, same bytes) is fingerprinted and still known.
@@ -522,7 +480,7 @@ fn unchanged_inputs_are_recognised_without_reading() {
         .unwrap()
         .set_modified(std::time::SystemTime::now())
         .unwrap();
-    let j = json(&["import", s(&pgn), "--book", s(&book), "--json"]);
+    let j = Bookdb::import(&[&pgn], &book).arg("--json").json();
     assert_eq!(j["already_imported"][0], s(&pgn));
     assert_eq!(games(&book), 2);
 }
@@ -531,7 +489,7 @@ fn unchanged_inputs_are_recognised_without_reading() {
 
 #[test]
 fn version_names_the_commit_and_format_versions() {
-    let v = ok(&["--version"]);
+    let v = bookdb(["--version"]).ok();
     assert!(v.starts_with("bookdb "), "{v}");
     assert!(v.contains("(commit "), "{v}");
     assert!(v.contains("book format version 3"), "{v}");
@@ -541,11 +499,11 @@ fn version_names_the_commit_and_format_versions() {
 #[test]
 fn completions_and_man_page() {
     for shell in ["bash", "zsh", "fish"] {
-        let c = ok(&["completions", shell]);
+        let c = bookdb(["completions", shell]).ok();
         assert!(c.contains("bookdb") && c.contains("import"), "{shell}");
         assert!(c.contains("wait") && c.contains("progress"), "{shell}");
     }
-    let man = ok(&["man"]);
+    let man = bookdb(["man"]).ok();
     let th = man.lines().find(|l| l.starts_with(".TH bookdb")).unwrap();
     assert_eq!(
         th.matches('"').count() % 2,
@@ -553,32 +511,19 @@ fn completions_and_man_page() {
         "the title line is whole: {th}"
     );
     assert!(man.contains("completions"));
-    assert_eq!(run(&["completions", "tcsh"]).status.code(), Some(2));
+    bookdb(["completions", "tcsh"]).fails_with(2);
 }
 
 #[test]
 fn bookdb_book_is_the_default_book() {
     let dir = tempfile::tempdir().unwrap();
     let book = sample_book(dir.path());
-    let out = Command::new(bin())
-        .args(["stats", "--json"])
-        .env("BOOKDB_BOOK", &book)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = bookdb(["stats", "--json"]).env("BOOKDB_BOOK", &book).json();
     assert_eq!(j["games"], games(&book));
     // --book wins over the variable.
-    let out = Command::new(bin())
-        .args(["stats", "--book", s(&book)])
+    bookdb(["stats", "--book", s(&book)])
         .env("BOOKDB_BOOK", dir.path().join("absent.book"))
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+        .ok();
 }
 
 // ---- 7. docs/OPERATIONS.md -----------------------------------------------------------------
@@ -715,11 +660,7 @@ fn backup_script_copies_a_verified_book() {
         "[Event \"x\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n",
     )
     .unwrap();
-    let out = Command::new(bin())
-        .args(["import", "--quiet", "--book", s(&book), s(&more)])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    Bookdb::import(&[&more], &book).arg("--quiet").ok();
     assert!(
         segment_exists(&book),
         "the import published a delta segment"

@@ -25,10 +25,6 @@ const REFEREE: &str = concat!(
 /// move (line 4), a bad square (line 6), a bad result (line 7).
 const TRANSCRIPT: &str = "f5d6c3d3c4f4c5b3c2 4\nF5F6E6F4 -2\n\nf5f5 10\nf5d6c3 0\nf5zz\nf5d6c5f4e3f6d3f3e6 x\nf5d6\nd3c5f6f5e6e3\n";
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 fn wthor_dir() -> Option<PathBuf> {
     data_file("othello/wthor/WTH_1977.wtb").map(|p| p.parent().unwrap().to_path_buf())
 }
@@ -60,11 +56,10 @@ fn transcript(dir: &Path) -> PathBuf {
 }
 
 fn import(inputs: &[&Path], book: &Path, extra: &[&str]) -> serde_json::Value {
-    let mut args = vec!["import", "--game", "othello"];
-    args.extend(inputs.iter().map(|p| s(p)));
-    args.extend(["--book", s(book), "--json"]);
-    args.extend(extra);
-    json(&args)
+    Bookdb::import(inputs, book)
+        .args(["--game", "othello", "--json"])
+        .args(extra)
+        .json()
 }
 
 fn lines(text: &str) -> Vec<serde_json::Value> {
@@ -123,7 +118,7 @@ fn dump_equals_the_referee_replay() {
             "referee: {stderr}, bookdb: {expect}"
         );
         assert_eq!(summary["games_skipped"], 3);
-        ok(&["verify", "--book", s(&book)]);
+        verify(&book);
     }
 }
 
@@ -175,18 +170,10 @@ fn refusal_table() {
     let fresh = d.join("fresh.book");
     let out = d.join("out.book");
     let bin = d.join("chess.bin");
-    ok(&["import", s(&pgn), "--book", s(&chess), "--quiet"]);
+    Bookdb::import(&[&pgn], &chess).arg("--quiet").ok();
     import(&[&txt], &oth, &[]);
     import(&[&txt], &canon, &["--canonical"]);
-    ok(&[
-        "export",
-        "--book",
-        s(&chess),
-        "--format",
-        "polyglot",
-        "--out",
-        s(&bin),
-    ]);
+    export_polyglot(&chess, &bin);
     let board = "---------------------------OX------XO--------------------------- X";
     let start_fen = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
     let table: Vec<(Vec<&str>, &str)> = vec![
@@ -299,7 +286,7 @@ fn refusal_table() {
     let dumps = |books: &[&Path]| books.iter().map(|b| dump(b)).collect::<Vec<_>>();
     let before = dumps(&[&chess, &oth, &canon]);
     for (args, expect) in &table {
-        let r = run(args);
+        let r = bookdb(args).output();
         let stderr = String::from_utf8_lossy(&r.stderr);
         assert!(!r.status.success(), "{args:?} succeeded");
         assert!(
@@ -339,16 +326,17 @@ fn commands_work_on_othello_books() {
     );
     import(&[&txt], &canon, &["--canonical"]);
     // Probe by moves and by board: the same answer; f5 d6 c3 has the §7 key.
-    let p = json(&["probe", "--book", s(&book), "--moves", "f5 d6", "--json"]);
+    let p = bookdb(["probe", "--book", s(&book), "--moves", "f5 d6", "--json"]).json();
     assert_eq!(p["key"], "05304dd5c9f74bc6");
-    let q = json(&[
+    let q = bookdb([
         "probe",
         "--book",
         s(&book),
         "--board",
         p["board"].as_str().unwrap(),
         "--json",
-    ]);
+    ])
+    .json();
     assert_eq!(p, q);
     let moves: Vec<&str> = p["moves"]
         .as_array()
@@ -358,7 +346,7 @@ fn commands_work_on_othello_books() {
         .collect();
     assert_eq!(moves, ["c3"]);
     // The start: f5 four times (results +4, -2, 0, none) and d3 once.
-    let start = json(&["probe", "--book", s(&book), "--json"]);
+    let start = bookdb(["probe", "--book", s(&book), "--json"]).json();
     assert_eq!(
         start["moves"],
         serde_json::json!([
@@ -368,9 +356,9 @@ fn commands_work_on_othello_books() {
     );
     // Canonical: every orientation of a position answers in its own orientation; d3 (the
     // mirror image of f5 across the anti-diagonal) finds f5's continuations mapped.
-    let a = json(&["probe", "--book", s(&canon), "--moves", "f5", "--json"]);
-    let b = json(&["probe", "--book", s(&canon), "--moves", "d3", "--json"]);
-    let plain_f5 = json(&["probe", "--book", s(&book), "--moves", "f5", "--json"]);
+    let a = bookdb(["probe", "--book", s(&canon), "--moves", "f5", "--json"]).json();
+    let b = bookdb(["probe", "--book", s(&canon), "--moves", "d3", "--json"]).json();
+    let plain_f5 = bookdb(["probe", "--book", s(&book), "--moves", "f5", "--json"]).json();
     let total = |v: &serde_json::Value| -> u64 {
         v["moves"]
             .as_array()
@@ -394,21 +382,21 @@ fn commands_work_on_othello_books() {
         .map(|m| m["move"].as_str().unwrap())
         .collect();
     assert!(b_moves.contains(&"c5"), "d3 c5 was played: {b}");
-    let st = json(&["stats", "--book", s(&canon), "--json"]);
+    let st = stats(&canon);
     assert_eq!(st["game"], "canonical Othello");
-    ok(&["verify", "--book", s(&canon)]);
+    verify(&canon);
     // merge of a book with itself doubles the counts; compact and migrate keep the content.
     let m = d.join("m.book");
-    ok(&["merge", s(&book), s(&book), "--out", s(&m), "--quiet"]);
-    let start_m = json(&["probe", "--book", s(&m), "--json"]);
+    bookdb(["merge", s(&book), s(&book), "--out", s(&m), "--quiet"]).ok();
+    let start_m = bookdb(["probe", "--book", s(&m), "--json"]).json();
     assert_eq!(start_m["moves"][1]["black"], 2);
-    ok(&["verify", "--book", s(&m)]);
+    verify(&m);
     let before = dump(&book);
-    ok(&["compact", "--book", s(&book), "--quiet"]);
+    bookdb(["compact", "--book", s(&book), "--quiet"]).ok();
     assert_eq!(dump(&book), before);
-    let mig = ok(&["migrate", "--book", s(&book)]);
+    let mig = bookdb(["migrate", "--book", s(&book)]).ok();
     assert!(mig.contains("nothing to do"), "{mig}");
-    ok(&["verify", "--book", s(&book)]);
+    verify(&book);
 }
 
 /// Exactly once and incremental: a re-import is a no-op; importing the years one after the
@@ -438,14 +426,15 @@ fn othello_imports_are_exactly_once_and_incremental() {
     let partial = d.join("a.book");
     import(&a_refs, &partial, &[]);
     let merged = d.join("merged.book");
-    ok(&[
+    bookdb([
         "merge",
         s(&partial),
         s(&half),
         "--out",
         s(&merged),
         "--quiet",
-    ]);
+    ])
+    .ok();
     assert_eq!(dump(&merged), expected);
 }
 
@@ -468,17 +457,11 @@ fn killed_othello_imports_resume_exactly() {
     };
     let clean = d.join("clean.book");
     let t = std::time::Instant::now();
-    ok(&args_for(&all, &clean)
-        .iter()
-        .map(|a| a.as_str())
-        .collect::<Vec<_>>());
+    bookdb(args_for(&all, &clean)).ok();
     let full = t.elapsed();
     let expected = dump(&clean);
     let clean_first = d.join("clean_first.book");
-    ok(&args_for(&first, &clean_first)
-        .iter()
-        .map(|a| a.as_str())
-        .collect::<Vec<_>>());
+    bookdb(args_for(&first, &clean_first)).ok();
     let steps = 6u32;
     for i in 0..steps {
         for incremental in [false, true] {
@@ -489,35 +472,12 @@ fn killed_othello_imports_resume_exactly() {
             } else {
                 all.clone()
             };
-            let args = args_for(&inputs, &book);
-            let mut child = Command::new(bin()).args(&args).spawn().unwrap();
-            std::thread::sleep(
+            kill_verify_rerun(
+                &args_for(&inputs, &book),
+                &book,
                 full.mul_f64(f64::from(i) / f64::from(steps)) + Duration::from_millis(5),
-            );
-            let _ = child.kill(); // SIGKILL
-            let _ = child.wait();
-            if book.exists() {
-                let v = run(&["verify", "--book", s(&book)]);
-                assert!(
-                    v.status.success(),
-                    "book after kill {i} does not verify: {}",
-                    String::from_utf8_lossy(&v.stderr)
-                );
-            }
-            let out = Command::new(bin()).args(&args).output().unwrap();
-            assert!(
-                out.status.success(),
-                "rerun failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert_eq!(
-                dump(&book),
-                expected,
-                "kill point {i} (incremental: {incremental})"
-            );
-            assert!(
-                !d.join(format!("k{i}{incremental}.book.staging")).exists(),
-                "staging removed"
+                &expected,
+                &format!("kill point {i} (incremental: {incremental})"),
             );
         }
     }

@@ -8,7 +8,7 @@
 //! `../shared/data` next to the crate) and is skipped, with a printed reason, if it is absent.
 
 mod common;
-use common::{data_dir, python_chess as python};
+use common::{Bookdb, data_dir, python_chess as python};
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -190,21 +190,11 @@ fn assert_books_equal(bookdb: &Book, reference: &Book) {
 fn build_both(py: &str, pgn: &Path, max_ply: u32, dir: &Path) -> (Book, Book, String) {
     let book = dir.join("b.book");
     assert!(!book.exists());
-    let exe = env!("CARGO_BIN_EXE_bookdb");
     let ply = max_ply.to_string();
-    run(
-        Command::new(exe)
-            .arg("import")
-            .arg(pgn)
-            .arg("--book")
-            .arg(&book)
-            .args(["--max-ply", &ply, "--quiet"]),
-        "bookdb import",
-    );
-    let (dump, _) = run(
-        Command::new(exe).arg("dump").arg("--book").arg(&book),
-        "bookdb dump",
-    );
+    Bookdb::import(&[pgn], &book)
+        .args(["--max-ply", &ply, "--quiet"])
+        .ok();
+    let dump = common::dump(&book);
     let (reference, ref_err) = run(
         Command::new(py)
             .arg(SCRIPT)

@@ -15,13 +15,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::server::{Server, enc};
-use common::{bin, copy_in, dump, ok, peers_required, s, sample_halves, sample_pgn};
+use common::{
+    Bookdb, bookdb, copy_in, dump, peers_required, s, sample_halves, sample_pgn, stats, verify,
+};
 use serde_json::Value;
 
 fn sample_book(dir: &Path) -> PathBuf {
     let book = dir.join("sample.book");
     let pgn = copy_in(&sample_pgn(), dir);
-    ok(&["import", s(&pgn), "--book", s(&book), "--quiet"]);
+    Bookdb::import(&[&pgn], &book).arg("--quiet").ok();
     book
 }
 
@@ -154,17 +156,10 @@ fn san_ratings_and_opening_names() {
     assert_eq!(c5["san"], "c5");
     // The start position has no name; probe shows the same names as the server.
     assert!(srv.get("/masters").json()["opening"].is_null());
-    let probe: Value = serde_json::from_str(&ok(&[
-        "probe",
-        "--book",
-        s(&book),
-        "--moves",
-        "e4 c5 a3",
-        "--json",
-    ]))
-    .unwrap();
+    let probe: Value =
+        bookdb(["probe", "--book", s(&book), "--moves", "e4 c5 a3", "--json"]).json();
     assert_eq!(probe["opening"], line["opening"]);
-    let table = ok(&["probe", "--book", s(&book), "--moves", "e4 c5"]);
+    let table = bookdb(["probe", "--book", s(&book), "--moves", "e4 c5"]).ok();
     assert!(table.contains("opening   B20 Sicilian Defense"), "{table}");
     // averageRating is the mean of the mover's rating over the rated games that played the
     // move; absent when none was rated.
@@ -178,7 +173,7 @@ fn san_ratings_and_opening_names() {
     )
     .unwrap();
     let rbook = tmp.path().join("rated.book");
-    ok(&["import", s(&rated), "--book", s(&rbook), "--quiet"]);
+    Bookdb::import(&[&rated], &rbook).arg("--quiet").ok();
     let rsrv = Server::start(&rbook, &[]);
     let j = rsrv.get("/masters").json();
     let by = |uci: &str| {
@@ -296,7 +291,7 @@ fn changes_by_other_processes_are_served_within_a_second_without_a_failed_reques
     let tmp = tempfile::tempdir().unwrap();
     let (first, second) = sample_halves(tmp.path());
     let book = tmp.path().join("live.book");
-    ok(&["import", s(&first), "--book", s(&book), "--quiet"]);
+    Bookdb::import(&[&first], &book).arg("--quiet").ok();
     let srv = Arc::new(Server::start(&book, &[]));
 
     // Clients hammer the server all along; every answer must be a 200.
@@ -334,7 +329,7 @@ fn changes_by_other_processes_are_served_within_a_second_without_a_failed_reques
             .as_u64()
             .unwrap();
         let t = Instant::now();
-        ok(cmd);
+        bookdb(cmd).ok();
         let ran = t.elapsed();
         let (g, lag) = wait_for_generation_change(&srv, before);
         eprintln!("{what}: ran {ran:?}, served generation {before} -> {g} {lag:?} after it exited");
@@ -565,7 +560,7 @@ fn the_admin_import_is_exactly_once_and_needs_the_token() {
     let tmp = tempfile::tempdir().unwrap();
     let (first, second) = sample_halves(tmp.path());
     let book = tmp.path().join("admin.book");
-    ok(&["import", s(&first), "--book", s(&book), "--quiet"]);
+    Bookdb::import(&[&first], &book).arg("--quiet").ok();
 
     // Off without --admin-token-file.
     let srv = Server::start(&book, &[]);
@@ -611,14 +606,9 @@ fn the_admin_import_is_exactly_once_and_needs_the_token() {
         "{summary}"
     );
     let whole = tmp.path().join("whole.book");
-    ok(&[
-        "import",
-        s(&first),
-        s(&second),
-        "--book",
-        s(&whole),
-        "--quiet",
-    ]);
+    Bookdb::import(&[&first, &second], &whole)
+        .arg("--quiet")
+        .ok();
     let (g, _) = wait_for_generation_change(&srv, 0);
     assert!(g >= 2);
     assert_eq!(dump(&book), dump(&whole));
@@ -658,7 +648,7 @@ fn the_admin_import_is_exactly_once_and_needs_the_token() {
     assert_eq!(r.status, 413, "{}", r.body);
     let r = srv.post("/v1/import?maxPly=lots", &[("Authorization", &auth)], &body);
     assert_eq!(r.status, 400);
-    assert!(ok(&["verify", "--book", s(&book)]).contains("ok"));
+    assert!(verify(&book).contains("ok"));
     // Nothing left beside the book from the uploads; the token never reached the log.
     let log = srv.log_text();
     assert!(!log.contains(TOKEN) && !log.contains("s3cret"), "{log}");
@@ -677,7 +667,7 @@ fn sigterm_finishes_an_admin_import_in_flight_then_exits_0() {
     let tmp = tempfile::tempdir().unwrap();
     let (first, _) = sample_halves(tmp.path());
     let book = tmp.path().join("term.book");
-    ok(&["import", s(&first), "--book", s(&book), "--quiet"]);
+    Bookdb::import(&[&first], &book).arg("--quiet").ok();
     let tf = token_file(tmp.path(), TOKEN);
     let srv = Server::start(&book, &["--admin-token-file", s(&tf)]);
     // Enough games that the import is still running when SIGTERM comes.
@@ -720,8 +710,8 @@ fn sigterm_finishes_an_admin_import_in_flight_then_exits_0() {
     assert_eq!(st.code(), Some(0), "{}", srv.log_text());
     let log = srv.log_text();
     assert!(log.contains("SIGTERM") && log.contains("stopped"), "{log}");
-    assert!(ok(&["verify", "--book", s(&book)]).contains("ok"));
-    let stats: Value = serde_json::from_str(&ok(&["stats", "--book", s(&book), "--json"])).unwrap();
+    assert!(verify(&book).contains("ok"));
+    let stats = stats(&book);
     assert!(stats["games"].as_u64().unwrap() > imported);
 }
 
@@ -729,7 +719,7 @@ fn sigterm_finishes_an_admin_import_in_flight_then_exits_0() {
 fn startup_errors_say_what_is_wrong() {
     let tmp = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
-        let out = Command::new(bin()).args(args).output().unwrap();
+        let out = bookdb(args).output();
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -766,15 +756,9 @@ fn othello_books_answer_on_v1_position_and_refuse_the_lichess_routes() {
     let txt = tmp.path().join("games.txt");
     std::fs::write(&txt, OTHELLO).unwrap();
     let book = tmp.path().join("othello.book");
-    ok(&[
-        "import",
-        "--game",
-        "othello",
-        s(&txt),
-        "--book",
-        s(&book),
-        "--quiet",
-    ]);
+    Bookdb::import(&[&txt], &book)
+        .args(["--game", "othello", "--quiet"])
+        .ok();
     let srv = Server::start(&book, &[]);
     for line in ["", "f5", "f5,d6", "f5,d6,c3", "d3"] {
         let r = srv.get(&format!("/v1/position?moves={line}"));
@@ -784,7 +768,7 @@ fn othello_books_answer_on_v1_position_and_refuse_the_lichess_routes() {
         if !line.is_empty() {
             args.extend(["--moves", &spaced]);
         }
-        let want: Value = serde_json::from_str(&ok(&args)).unwrap();
+        let want: Value = bookdb(&args).json();
         assert_eq!(r.json(), want, "{line}");
     }
     let d6 = srv.get("/v1/position?moves=f5,d6").json();

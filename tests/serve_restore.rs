@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::server::{Server, enc};
-use common::{copy_live_book, dump, games_of, ok, s, sample_pgn, write_games};
+use common::{bookdb, copy_live_book, dump, games_of, s, sample_pgn, write_games};
 
 /// The book's files: the base and every `<name>.*` but the lock and temporaries.
 fn book_files(book: &Path) -> Vec<PathBuf> {
@@ -56,7 +56,7 @@ fn restore_in_place(backup: &Path, book: &Path) {
 }
 
 fn stats(book: &Path) -> serde_json::Value {
-    serde_json::from_str(&ok(&["stats", "--json", "--book", s(book)])).unwrap()
+    serde_json::from_str(&bookdb(["stats", "--json", "--book", s(book)]).ok()).unwrap()
 }
 
 /// Waits (at most 30 s) until the server serves `want`'s games and generation, then checks
@@ -140,15 +140,16 @@ fn books() -> Books {
     let live = tmp.path().join("live");
     std::fs::create_dir(&live).unwrap();
     let book = live.join("b.book");
-    ok(&[
+    bookdb([
         "import",
         "--quiet",
         "--book",
         s(&book),
         s(&pgn("base.pgn", 0..100)),
-    ]);
+    ])
+    .ok();
     let seg = pgn("seg.pgn", 100..130);
-    ok(&[
+    bookdb([
         "import",
         "--quiet",
         "--delta-min",
@@ -156,7 +157,8 @@ fn books() -> Books {
         "--book",
         s(&book),
         s(&seg),
-    ]);
+    ])
+    .ok();
     let side = |name: &str| {
         let d = tmp.path().join(name);
         std::fs::create_dir(&d).unwrap();
@@ -167,7 +169,7 @@ fn books() -> Books {
     let r1 = side("r1");
     copy_live_book(&a, &r1);
     let x = pgn("x.pgn", 130..150);
-    ok(&[
+    bookdb([
         "import",
         "--quiet",
         "--delta-min",
@@ -175,11 +177,12 @@ fn books() -> Books {
         "--book",
         s(&r1),
         s(&x),
-    ]);
+    ])
+    .ok();
     let r2 = side("r2");
     copy_live_book(&a, &r2);
     let y = pgn("y.pgn", 150..185);
-    ok(&[
+    bookdb([
         "import",
         "--quiet",
         "--delta-min",
@@ -187,7 +190,8 @@ fn books() -> Books {
         "--book",
         s(&r2),
         s(&y),
-    ]);
+    ])
+    .ok();
     assert_eq!(stats(&r1)["generation"], stats(&r2)["generation"]);
     assert_eq!(
         std::fs::read(Manifest::of(&r1)).unwrap(),
@@ -208,7 +212,7 @@ fn an_older_backup_restored_in_place_over_a_compacted_book_is_followed_without_5
     let b = books();
     let srv = Server::start(&b.book, &[]);
     // The book moves on: a compaction gives it a new base (generation 3).
-    ok(&["compact", "--quiet", "--book", s(&b.book)]);
+    bookdb(["compact", "--quiet", "--book", s(&b.book)]).ok();
     follows(&srv, &b.book, "after compact");
     // The older backup A over it, in place: the base file keeps its inode, its bytes are
     // A's; the manifest goes back to generation 2.

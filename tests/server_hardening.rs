@@ -14,14 +14,14 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::server::{Resp, Server};
-use common::{bin, copy_in, games_of, ok, s, sample_pgn, write_games};
+use common::{bin, bookdb, copy_in, games_of, s, sample_pgn, write_games};
 
 const TOKEN: &str = "hardening-token-0123456789";
 
 fn sample_book(dir: &Path) -> PathBuf {
     let book = dir.join("sample.book");
     let pgn = copy_in(&sample_pgn(), dir);
-    ok(&["import", s(&pgn), "--book", s(&book), "--quiet"]);
+    bookdb(["import", s(&pgn), "--book", s(&book), "--quiet"]).ok();
     book
 }
 
@@ -347,12 +347,12 @@ fn serve_under_a_low_open_file_limit_caps_connections_and_keeps_following_the_bo
     let book = tmp.path().join("fd.book");
     let base = tmp.path().join("base.pgn");
     write_games(&base, &games[..100]);
-    ok(&["import", "--quiet", "--book", s(&book), s(&base)]);
+    bookdb(["import", "--quiet", "--book", s(&book), s(&base)]).ok();
     // The most segments the live book keeps: 8.
     for i in 0..8 {
         let p = tmp.path().join(format!("s{i}.pgn"));
         write_games(&p, &games[100 + 5 * i..105 + 5 * i]);
-        ok(&[
+        bookdb([
             "import",
             "--quiet",
             "--delta-min",
@@ -360,7 +360,8 @@ fn serve_under_a_low_open_file_limit_caps_connections_and_keeps_following_the_bo
             "--book",
             s(&book),
             s(&p),
-        ]);
+        ])
+        .ok();
     }
     let srv = start_limited(&book);
     // A flood of idle connections, more than the limit allows descriptors for.
@@ -375,7 +376,7 @@ fn serve_under_a_low_open_file_limit_caps_connections_and_keeps_following_the_bo
     // A 9th segment, then the fold: the refresh must open the new files.
     let p = tmp.path().join("s8.pgn");
     write_games(&p, &games[150..160]);
-    ok(&[
+    bookdb([
         "import",
         "--quiet",
         "--delta-min",
@@ -383,8 +384,9 @@ fn serve_under_a_low_open_file_limit_caps_connections_and_keeps_following_the_bo
         "--book",
         s(&book),
         s(&p),
-    ]);
-    let want = ok(&["stats", "--json", "--book", s(&book)]);
+    ])
+    .ok();
+    let want = bookdb(["stats", "--json", "--book", s(&book)]).ok();
     let want: serde_json::Value = serde_json::from_str(&want).unwrap();
     let g = want["generation"].as_u64().unwrap();
     let followed = |log: &str| {

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{games_of, ok, s, sample_pgn, write_games};
+use common::{bookdb, games_of, s, sample_pgn, write_games};
 
 #[test]
 fn redb_check_copies_the_files_verify_opened_even_after_a_fold() {
@@ -14,11 +14,11 @@ fn redb_check_copies_the_files_verify_opened_even_after_a_fold() {
     let book = tmp.path().join("v.book");
     let base = tmp.path().join("base.pgn");
     write_games(&base, &games[..100]);
-    ok(&["import", "--quiet", "--book", s(&book), s(&base)]);
+    bookdb(["import", "--quiet", "--book", s(&book), s(&base)]).ok();
     for i in 0..3 {
         let p = tmp.path().join(format!("s{i}.pgn"));
         write_games(&p, &games[100 + 10 * i..110 + 10 * i]);
-        ok(&[
+        bookdb([
             "import",
             "--quiet",
             "--delta-min",
@@ -26,14 +26,15 @@ fn redb_check_copies_the_files_verify_opened_even_after_a_fold() {
             "--book",
             s(&book),
             s(&p),
-        ]);
+        ])
+        .ok();
     }
     // verify's view of the book: a base and 3 segments, opened.
     let opened = bookdb::store::Book::open(&book, bookdb::chess_codec()).unwrap();
     assert_eq!(opened.files().len(), 4);
     // A writer folds everything into a new base: the segments' names are gone, the base's
     // name holds another file.
-    ok(&["compact", "--quiet", "--book", s(&book)]);
+    bookdb(["compact", "--quiet", "--book", s(&book)]).ok();
     for f in opened.files() {
         assert!(!f.path().exists() || f.generation() == 1, "{:?}", f.path());
     }
@@ -53,5 +54,5 @@ fn redb_check_copies_the_files_verify_opened_even_after_a_fold() {
     // Nothing left in the scratch directory.
     assert_eq!(std::fs::read_dir(scratch.path()).unwrap().count(), 0);
     // And verify of the book as it is now passes.
-    ok(&["verify", "--book", s(&book)]);
+    bookdb(["verify", "--book", s(&book)]).ok();
 }

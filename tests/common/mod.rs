@@ -1,10 +1,11 @@
 //! Shared helpers for the integration tests.
 #![allow(dead_code)]
 
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+
+mod run;
+pub use run::*;
 
 /// True when CI demands the peers (`BOOKDB_REQUIRE_PEERS=1`): missing peers fail, not skip.
 pub fn peers_required() -> bool {
@@ -37,10 +38,6 @@ pub fn python_chess() -> Option<String> {
     None
 }
 
-pub fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_bookdb")
-}
-
 /// The shared data directory (`$BOOKDB_DATA` or `../shared/data`).
 pub fn data_dir() -> PathBuf {
     std::env::var_os("BOOKDB_DATA")
@@ -64,30 +61,6 @@ pub fn copy_in(src: &Path, dir: &Path) -> PathBuf {
     let dst = dir.join(src.file_name().expect("file name"));
     std::fs::copy(src, &dst).expect("copy data file");
     dst
-}
-
-pub fn run(args: &[&str]) -> Output {
-    Command::new(bin()).args(args).output().expect("run bookdb")
-}
-
-/// Runs bookdb and asserts success; returns stdout.
-pub fn ok(args: &[&str]) -> String {
-    let out = run(args);
-    assert!(
-        out.status.success(),
-        "bookdb {args:?} failed ({:?}):\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8 stdout")
-}
-
-pub fn dump(book: &Path) -> String {
-    ok(&["dump", "--book", book.to_str().expect("path")])
-}
-
-pub fn json(args: &[&str]) -> serde_json::Value {
-    serde_json::from_str(&ok(args)).expect("json output")
 }
 
 /// A small PGN sample shipped in the repository.
@@ -127,11 +100,6 @@ pub fn copy_live_book(src: &Path, dst: &Path) {
     }
 }
 
-/// A path as `&str` (test paths are UTF-8).
-pub fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 /// The games of a PGN file, as byte strings.
 pub fn games_of(pgn: &Path) -> Vec<Vec<u8>> {
     let text = std::fs::read(pgn).unwrap();
@@ -167,52 +135,16 @@ pub fn write_games(path: &Path, games: &[Vec<u8>]) {
 
 pub mod server;
 
-/// Exports `book` as a Polyglot `.bin` to `out`.
-pub fn export_polyglot(book: &Path, out: &Path) {
-    ok(&[
-        "export",
-        "--book",
-        s(book),
-        "--format",
-        "polyglot",
-        "--out",
-        s(out),
-    ]);
-}
-
-/// Runs bookdb with the crash point `point` set (`BOOKDB_CRASH_AT`, a `--features failpoints`
-/// build) and, with `kill_after`, SIGKILLs it after that long if it is still running. True if
-/// it was killed (at the point or by the timer); otherwise it must have succeeded.
-pub fn run_crashing<A: AsRef<OsStr> + std::fmt::Debug>(
-    args: &[A],
-    point: Option<&str>,
-    kill_after: Option<Duration>,
-) -> bool {
-    use std::os::unix::process::ExitStatusExt;
-    let mut cmd = Command::new(bin());
-    cmd.args(args).stdout(Stdio::null()).stderr(Stdio::piped());
-    if let Some(p) = point {
-        cmd.env("BOOKDB_CRASH_AT", p);
+/// Overwrites the book's `format_version` (as an older or newer build would have written it).
+pub fn set_format_version(book: &Path, version: u32) {
+    let db = redb::Database::open(book).unwrap();
+    let t = db.begin_write().unwrap();
+    {
+        let def: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("meta");
+        t.open_table(def)
+            .unwrap()
+            .insert("format_version", version.to_le_bytes().as_slice())
+            .unwrap();
     }
-    let mut child = cmd.spawn().unwrap();
-    if let Some(d) = kill_after {
-        let t = Instant::now();
-        while t.elapsed() < d {
-            if child.try_wait().unwrap().is_some() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        let _ = child.kill();
-    }
-    let out = child.wait_with_output().unwrap();
-    if out.status.signal() == Some(9) {
-        return true;
-    }
-    assert!(
-        out.status.success(),
-        "bookdb {args:?} (crash at {point:?}) failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    false
+    t.commit().unwrap();
 }

@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// A running server; killed when dropped (use [`Server::stop`] for a graceful end).
@@ -57,14 +57,15 @@ impl Server {
                 .unwrap()
                 .as_nanos()
         ));
-        let mut child = Command::new(super::bin())
-            .args(["serve", "--book", super::s(book), "--listen", "127.0.0.1:0"])
-            .args(["--refresh-ms", "50"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("start bookdb serve");
+        let mut child =
+            super::bookdb(["serve", "--book", super::s(book), "--listen", "127.0.0.1:0"])
+                .args(["--refresh-ms", "50"])
+                .args(extra)
+                .command()
+                .stdout(Stdio::piped())
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .expect("start bookdb serve");
         let mut first = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut first)
