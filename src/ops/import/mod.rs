@@ -139,12 +139,12 @@ fn import_fitted(
     match plan::bind_fingerprints(&mut plan, read.read_fp, &recorded.done, opts.force) {
         Ok(plan::Bound::New) => {}
         Ok(plan::Bound::AllCounted(names)) => {
-            staging.remove_dir();
+            staging.remove();
             summary.already_imported.extend(names);
             return nothing_to_read(book_path, recorded.meta, summary, opts, start);
         }
         Err(e) => {
-            staging.remove_dir();
+            staging.remove();
             return Err(e);
         }
     }
