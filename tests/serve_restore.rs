@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::server::{Server, enc};
-use common::{bookdb, copy_live_book, dump, games_of, s, sample_pgn, write_games};
+use common::{bookdb, copy_live_book, dump, games_of, import_segment, s, sample_pgn, write_games};
 
 /// The book's files: the base and every `<name>.*` but the lock and temporaries.
 fn book_files(book: &Path) -> Vec<PathBuf> {
@@ -149,16 +149,7 @@ fn books() -> Books {
     ])
     .ok();
     let seg = pgn("seg.pgn", 100..130);
-    bookdb([
-        "import",
-        "--quiet",
-        "--delta-min",
-        "1000000",
-        "--book",
-        s(&book),
-        s(&seg),
-    ])
-    .ok();
+    import_segment(&seg, &book);
     let side = |name: &str| {
         let d = tmp.path().join(name);
         std::fs::create_dir(&d).unwrap();
@@ -169,29 +160,11 @@ fn books() -> Books {
     let r1 = side("r1");
     copy_live_book(&a, &r1);
     let x = pgn("x.pgn", 130..150);
-    bookdb([
-        "import",
-        "--quiet",
-        "--delta-min",
-        "1000000",
-        "--book",
-        s(&r1),
-        s(&x),
-    ])
-    .ok();
+    import_segment(&x, &r1);
     let r2 = side("r2");
     copy_live_book(&a, &r2);
     let y = pgn("y.pgn", 150..185);
-    bookdb([
-        "import",
-        "--quiet",
-        "--delta-min",
-        "1000000",
-        "--book",
-        s(&r2),
-        s(&y),
-    ])
-    .ok();
+    import_segment(&y, &r2);
     assert_eq!(stats(&r1)["generation"], stats(&r2)["generation"]);
     assert_eq!(
         std::fs::read(Manifest::of(&r1)).unwrap(),

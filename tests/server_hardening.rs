@@ -14,7 +14,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::server::{Resp, Server};
-use common::{bin, bookdb, copy_in, games_of, s, sample_pgn, write_games};
+use common::{
+    bin, book_with_segments, bookdb, copy_in, games_of, import_segment, s, sample_pgn, write_games,
+};
 
 const TOKEN: &str = "hardening-token-0123456789";
 
@@ -343,26 +345,10 @@ fn metric(text: &str, name: &str) -> u64 {
 #[test]
 fn serve_under_a_low_open_file_limit_caps_connections_and_keeps_following_the_book() {
     let tmp = tempfile::tempdir().unwrap();
-    let games = games_of(&sample_pgn());
     let book = tmp.path().join("fd.book");
-    let base = tmp.path().join("base.pgn");
-    write_games(&base, &games[..100]);
-    bookdb(["import", "--quiet", "--book", s(&book), s(&base)]).ok();
     // The most segments the live book keeps: 8.
-    for i in 0..8 {
-        let p = tmp.path().join(format!("s{i}.pgn"));
-        write_games(&p, &games[100 + 5 * i..105 + 5 * i]);
-        bookdb([
-            "import",
-            "--quiet",
-            "--delta-min",
-            "1000000",
-            "--book",
-            s(&book),
-            s(&p),
-        ])
-        .ok();
-    }
+    book_with_segments(&book, 100, 8, 5);
+    let games = games_of(&sample_pgn());
     let srv = start_limited(&book);
     // A flood of idle connections, more than the limit allows descriptors for.
     let mut flood = Vec::new();
@@ -376,16 +362,7 @@ fn serve_under_a_low_open_file_limit_caps_connections_and_keeps_following_the_bo
     // A 9th segment, then the fold: the refresh must open the new files.
     let p = tmp.path().join("s8.pgn");
     write_games(&p, &games[150..160]);
-    bookdb([
-        "import",
-        "--quiet",
-        "--delta-min",
-        "1000000",
-        "--book",
-        s(&book),
-        s(&p),
-    ])
-    .ok();
+    import_segment(&p, &book);
     let want = bookdb(["stats", "--json", "--book", s(&book)]).ok();
     let want: serde_json::Value = serde_json::from_str(&want).unwrap();
     let g = want["generation"].as_u64().unwrap();

@@ -5,30 +5,13 @@
 
 mod common;
 
-use common::{bookdb, games_of, s, sample_pgn, write_games};
+use common::{book_with_segments, bookdb, s};
 
 #[test]
 fn redb_check_copies_the_files_verify_opened_even_after_a_fold() {
     let tmp = tempfile::tempdir().unwrap();
-    let games = games_of(&sample_pgn());
     let book = tmp.path().join("v.book");
-    let base = tmp.path().join("base.pgn");
-    write_games(&base, &games[..100]);
-    bookdb(["import", "--quiet", "--book", s(&book), s(&base)]).ok();
-    for i in 0..3 {
-        let p = tmp.path().join(format!("s{i}.pgn"));
-        write_games(&p, &games[100 + 10 * i..110 + 10 * i]);
-        bookdb([
-            "import",
-            "--quiet",
-            "--delta-min",
-            "1000000",
-            "--book",
-            s(&book),
-            s(&p),
-        ])
-        .ok();
-    }
+    book_with_segments(&book, 100, 3, 10);
     // verify's view of the book: a base and 3 segments, opened.
     let opened = bookdb::store::Book::open(&book, bookdb::chess_codec()).unwrap();
     assert_eq!(opened.files().len(), 4);

@@ -148,3 +148,26 @@ pub fn set_format_version(book: &Path, version: u32) {
     }
     t.commit().unwrap();
 }
+
+/// `bookdb import INPUT --book BOOK --quiet --delta-min 1000000`: an import that becomes a
+/// delta segment of the live book (the base is never rewritten for it).
+pub fn import_segment(input: &Path, book: &Path) {
+    Bookdb::import(&[input], book)
+        .args(["--quiet", "--delta-min", "1000000"])
+        .ok();
+}
+
+/// A live book at `book`: a base of the sample's first `base` games, then `segments` delta
+/// segments of the next `per` games each (the sample files are written beside the book).
+pub fn book_with_segments(book: &Path, base: usize, segments: usize, per: usize) {
+    let games = games_of(&sample_pgn());
+    let dir = book.parent().expect("a book in a directory");
+    let base_pgn = dir.join("base.pgn");
+    write_games(&base_pgn, &games[..base]);
+    Bookdb::import(&[&base_pgn], book).arg("--quiet").ok();
+    for i in 0..segments {
+        let p = dir.join(format!("s{i}.pgn"));
+        write_games(&p, &games[base + per * i..base + per * (i + 1)]);
+        import_segment(&p, book);
+    }
+}
