@@ -114,15 +114,32 @@ pub(crate) enum GameArg {
     Othello,
 }
 
-/// `merge`, `compact` and `migrate`: progress and lock waiting as asked.
-pub(crate) fn rewrite_options(
-    wait: &WaitArg,
-    progress: &ProgressArg,
-    out: Output,
-) -> bookdb::ops::rewrite::RewriteOptions {
-    bookdb::ops::rewrite::RewriteOptions {
-        progress: progress.mode(out),
-        lock_wait: wait.lock_wait(),
-        ..Default::default()
+/// What every long writer takes: `--json`/`--quiet`, `--wait`, `--progress`.
+#[derive(Args)]
+pub(crate) struct JobArgs {
+    #[command(flatten)]
+    pub(crate) output: Output,
+    #[command(flatten)]
+    wait: WaitArg,
+    #[command(flatten)]
+    progress: ProgressArg,
+}
+
+impl JobArgs {
+    pub(crate) fn lock_wait(&self) -> LockWait {
+        self.wait.lock_wait()
+    }
+
+    pub(crate) fn progress(&self) -> ProgressMode {
+        self.progress.mode(self.output)
+    }
+
+    /// `merge`, `compact` and `migrate`: progress and lock waiting as asked.
+    pub(crate) fn rewrite_options(&self) -> bookdb::ops::rewrite::RewriteOptions {
+        bookdb::ops::rewrite::RewriteOptions {
+            progress: self.progress(),
+            lock_wait: self.lock_wait(),
+            ..Default::default()
+        }
     }
 }

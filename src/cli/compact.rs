@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use bookdb::ops::rewrite::RewriteOptions;
 
-use super::args::{BookArg, Output, ProgressArg, WaitArg, rewrite_options};
+use super::args::{BookArg, JobArgs};
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
@@ -19,21 +19,17 @@ pub(crate) struct Args {
     #[arg(long)]
     retrain: bool,
     #[command(flatten)]
-    pub(crate) output: Output,
-    #[command(flatten)]
-    wait: WaitArg,
-    #[command(flatten)]
-    progress: ProgressArg,
+    pub(crate) job: JobArgs,
 }
 
 impl Args {
     pub(crate) fn run(self) -> anyhow::Result<ExitCode> {
         let opts = RewriteOptions {
             retrain: self.retrain,
-            ..rewrite_options(&self.wait, &self.progress, self.output)
+            ..self.job.rewrite_options()
         };
         let summary = bookdb::ops::rewrite::compact(&self.book.book, self.min_games, &opts)?;
-        self.output.print(&summary)?;
+        self.job.output.print(&summary)?;
         Ok(ExitCode::SUCCESS)
     }
 }

@@ -8,7 +8,7 @@ use clap::ValueHint;
 use bookdb::ops::game::Game;
 use bookdb::ops::import::{self, ImportOptions, ImportSummary};
 
-use super::args::{BookArg, GameArg, Output, ProgressArg, WaitArg};
+use super::args::{BookArg, GameArg, JobArgs};
 
 /// Skipped games shown on stderr (all of them go to `--report FILE`).
 const SHOWN_SKIPPED: usize = 10;
@@ -63,11 +63,7 @@ pub(crate) struct Args {
     #[arg(long)]
     canonical: bool,
     #[command(flatten)]
-    pub(crate) output: Output,
-    #[command(flatten)]
-    wait: WaitArg,
-    #[command(flatten)]
-    progress: ProgressArg,
+    pub(crate) job: JobArgs,
 }
 
 impl Args {
@@ -88,8 +84,8 @@ impl Args {
             rehash: self.rehash,
             jobs: self.jobs.unwrap_or(0),
             memory_mib: self.memory,
-            progress: self.progress.mode(self.output),
-            lock_wait: self.wait.lock_wait(),
+            progress: self.job.progress(),
+            lock_wait: self.job.lock_wait(),
             delta_min: self.delta_min,
             writer: bookdb::store::WriterOptions {
                 target_block_bytes: self.block_bytes,
@@ -102,17 +98,17 @@ impl Args {
 
     pub(crate) fn run(self) -> anyhow::Result<ExitCode> {
         let summary = import::import(&self.book.book, &self.inputs, &self.options()?)?;
-        if !self.output.quiet && !self.output.json {
+        if !self.job.output.quiet && !self.job.output.json {
             self.report_skipped(&summary);
         }
         // Inputs that are not PGN text were left out (not counted, not recorded): said even
         // with --quiet, and the exit code is 1.
-        if !self.output.json {
+        if !self.job.output.json {
             for f in &summary.failed_inputs {
                 eprintln!("bookdb: error: {}", f.error);
             }
         }
-        self.output.print(&summary)?;
+        self.job.output.print(&summary)?;
         Ok(if summary.failed_inputs.is_empty() {
             ExitCode::SUCCESS
         } else {

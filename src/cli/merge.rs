@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::args::{Output, ProgressArg, WaitArg, rewrite_options};
+use super::args::JobArgs;
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
@@ -14,25 +14,21 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     out: PathBuf,
     #[command(flatten)]
-    pub(crate) output: Output,
-    #[command(flatten)]
-    wait: WaitArg,
-    #[command(flatten)]
-    progress: ProgressArg,
+    pub(crate) job: JobArgs,
 }
 
 impl Args {
     pub(crate) fn run(self) -> anyhow::Result<ExitCode> {
-        let opts = rewrite_options(&self.wait, &self.progress, self.output);
+        let opts = self.job.rewrite_options();
         let summary = bookdb::ops::rewrite::merge(&self.inputs, &self.out, &opts)?;
-        if !self.output.json {
+        if !self.job.output.json {
             for fp in &summary.overlapping_imports {
                 eprintln!(
                     "warning: input with fingerprint {fp} was imported into more than one of the merged books; its games are counted more than once"
                 );
             }
         }
-        self.output.print(&summary)?;
+        self.job.output.print(&summary)?;
         Ok(ExitCode::SUCCESS)
     }
 }

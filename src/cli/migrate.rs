@@ -2,25 +2,21 @@
 
 use std::process::ExitCode;
 
-use super::args::{BookArg, Output, ProgressArg, WaitArg, rewrite_options};
+use super::args::{BookArg, JobArgs};
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
     book: BookArg,
     #[command(flatten)]
-    pub(crate) output: Output,
-    #[command(flatten)]
-    wait: WaitArg,
-    #[command(flatten)]
-    progress: ProgressArg,
+    pub(crate) job: JobArgs,
 }
 
 impl Args {
     pub(crate) fn run(self) -> anyhow::Result<ExitCode> {
-        let opts = rewrite_options(&self.wait, &self.progress, self.output);
+        let opts = self.job.rewrite_options();
         let summary = bookdb::ops::rewrite::migrate(&self.book.book, &opts)?;
-        self.output.print(&summary)?;
+        self.job.output.print(&summary)?;
         Ok(ExitCode::SUCCESS)
     }
 }

@@ -94,15 +94,15 @@ impl Cmd {
     /// Whether the command was asked for JSON output (errors are then JSON on stderr too).
     pub(crate) fn json(&self) -> bool {
         match self {
-            Cmd::Import(a) => a.output.json,
+            Cmd::Import(a) => a.job.output.json,
             Cmd::Probe(a) => a.json.json,
             Cmd::Stats(a) => a.json.json,
             Cmd::Verify(a) => a.output.json,
             Cmd::Export(a) => a.output.json,
             Cmd::ImportPolyglot(a) => a.output.json,
-            Cmd::Merge(a) => a.output.json,
-            Cmd::Compact(a) => a.output.json,
-            Cmd::Migrate(a) => a.output.json,
+            Cmd::Merge(a) => a.job.output.json,
+            Cmd::Compact(a) => a.job.output.json,
+            Cmd::Migrate(a) => a.job.output.json,
             Cmd::Serve(a) => a.output.json,
             Cmd::Dump(_) | Cmd::Pack(_) | Cmd::Completions(_) | Cmd::Man(_) => false,
         }
