@@ -61,6 +61,12 @@ fn parse_elo(v: &[u8]) -> Option<u32> {
     s.parse::<u32>().ok().filter(|&e| e > 0 && e < 5000)
 }
 
+/// Most moves (plies) of a mainline that are read: under FIDE's automatic draws (the 75-move
+/// rule, fivefold repetition) no game lasts beyond 8,849 moves (17,697 plies), so a longer
+/// movetext is no game; it is skipped as unreadable (with its `file:line`) without holding its
+/// moves, which keeps a worker's memory bounded on a hostile single-line input.
+pub(crate) const MAX_MAINLINE_PLIES: usize = 20_000;
+
 impl Visitor for RawVisitor {
     type Tags = RawGame;
     type Movetext = RawGame;
@@ -107,6 +113,15 @@ impl Visitor for RawVisitor {
     }
 
     fn san(&mut self, g: &mut RawGame, san: SanPlus) -> ControlFlow<RawGame> {
+        if g.sans.len() >= MAX_MAINLINE_PLIES {
+            // Not held: a movetext of millions of moves would cost memory in proportion.
+            g.error.get_or_insert_with(|| {
+                format!(
+                    "the mainline has more than {MAX_MAINLINE_PLIES} moves; no legal game is that long (the 75-move rule and fivefold repetition end every game within 17,697)"
+                )
+            });
+            return ControlFlow::Continue(());
+        }
         g.sans.push(san);
         ControlFlow::Continue(())
     }
@@ -447,6 +462,29 @@ pub fn game_fingerprint(g: &RawGame) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A mainline of more moves than any legal game has is unreadable and its moves are not
+    /// held; one at the limit is read whole.
+    #[test]
+    fn mainlines_past_the_longest_legal_game_are_unreadable_and_not_held() {
+        let knights = |plies: usize| {
+            let cycle = ["Nf3", "Nf6", "Ng1", "Ng8"];
+            let moves: Vec<&str> = (0..plies).map(|i| cycle[i % 4]).collect();
+            format!("[Event \"long\"]\n\n{} *\n", moves.join(" "))
+        };
+        let at = &games(&knights(MAX_MAINLINE_PLIES))[0];
+        assert_eq!(at.error, None);
+        assert_eq!(at.sans.len(), MAX_MAINLINE_PLIES);
+        let past = &games(&knights(MAX_MAINLINE_PLIES + 1))[0];
+        assert!(
+            past.error
+                .as_deref()
+                .is_some_and(|e| e.contains("more than 20000 moves")),
+            "{:?}",
+            past.error
+        );
+        assert_eq!(past.sans.len(), MAX_MAINLINE_PLIES);
+    }
 
     /// The fingerprint is stored in books (FORMAT §4.6): it must never change.
     #[test]
