@@ -25,6 +25,13 @@ const BUDGET_MIB: u64 = 64;
 /// What an import may use beyond `--memory`: the binary, thread stacks, text chunks in flight,
 /// zstd contexts, model training, sealing (docs/PERFORMANCE.md measures ~40 MiB).
 const CONSTANT_MIB: u64 = 48;
+/// Peak memory allowed to `import-polyglot`, which takes no `--memory`: it holds a `.bin`'s
+/// entries while it places them by walking moves, so its memory follows the largest `.bin` of
+/// the shared data (GNU Chess's, 180,358 entries): 112–115 MiB measured with the build before
+/// issue 24 (6f4ae70) and after alike (`/usr/bin/time -f %M bookdb import-polyglot …`, three
+/// runs each), over the import's budget of 112 MiB that this test used to apply to it too.
+/// Bounding it by an option is open work (see RELIABILITY.md, "Hostile inputs").
+const POLYGLOT_IMPORT_MIB: u64 = 128;
 /// Peak memory allowed to a reader (`probe`, `dump`, `stats`, `verify`) of a small book: its
 /// caches are bounded (64 MiB of blocks, redb's) whatever the file claims.
 const READER_MIB: u64 = 200;
@@ -249,7 +256,12 @@ fn every_shared_data_file_is_read_or_refused_cleanly() {
             ],
             _ => import_args(&[s(&f)], s(&book), s(&report)),
         };
-        let r = sound(&rel, run_measured(&args, None), BUDGET_MIB + CONSTANT_MIB);
+        let limit = if ext == "bin" {
+            POLYGLOT_IMPORT_MIB
+        } else {
+            BUDGET_MIB + CONSTANT_MIB
+        };
+        let r = sound(&rel, run_measured(&args, None), limit);
         peak = peak.max(r.peak_mib);
         if r.code == Some(0) {
             imported += 1;
