@@ -426,22 +426,10 @@ pub(crate) fn claim_dir(dir: &Path, book: &Path, what: &str) -> Result<()> {
                 };
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                match std::fs::create_dir(dir) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                    Err(e) => {
-                        return Err(Error::io(format!("creating {what} {}", dir.display()), e));
-                    }
+                match create_marked_dir(dir, book, what)? {
+                    true => return Ok(()),
+                    false => continue,
                 }
-                let d = open_dir_nofollow(dir)
-                    .map_err(|e| Error::io(format!("opening {what} {}", dir.display()), e))?;
-                copy_access(book, &d, Like::Dir, false)?;
-                let marker = dir.join(OWNED_DIR_MARKER);
-                let f = create_new_file(&marker)
-                    .map_err(|e| Error::io(format!("creating {}", marker.display()), e))?;
-                adopt_dir_access(&f, &marker)?;
-                sync_dir(&marker);
-                return Ok(());
             }
             Err(e) => return Err(Error::io(format!("reading {what} {}", dir.display()), e)),
         }
@@ -450,6 +438,90 @@ pub(crate) fn claim_dir(dir: &Path, book: &Path, what: &str) -> Result<()> {
         path: dir.to_path_buf(),
         what: format!("{what} kept appearing and disappearing; try again"),
     })
+}
+
+/// Creates `dir` with its [`OWNED_DIR_MARKER`] in one step, as a kill can never leave it half
+/// made: the directory is made and marked under a temporary name (`.<name>.tmp-<pid>`, which
+/// [`remove_stale_temp_books`] clears), then renamed to `dir` without replacing anything
+/// (`renameat2` with `RENAME_NOREPLACE`). Returns `false` when something appeared at `dir`
+/// meanwhile (the caller looks again).
+fn create_marked_dir(dir: &Path, book: &Path, what: &str) -> Result<bool> {
+    let tmp = temp_sibling(dir)?;
+    let ctx = |e| Error::io(format!("creating {what} {}", dir.display()), e);
+    match std::fs::symlink_metadata(&tmp) {
+        Ok(m) if m.is_dir() && !m.file_type().is_symlink() => {
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
+        Ok(_) => {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        Err(_) => {}
+    }
+    std::fs::create_dir(&tmp).map_err(ctx)?;
+    let made = (|| {
+        let d = open_dir_nofollow(&tmp).map_err(ctx)?;
+        copy_access(book, &d, Like::Dir, false)?;
+        let marker = tmp.join(OWNED_DIR_MARKER);
+        let f = create_new_file(&marker)
+            .map_err(|e| Error::io(format!("creating {}", marker.display()), e))?;
+        adopt_dir_access(&f, &marker)?;
+        f.sync_all().map_err(ctx)?;
+        d.sync_all().map_err(ctx)?;
+        rename_noreplace(&tmp, dir)
+    })();
+    match made {
+        Ok(()) => {
+            sync_dir(dir);
+            Ok(true)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            match e {
+                Error::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists => {
+                    Ok(false)
+                }
+                e => Err(e),
+            }
+        }
+    }
+}
+
+/// Renames `from` to `to`, failing with `AlreadyExists` if anything is at `to` (Linux
+/// `renameat2(RENAME_NOREPLACE)`; where the file system refuses the flag: checked, then
+/// renamed, which at worst replaces an empty directory that appeared in between).
+fn rename_noreplace(from: &Path, to: &Path) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let ctx = |e| {
+        Error::io(
+            format!("renaming {} to {}", from.display(), to.display()),
+            e,
+        )
+    };
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes());
+    let (Ok(f), Ok(t)) = (c(from), c(to)) else {
+        return Err(ctx(std::io::Error::from(std::io::ErrorKind::InvalidInput)));
+    };
+    // SAFETY: both are valid NUL-terminated paths that outlive the call.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            f.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() != Some(libc::EINVAL) && e.raw_os_error() != Some(libc::ENOSYS) {
+        return Err(ctx(e));
+    }
+    if std::fs::symlink_metadata(to).is_ok() {
+        return Err(ctx(std::io::Error::from(std::io::ErrorKind::AlreadyExists)));
+    }
+    std::fs::rename(from, to).map_err(ctx)
 }
 
 /// Creates `sub`, a directory inside a directory bookdb made, with that directory's group and
@@ -575,11 +647,20 @@ pub(crate) fn remove_stale_temp_books(book: &Path) {
         format!(".{name}.seg-"),
         format!(".{name}.live.tmp-"),
     ];
+    let staging_tmp = format!(".{name}.staging.tmp-");
     if let Ok(rd) = std::fs::read_dir(dir_of(book)) {
         for e in rd.flatten() {
             let f = e.file_name().to_string_lossy().into_owned();
             if own.iter().any(|p| f.starts_with(p)) && f.contains(".tmp-") {
                 let _ = std::fs::remove_file(e.path());
+            } else if f.starts_with(&staging_tmp) {
+                // A staging root being made when its writer was killed (`create_marked_dir`):
+                // marked, or still empty. A directory of that name holding anything else is
+                // not bookdb's: left alone (`remove_dir` removes only an empty one).
+                let _ = match is_owned_dir(&e.path()) {
+                    true => std::fs::remove_dir_all(e.path()),
+                    false => std::fs::remove_dir(e.path()),
+                };
             }
         }
     }
@@ -713,5 +794,50 @@ mod tests {
         for f in kept {
             assert!(dir.path().join(f).exists(), "{f} was removed");
         }
+    }
+
+    #[test]
+    fn a_staging_root_is_never_seen_half_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let book = dir.path().join("b");
+        std::fs::write(&book, b"x").unwrap();
+        let root = dir.path().join("b.staging");
+        claim_dir(&root, &book, "staging").unwrap();
+        assert!(is_owned_dir(&root));
+        assert!(root.join(OWNED_DIR_MARKER).is_file());
+        // Claimed again: already bookdb's.
+        claim_dir(&root, &book, "staging").unwrap();
+        // No temporary left beside it.
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.contains(".tmp-")), "{names:?}");
+
+        // What a writer killed while making it leaves: a marked temporary (cleared by the
+        // next writer) — and a foreign directory of that name, which stays.
+        let killed = dir.path().join(".b.staging.tmp-99999");
+        std::fs::create_dir(&killed).unwrap();
+        std::fs::write(killed.join(OWNED_DIR_MARKER), b"").unwrap();
+        let foreign = dir.path().join(".b.staging.tmp-88888");
+        std::fs::create_dir(&foreign).unwrap();
+        std::fs::write(foreign.join("mine"), b"keep").unwrap();
+        let empty = dir.path().join(".b.staging.tmp-77777");
+        std::fs::create_dir(&empty).unwrap();
+        remove_stale_temp_books(&book);
+        assert!(!killed.exists());
+        assert!(!empty.exists());
+        assert!(foreign.join("mine").exists());
+
+        // A name taken meanwhile is never replaced.
+        let other = dir.path().join("taken");
+        std::fs::create_dir(&other).unwrap();
+        let from = dir.path().join("from");
+        std::fs::create_dir(&from).unwrap();
+        let e = rename_noreplace(&from, &other).unwrap_err();
+        assert!(
+            matches!(e, Error::Io { ref source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists)
+        );
+        assert!(from.exists());
     }
 }
