@@ -21,6 +21,17 @@ pub(crate) struct MoveJson {
     pub(crate) games: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) avg_rating: Option<u64>,
+    /// `probe` only (lichess's names): the mover's and the opponents' mean rating and the
+    /// mover's performance, over the counted games.
+    #[serde(rename = "averageRating", skip_serializing_if = "Option::is_none")]
+    pub(crate) average_rating: Option<u64>,
+    #[serde(
+        rename = "averageOpponentRating",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) average_opponent_rating: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) performance: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) weight: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -38,6 +49,18 @@ pub struct EntryJson {
     /// `probe` only: the opening name (ECO and name) of the position or its line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) opening: Option<Opening>,
+    /// `probe` only: the totals over the counted games.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) white: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) draws: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) black: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) unknown: Option<u64>,
+    /// `probe --history`: the counted games per month (per year when the bounds are years).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) history: Option<Vec<crate::ops::facets::HistoryPoint>>,
 }
 
 fn move_json(m: &MoveRec, pos: Option<&Chess>) -> MoveJson {
@@ -52,6 +75,9 @@ fn move_json(m: &MoveRec, pos: Option<&Chess>) -> MoveJson {
         unknown: m.unknown,
         games: m.games(),
         avg_rating: (m.rating_count > 0).then(|| m.rating_sum / m.rating_count),
+        average_rating: None,
+        average_opponent_rating: None,
+        performance: None,
         weight: m.extra.map(|p| p.weight),
         learn: m.extra.map(|p| p.learn),
     }
@@ -87,6 +113,11 @@ pub fn entry_json(e: &Entry, with_san: bool) -> Result<EntryJson> {
             .collect(),
         key_only: e.pos.is_none(),
         opening: None,
+        white: None,
+        draws: None,
+        black: None,
+        unknown: None,
+        history: None,
     })
 }
 
@@ -100,6 +131,8 @@ pub struct ProbeAnswer {
     /// The opening name of the position, or of the last named one of the line that led to
     /// it ([`probe_line`]).
     pub opening: Option<Opening>,
+    /// The history asked for ([`ProbeAnswer::count`]).
+    pub(crate) history: Option<Vec<crate::ops::facets::HistoryPoint>>,
 }
 
 pub fn probe(book: &Book, pos: &Chess) -> Result<ProbeAnswer> {
@@ -117,6 +150,7 @@ pub fn probe(book: &Book, pos: &Chess) -> Result<ProbeAnswer> {
         entry,
         same_key_others: all.len(),
         opening: name_of(pos).cloned(),
+        history: None,
     })
 }
 
@@ -131,6 +165,21 @@ pub fn probe_line(book: &Book, line: &[Chess]) -> Result<ProbeAnswer> {
 }
 
 impl ProbeAnswer {
+    /// Keeps of the answer what `counting` counts, and adds the history it asks for.
+    pub(crate) fn count(&mut self, counting: &crate::ops::explorer::Counting) {
+        if let Some(e) = &mut self.entry {
+            counting.filter.apply(e);
+        }
+        self.history = counting.history.map(|by_year| {
+            crate::ops::facets::history(
+                self.entry.as_ref(),
+                counting.filter.since,
+                counting.filter.until,
+                by_year,
+            )
+        });
+    }
+
     pub fn json(&self) -> Result<EntryJson> {
         let empty = Entry {
             coded: None,
@@ -138,8 +187,29 @@ impl ProbeAnswer {
             pos: Some(self.state.pack().0),
             moves: Vec::new(),
         };
-        let mut j = entry_json(self.entry.as_ref().unwrap_or(&empty), true)?;
+        let e = self.entry.as_ref().unwrap_or(&empty);
+        let mut j = entry_json(e, true)?;
         j.opening = self.opening.clone();
+        j.history = self.history.clone();
+        let white_moves = self.state.to_chess().map_or(true, |p| {
+            shakmaty::Position::turn(&p) == shakmaty::Color::White
+        });
+        let (mut w, mut d, mut b, mut u) = (0, 0, 0, 0);
+        for (mj, m) in j.moves.iter_mut().zip(sorted_moves(e)) {
+            w += m.white;
+            d += m.draws;
+            b += m.black;
+            u += m.unknown;
+            let (os, oc) = crate::store::facet::opponent_ratings(m);
+            let (wins, losses) = match white_moves {
+                true => (m.white, m.black),
+                false => (m.black, m.white),
+            };
+            mj.average_rating = mj.avg_rating;
+            mj.average_opponent_rating = (oc > 0).then(|| os / oc);
+            mj.performance = crate::ops::facets::performance(wins, m.draws, losses, os, oc);
+        }
+        (j.white, j.draws, j.black, j.unknown) = (Some(w), Some(d), Some(b), Some(u));
         Ok(j)
     }
 

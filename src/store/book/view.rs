@@ -328,6 +328,24 @@ impl Book {
         &self.meta
     }
 
+    /// The facets the book keeps (any of its files' facets; docs/FORMAT.md §12).
+    pub fn facets(&self) -> crate::store::facet::FacetSet {
+        self.files()
+            .iter()
+            .fold(crate::store::facet::FacetSet::NONE, |a, f| {
+                a.union(f.facets)
+            })
+    }
+
+    /// Games counted by speed, rating group and year, over the book's files.
+    pub fn facet_games(&self) -> crate::store::facet::FacetGames {
+        let mut g = crate::store::facet::FacetGames::default();
+        for f in self.files() {
+            g.merge(&f.facet_games);
+        }
+        g
+    }
+
     /// The generation of the state this book shows (increases with every publication).
     pub fn generation(&self) -> u64 {
         self.generation
