@@ -32,6 +32,9 @@ pub(crate) struct MoveJson {
     pub(crate) average_opponent_rating: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) performance: Option<i64>,
+    /// `dump --facets`: the move's cells.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cells: Option<Vec<CellJson>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) weight: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -63,6 +66,56 @@ pub struct EntryJson {
     pub(crate) history: Option<Vec<crate::ops::facets::HistoryPoint>>,
 }
 
+/// One cell of a move (`dump --facets`): its facets (`null` when unknown) and counters.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CellJson {
+    /// `YYYY-MM`, `YYYY` (year only) or `null` (undated).
+    period: Option<String>,
+    speed: Option<&'static str>,
+    /// The group's lower bound.
+    rating: Option<u32>,
+    mode: Option<&'static str>,
+    white: u64,
+    draws: u64,
+    black: u64,
+    unknown: u64,
+    rating_sum: u64,
+    rating_count: u64,
+    opponent_rating_sum: u64,
+    opponent_rating_count: u64,
+}
+
+fn cells_json(m: &MoveRec) -> Vec<CellJson> {
+    use crate::store::facet::{Cell, MODES, Period, RATING_GROUPS, SPEEDS};
+    m.cells
+        .iter()
+        .map(|c| {
+            let cell = Cell::from_id(c.cell).unwrap_or_default();
+            CellJson {
+                period: match cell.period {
+                    Period::Undated => None,
+                    p => Some(p.to_string()),
+                },
+                speed: cell.speed.checked_sub(1).map(|s| SPEEDS[usize::from(s)]),
+                rating: cell
+                    .group
+                    .checked_sub(1)
+                    .map(|g| RATING_GROUPS[usize::from(g)]),
+                mode: cell.mode.checked_sub(1).map(|x| MODES[usize::from(x)]),
+                white: c.white,
+                draws: c.draws,
+                black: c.black,
+                unknown: c.unknown,
+                rating_sum: c.rating_sum,
+                rating_count: c.rating_count,
+                opponent_rating_sum: c.opp_sum,
+                opponent_rating_count: c.opp_count,
+            }
+        })
+        .collect()
+}
+
 fn move_json(m: &MoveRec, pos: Option<&Chess>) -> MoveJson {
     let san = pos
         .and_then(|p| legal_move(p, m.mv).map(|mv| SanPlus::from_move(p.clone(), mv).to_string()));
@@ -78,6 +131,7 @@ fn move_json(m: &MoveRec, pos: Option<&Chess>) -> MoveJson {
         average_rating: None,
         average_opponent_rating: None,
         performance: None,
+        cells: None,
         weight: m.extra.map(|p| p.weight),
         learn: m.extra.map(|p| p.learn),
     }
@@ -92,6 +146,22 @@ pub(crate) fn sorted_moves(e: &Entry) -> Vec<&MoveRec> {
             .then_with(|| move_uci(a.mv).cmp(&move_uci(b.mv)))
     });
     v
+}
+
+/// [`entry_json`] with each move's cells (`dump --facets`; a move without cells lists its
+/// counts as one all-unknown cell).
+pub fn entry_json_with_cells(e: &Entry) -> Result<EntryJson> {
+    let mut j = entry_json(e, false)?;
+    for (mj, m) in j.moves.iter_mut().zip(sorted_moves(e)) {
+        mj.cells = Some(match m.cells.is_empty() {
+            true => cells_json(&MoveRec {
+                cells: vec![crate::store::facet::CellStat::unknown_of(m)],
+                ..Default::default()
+            }),
+            false => cells_json(m),
+        });
+    }
+    Ok(j)
 }
 
 /// JSON form of an entry. With `with_san`, moves also carry SAN (needs a position replay).

@@ -103,7 +103,8 @@ impl Book {
     }
 
     /// Opens a book of format version [`OLDEST_MIGRATABLE`] up to the current one, for `bookdb
-    /// migrate` only (older books are one file: their delta tier is inside it).
+    /// migrate` only (books before version 3 are one file: their delta tier is inside it; a
+    /// version-3 book's segments are of version 3 too).
     pub(crate) fn open_for_migration(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
         Self::open_view(path, &codec, None, CacheSizes::default(), true)
     }
@@ -211,7 +212,7 @@ impl Book {
             let seg = match reused {
                 Some(f) => f,
                 None => {
-                    match BookFile::open_file(&sp, codec.clone(), false, caches) {
+                    match BookFile::open_file(&sp, codec.clone(), older, caches) {
                         Ok(f) => Arc::new(f),
                         // Folded away by a writer after the manifest was read: start again.
                         // Missing while the manifest still lists it: the book lost a file.
