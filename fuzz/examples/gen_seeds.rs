@@ -141,12 +141,17 @@ fn main() {
             // from the first few entries so that every column fits in 255 bytes.
             let few = &entries[..entries.len().min(3)];
             let p = block::build_payload(few, &codec, model).expect("payload");
-            let dir: Vec<usize> = (0..block::COLUMNS)
+            let ncols = match p.version {
+                block::BLOCK_VERSION_CELLS => block::COLUMNS,
+                _ => block::V1_COLUMNS,
+            };
+            let dir: Vec<usize> = (0..ncols)
                 .map(|i| u32::from_le_bytes(p.a[4 * i..4 * i + 4].try_into().expect("4 bytes")) as usize)
                 .collect();
             if dir.iter().all(|&l| l <= 255) {
-                let mut cols: Vec<u8> = dir.iter().map(|&l| l as u8).collect();
-                cols.extend_from_slice(&p.a[4 * block::COLUMNS..]);
+                let mut cols: Vec<u8> = vec![u8::from(ncols == block::COLUMNS)];
+                cols.extend(dir.iter().map(|&l| l as u8));
+                cols.extend_from_slice(&p.a[4 * ncols..]);
                 cols.extend_from_slice(&p.b);
                 out.put("block", &format!("columns-{tag}"), &cols);
             }

@@ -4,8 +4,9 @@
 //! The input is tried four ways: (1) as stored, checksum and all; (2) with the checksum
 //! patched to match, so the fuzzer gets past the CRC into decompression and parsing; (3) as an
 //! already opened, uncompressed block (2-byte count, 2-byte section-A length, then A and B),
-//! which reaches `BlockView` directly; (4) as 16 column lengths (one byte each), the columns
-//! and section B, from which a section A with a consistent directory is built. Nothing may panic. Where `entries` decodes, `find` of
+//! which reaches `BlockView` directly; (4) as a version byte, column lengths (one byte each), the columns
+//! and section B (16 for a version-1 block, 18 for a version-2 block with cells, chosen by a
+//! leading byte), from which a section A with a consistent directory is built. Nothing may panic. Where `entries` decodes, `find` of
 //! every decoded entry's key must return it, and `find_coded` of its position must return
 //! either nothing or that very position.
 #![no_main]
@@ -64,38 +65,45 @@ fuzz_target!(|data: &[u8]| {
         };
         check_open(&blk);
     }
-    // (4) Columns laid out from the input: 16 length bytes, then the columns, then section B;
+    // (4) Columns laid out from the input: a version byte (odd: version 2, 18 columns, the
+    // cells of §12; even: version 1, 16), the length bytes, then the columns, then section B;
     // the directory is consistent by construction and the count is column 0's length.
-    if data.len() >= block::COLUMNS {
-        let (lens, mut rest) = data.split_at(block::COLUMNS);
-        let mut cols: Vec<&[u8]> = Vec::with_capacity(block::COLUMNS);
-        for &len in lens {
-            let (c, r) = rest.split_at(usize::from(len).min(rest.len()));
-            cols.push(c);
-            rest = r;
-        }
-        let mut a = Vec::with_capacity(4 * block::COLUMNS + data.len());
-        for c in &cols {
-            a.extend_from_slice(&(c.len() as u32).to_le_bytes());
-        }
-        for c in &cols {
-            a.extend_from_slice(c);
-        }
-        let blk = OpenBlock {
-            header: BlockHeader {
-                version: block::BLOCK_VERSION,
-                compression: Compression::None,
-                dict_id: 0,
-                model_id: 0,
-                count: cols[0].len() as u32,
-                raw_len: a.len() as u32,
-                a_len: a.len() as u32,
-                crc: 0,
-            },
-            a,
-            b: rest,
+    if let Some((&v, data)) = data.split_first() {
+        let (version, ncols) = match v & 1 {
+            1 => (block::BLOCK_VERSION_CELLS, block::COLUMNS),
+            _ => (block::BLOCK_VERSION, block::V1_COLUMNS),
         };
-        check_open(&blk);
+        if data.len() >= ncols {
+            let (lens, mut rest) = data.split_at(ncols);
+            let mut cols: Vec<&[u8]> = Vec::with_capacity(ncols);
+            for &len in lens {
+                let (c, r) = rest.split_at(usize::from(len).min(rest.len()));
+                cols.push(c);
+                rest = r;
+            }
+            let mut a = Vec::with_capacity(4 * ncols + data.len());
+            for c in &cols {
+                a.extend_from_slice(&(c.len() as u32).to_le_bytes());
+            }
+            for c in &cols {
+                a.extend_from_slice(c);
+            }
+            let blk = OpenBlock {
+                header: BlockHeader {
+                    version,
+                    compression: Compression::None,
+                    dict_id: 0,
+                    model_id: 0,
+                    count: cols[0].len() as u32,
+                    raw_len: a.len() as u32,
+                    a_len: a.len() as u32,
+                    crc: 0,
+                },
+                a,
+                b: rest,
+            };
+            check_open(&blk);
+        }
     }
 });
 

@@ -64,7 +64,7 @@ impl Args {
             filter.since.or(filter.until),
             Some(bookdb::store::facet::DateBound::Year(_))
         );
-        let counting = bookdb::ops::explorer::Counting {
+        let counting = bookdb::ops::facets::Counting {
             filter,
             history: self.history.then_some(by_year),
         };

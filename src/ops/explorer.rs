@@ -12,9 +12,9 @@ use super::query::sorted_moves;
 use crate::chess::openings::{Opening, name_along, name_of};
 use crate::chess::{PosState, encode_move, move_uci};
 use crate::error::{Error, Result};
-use crate::ops::facets::{HistoryPoint, history, performance};
+use crate::ops::facets::{Counting, HistoryPoint, history, performance};
 use crate::store::Book;
-use crate::store::facet::{CellFilter, opponent_ratings};
+use crate::store::cells::opponent_ratings;
 
 /// Moves listed when the client does not say (lichess's default).
 pub const DEFAULT_MOVES: usize = 12;
@@ -40,15 +40,6 @@ pub struct ExplorerAnswer {
     /// `history=true`: the position's counted games per month (`/masters`: per year).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<Vec<HistoryPoint>>,
-}
-
-/// What an explorer request counts: the cells (`filter`) and whether, and by which period,
-/// the history is wanted.
-#[derive(Clone, Debug, Default)]
-pub struct Counting {
-    pub filter: CellFilter,
-    /// `Some(by_year)`: add the history, by month or by year.
-    pub history: Option<bool>,
 }
 
 /// One move of an [`ExplorerAnswer`].

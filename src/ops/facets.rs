@@ -114,6 +114,15 @@ pub fn parse_mode(v: &[u8]) -> u8 {
     }
 }
 
+/// What an explorer request counts: the cells (`filter`) and whether, and by which period,
+/// the history is wanted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counting {
+    pub filter: crate::store::facet::CellFilter,
+    /// `Some(by_year)`: add the history, by month or by year.
+    pub history: Option<bool>,
+}
+
 /// The FIDE table of rating differences by percentage score (0–100 %), as lila uses it.
 const DELTAS: [i32; 101] = [
     -800, -677, -589, -538, -501, -470, -444, -422, -401, -383, -366, -351, -336, -322, -309, -296,

@@ -207,7 +207,7 @@ pub enum PositionJson {
 
 /// Answers the position `q` asks for from `book`, a book of `game`.
 pub fn probe(book: &Book, game: Game, q: &PositionQuery) -> Result<PositionAnswer> {
-    probe_counting(book, game, q, &crate::ops::explorer::Counting::default())
+    probe_counting(book, game, q, &crate::ops::facets::Counting::default())
 }
 
 /// [`probe`] over the cells `counting` selects (chess books), with the history if asked.
@@ -215,7 +215,7 @@ pub fn probe_counting(
     book: &Book,
     game: Game,
     q: &PositionQuery,
-    counting: &crate::ops::explorer::Counting,
+    counting: &crate::ops::facets::Counting,
 ) -> Result<PositionAnswer> {
     counting
         .filter

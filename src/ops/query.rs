@@ -155,7 +155,7 @@ pub fn entry_json_with_cells(e: &Entry) -> Result<EntryJson> {
     for (mj, m) in j.moves.iter_mut().zip(sorted_moves(e)) {
         mj.cells = Some(match m.cells.is_empty() {
             true => cells_json(&MoveRec {
-                cells: vec![crate::store::facet::CellStat::unknown_of(m)],
+                cells: vec![m.unknown_cell()],
                 ..Default::default()
             }),
             false => cells_json(m),
@@ -236,7 +236,7 @@ pub fn probe_line(book: &Book, line: &[Chess]) -> Result<ProbeAnswer> {
 
 impl ProbeAnswer {
     /// Keeps of the answer what `counting` counts, and adds the history it asks for.
-    pub(crate) fn count(&mut self, counting: &crate::ops::explorer::Counting) {
+    pub(crate) fn count(&mut self, counting: &crate::ops::facets::Counting) {
         if let Some(e) = &mut self.entry {
             counting.filter.apply(e);
         }
@@ -270,7 +270,7 @@ impl ProbeAnswer {
             d += m.draws;
             b += m.black;
             u += m.unknown;
-            let (os, oc) = crate::store::facet::opponent_ratings(m);
+            let (os, oc) = crate::store::cells::opponent_ratings(m);
             let (wins, losses) = match white_moves {
                 true => (m.white, m.black),
                 false => (m.black, m.white),

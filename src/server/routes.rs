@@ -24,7 +24,8 @@ use super::options::MAX_HEAD;
 use super::page;
 use super::params;
 use super::state::AppState;
-use crate::ops::explorer::{Counting, explore_counting};
+use crate::ops::explorer::explore_counting;
+use crate::ops::facets::Counting;
 use crate::ops::game::Game;
 use crate::ops::position;
 

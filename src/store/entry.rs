@@ -42,6 +42,22 @@ impl MoveRec {
         (self.indexed, self.mv)
     }
 
+    /// The one cell of a move without cells: the all-unknown cell with the move's counts (no
+    /// opponent ratings: a book without facets keeps none).
+    pub fn unknown_cell(&self) -> super::facet::CellStat {
+        super::facet::CellStat {
+            cell: super::facet::CellId(0),
+            white: self.white,
+            draws: self.draws,
+            black: self.black,
+            unknown: self.unknown,
+            rating_sum: self.rating_sum,
+            rating_count: self.rating_count,
+            opp_sum: 0,
+            opp_count: 0,
+        }
+    }
+
     pub(crate) fn games(&self) -> u64 {
         self.white
             .saturating_add(self.draws)
@@ -58,7 +74,7 @@ impl MoveRec {
             // games: a Polyglot weight alone counts none).
             let as_cells = |m: &MoveRec| -> Vec<CellStat> {
                 match m.cells.is_empty() {
-                    true => Some(CellStat::unknown_of(m))
+                    true => Some(m.unknown_cell())
                         .filter(|c| c.games() > 0)
                         .into_iter()
                         .collect(),

@@ -1,14 +1,13 @@
 //! Facets of a move's counts: the cell (period, speed, rating group, mode) a game is counted
 //! in, its persisted id, the counters a cell keeps, the facet set a book keeps, the filters
-//! that select cells, and the byte coding of a move's cells (docs/FORMAT.md §12).
+//! that select cells (docs/FORMAT.md §12); `cells.rs` codes a move's cells and filters
+//! entries by them.
 //!
 //! The store knows cells only as these numbers; reading them from a game's tags is
 //! `ops::facets`' job (DESIGN §8).
 
 use std::fmt;
 
-use super::entry::MoveRec;
-use super::varint;
 
 /// A cell's identity: `period << 8 | attrs`, with `attrs = speed + 7 · (group + 10 · mode)`.
 /// Ordering cells by id orders them by period first. Id 0 is the all-unknown cell (undated,
@@ -183,22 +182,6 @@ impl CellStat {
         self.rating_count = self.rating_count.saturating_add(o.rating_count);
         self.opp_sum = self.opp_sum.saturating_add(o.opp_sum);
         self.opp_count = self.opp_count.saturating_add(o.opp_count);
-    }
-
-    /// The one cell of a move without cells: the all-unknown cell with the move's counts (no
-    /// opponent ratings: a book without facets keeps none).
-    pub(crate) fn unknown_of(m: &MoveRec) -> CellStat {
-        CellStat {
-            cell: CellId(0),
-            white: m.white,
-            draws: m.draws,
-            black: m.black,
-            unknown: m.unknown,
-            rating_sum: m.rating_sum,
-            rating_count: m.rating_count,
-            opp_sum: 0,
-            opp_count: 0,
-        }
     }
 }
 
@@ -472,21 +455,64 @@ impl CellFilter {
         };
         self.since.is_none_or(|b| date_ok(b, true)) && self.until.is_none_or(|b| date_ok(b, false))
     }
+}
 
-    /// A move's counts over the cells this filter counts (the move's totals when empty;
-    /// a move without cells is in the all-unknown cell, counted only by the empty filter).
-    pub fn count(&self, m: &MoveRec) -> CellStat {
-        let mut s = CellStat::default();
-        if m.cells.is_empty() {
-            if self.is_empty() {
-                s = CellStat::unknown_of(m);
+/// Games counted into a book by speed, rating group and year (`meta` key `facet_games`,
+/// JSON; what `stats` shows): each counted game adds one to its cell's value of each.
+/// Summed over a book's files, carried over by every rewrite and added by merges.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FacetGames {
+    /// Speed name (or `unknown`) → games.
+    #[serde(default)]
+    pub speed: std::collections::BTreeMap<String, u64>,
+    /// Lower bound of the rating group (or `unrated`) → games.
+    #[serde(default)]
+    pub rating: std::collections::BTreeMap<String, u64>,
+    /// Year (or `undated`) → games.
+    #[serde(default)]
+    pub year: std::collections::BTreeMap<String, u64>,
+}
+
+impl FacetGames {
+    pub fn is_empty(&self) -> bool {
+        self.speed.is_empty() && self.rating.is_empty() && self.year.is_empty()
+    }
+
+    /// Counts `n` games of cell `c`.
+    pub fn add(&mut self, c: Cell, n: u64) {
+        let speed = match c.speed {
+            0 => "unknown".to_string(),
+            s => SPEEDS[usize::from(s - 1).min(5)].to_string(),
+        };
+        let rating = match c.group {
+            0 => "unrated".to_string(),
+            g => RATING_GROUPS[usize::from(g - 1).min(8)].to_string(),
+        };
+        let year = c
+            .period
+            .year()
+            .map_or_else(|| "undated".to_string(), |y| format!("{y:04}"));
+        for (map, k) in [
+            (&mut self.speed, speed),
+            (&mut self.rating, rating),
+            (&mut self.year, year),
+        ] {
+            let v = map.entry(k).or_default();
+            *v = v.saturating_add(n);
+        }
+    }
+
+    pub fn merge(&mut self, o: &FacetGames) {
+        for (mine, theirs) in [
+            (&mut self.speed, &o.speed),
+            (&mut self.rating, &o.rating),
+            (&mut self.year, &o.year),
+        ] {
+            for (k, v) in theirs {
+                let e = mine.entry(k.clone()).or_default();
+                *e = e.saturating_add(*v);
             }
-            return s;
         }
-        for c in m.cells.iter().filter(|c| self.passes(c.cell)) {
-            s.add(c);
-        }
-        s
     }
 }
 
@@ -581,344 +607,14 @@ pub fn opponent_ratings(m: &MoveRec) -> (u64, u64) {
     })
 }
 
-// ---- byte coding of a move's cells (FORMAT §12.3) ----
-
-/// Cell kinds: low nibble the counters (0–3 one game of that result, no rating; 4–7 one
-/// rated game, the rating follows; 8 general: six varints); bits 4–5 the opponent's rating
-/// (0 none, 1 one rating as a zigzag difference from the mover's (needs kind 4–7), 2 one
-/// rating as a varint, 3 general: count and sum).
-const CELL_GENERAL: u8 = 8;
-
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn unzigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
-}
-
-fn counter_kind(w: u64, d: u64, b: u64, u: u64, rs: u64, rc: u64) -> u8 {
-    let games = w.saturating_add(d).saturating_add(b).saturating_add(u);
-    if games != 1 {
-        return CELL_GENERAL;
-    }
-    let r = if w == 1 {
-        0
-    } else if d == 1 {
-        1
-    } else if b == 1 {
-        2
-    } else {
-        3
-    };
-    match (rc, rs) {
-        (0, 0) => r,
-        (1, _) => 4 + r,
-        _ => CELL_GENERAL,
-    }
-}
-
-fn opp_kind(c: &CellStat, kind: u8) -> u8 {
-    match c.opp_count {
-        0 if c.opp_sum == 0 => 0,
-        1 if (4..8).contains(&kind) && c.opp_sum <= i64::MAX as u64 => 1,
-        1 => 2,
-        _ => 3,
-    }
-}
-
-fn put_opp(out: &mut Vec<u8>, c: &CellStat, okind: u8) {
-    match okind {
-        1 => varint::put(
-            out,
-            zigzag(c.opp_sum as i64 - c.rating_sum.min(i64::MAX as u64) as i64),
-        ),
-        2 => varint::put(out, c.opp_sum),
-        3 => {
-            varint::put(out, c.opp_count);
-            varint::put(out, c.opp_sum);
-        }
-        _ => {}
-    }
-}
-
-/// Appends the cells of one move: `n` (varint; 0 = no cells), then for one cell its period
-/// (varint), attrs (u8), opponent kind (u8) and opponent values (its counters are the move's);
-/// for several, per cell: period delta from the previous cell (varint), attrs, kind (u8),
-/// counters, opponent values.
-pub(crate) fn encode_cells(m: &MoveRec, out: &mut Vec<u8>) {
-    varint::put(out, m.cells.len() as u64);
-    if let [c] = m.cells.as_slice() {
-        varint::put(out, u64::from(c.cell.0 >> 8));
-        out.push(c.cell.0 as u8);
-        let kind = counter_kind(
-            c.white,
-            c.draws,
-            c.black,
-            c.unknown,
-            c.rating_sum,
-            c.rating_count,
-        );
-        let ok = opp_kind(c, kind);
-        out.push(ok);
-        put_opp(out, c, ok);
-        return;
-    }
-    let mut prev = 0u64;
-    for c in &m.cells {
-        let period = u64::from(c.cell.0 >> 8);
-        varint::put(out, period - prev.min(period));
-        prev = period;
-        out.push(c.cell.0 as u8);
-        let kind = counter_kind(
-            c.white,
-            c.draws,
-            c.black,
-            c.unknown,
-            c.rating_sum,
-            c.rating_count,
-        );
-        let ok = opp_kind(c, kind);
-        out.push(kind | ok << 4);
-        match kind {
-            0..=3 => {}
-            4..=7 => varint::put(out, c.rating_sum),
-            _ => {
-                for v in [
-                    c.white,
-                    c.draws,
-                    c.black,
-                    c.unknown,
-                    c.rating_sum,
-                    c.rating_count,
-                ] {
-                    varint::put(out, v);
-                }
-            }
-        }
-        put_opp(out, c, ok);
-    }
-}
-
-fn get_opp(data: &[u8], pos: &mut usize, c: &mut CellStat, okind: u8) -> Option<()> {
-    match okind {
-        0 => {}
-        1 => {
-            let d = unzigzag(varint::get(data, pos)?);
-            let mover = i64::try_from(c.rating_sum).ok()?;
-            c.opp_sum = u64::try_from(mover.checked_add(d)?).ok()?;
-            c.opp_count = 1;
-        }
-        2 => {
-            c.opp_sum = varint::get(data, pos)?;
-            c.opp_count = 1;
-        }
-        3 => {
-            c.opp_count = varint::get(data, pos)?;
-            c.opp_sum = varint::get(data, pos)?;
-        }
-        _ => return None,
-    }
-    Some(())
-}
-
-/// Decodes the cells of move `m` (whose totals are already read) at `*pos` into `m.cells`.
-/// `None` on malformed bytes: an unknown kind, cells out of order or repeated, an id no cell
-/// has, a cell without games, or cells whose counters do not add up to the move's.
-pub(crate) fn decode_cells(data: &[u8], pos: &mut usize, m: &mut MoveRec) -> Option<()> {
-    let n = varint::get(data, pos)?;
-    m.cells.clear();
-    if n == 0 {
-        return Some(());
-    }
-    // Every cell takes at least three bytes.
-    if n > (data.len().saturating_sub(*pos) / 3) as u64 + 1 {
-        return None;
-    }
-    let id = |period: u64, attrs: u8| -> Option<CellId> {
-        let period = u16::try_from(period).ok()?;
-        let id = CellId(u32::from(period) << 8 | u32::from(attrs));
-        Cell::from_id(id).map(|_| id)
-    };
-    if n == 1 {
-        let period = varint::get(data, pos)?;
-        let attrs = *data.get(*pos)?;
-        let ok = *data.get(*pos + 1)?;
-        *pos += 2;
-        let mut c = CellStat::unknown_of(m);
-        c.cell = id(period, attrs)?;
-        if ok > 3 || (ok == 1 && c.rating_count != 1) {
-            return None;
-        }
-        get_opp(data, pos, &mut c, ok)?;
-        if c.games() == 0 {
-            return None;
-        }
-        m.cells.push(c);
-        return Some(());
-    }
-    let mut prev = 0u64;
-    let mut sum = CellStat::default();
-    for i in 0..n {
-        let period = prev.checked_add(varint::get(data, pos)?)?;
-        prev = period;
-        let attrs = *data.get(*pos)?;
-        let kind = *data.get(*pos + 1)?;
-        *pos += 2;
-        let mut c = CellStat {
-            cell: id(period, attrs)?,
-            ..CellStat::default()
-        };
-        match kind & 0x0f {
-            k @ 0..=7 => {
-                match k & 3 {
-                    0 => c.white = 1,
-                    1 => c.draws = 1,
-                    2 => c.black = 1,
-                    _ => c.unknown = 1,
-                }
-                if k >= 4 {
-                    c.rating_sum = varint::get(data, pos)?;
-                    c.rating_count = 1;
-                }
-            }
-            CELL_GENERAL => {
-                c.white = varint::get(data, pos)?;
-                c.draws = varint::get(data, pos)?;
-                c.black = varint::get(data, pos)?;
-                c.unknown = varint::get(data, pos)?;
-                c.rating_sum = varint::get(data, pos)?;
-                c.rating_count = varint::get(data, pos)?;
-            }
-            _ => return None,
-        }
-        let ok = kind >> 4;
-        if ok > 3 || (ok == 1 && !(4..8).contains(&(kind & 0x0f))) {
-            return None;
-        }
-        get_opp(data, pos, &mut c, ok)?;
-        if c.games() == 0 || (i > 0 && m.cells.last().is_some_and(|p| p.cell >= c.cell)) {
-            return None;
-        }
-        sum.add(&c);
-        m.cells.push(c);
-    }
-    let totals = CellStat::unknown_of(m);
-    let same = (
-        sum.white,
-        sum.draws,
-        sum.black,
-        sum.unknown,
-        sum.rating_sum,
-        sum.rating_count,
-    ) == (
-        totals.white,
-        totals.draws,
-        totals.black,
-        totals.unknown,
-        totals.rating_sum,
-        totals.rating_count,
-    );
-    same.then_some(())
-}
-
-/// Sets a move's totals to the sum of its cells (tests build moves from cells).
-#[cfg(test)]
-pub(crate) fn set_totals(m: &mut MoveRec) {
-    if m.cells.is_empty() {
-        return;
-    }
-    let mut s = CellStat::default();
-    for c in &m.cells {
-        s.add(c);
-    }
-    m.white = s.white;
-    m.draws = s.draws;
-    m.black = s.black;
-    m.unknown = s.unknown;
-    m.rating_sum = s.rating_sum;
-    m.rating_count = s.rating_count;
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn arb_cell() -> impl Strategy<Value = CellStat> {
-        (
-            (0u16..=MAX_YEAR, 0u8..=12, 0u8..7, 0u8..10, 0u8..3),
-            0u64..3,
-            0u64..3,
-            0u64..3,
-            0u64..3,
-            0u64..4000,
-            0u64..3,
-            0u64..9000,
-            0u64..3,
-        )
-            .prop_map(|((y, m, s, g, md), w, d, b, u, rs, rc, os, oc)| {
-                let period = match m {
-                    0 if y == 0 => Period::Undated,
-                    0 => Period::Year(y),
-                    m => Period::Month(y, m),
-                };
-                let cell = Cell {
-                    period,
-                    speed: s,
-                    group: g,
-                    mode: md,
-                }
-                .id();
-                CellStat {
-                    cell,
-                    white: w,
-                    draws: d,
-                    black: b,
-                    unknown: u + u64::from(w + d + b + u == 0),
-                    rating_sum: rs,
-                    rating_count: rc,
-                    opp_sum: os,
-                    opp_count: oc,
-                }
-            })
-    }
-
-    /// A move with up to five cells (totals their sum), for the codecs' round-trip tests.
-    pub(crate) fn arb_move() -> impl Strategy<Value = MoveRec> {
-        proptest::collection::vec(arb_cell(), 0..6).prop_map(|cells| {
-            let mut m = MoveRec::default();
-            let mut v: Vec<CellStat> = Vec::new();
-            for c in cells {
-                v = merge_cells(&v, &[c]);
-            }
-            m.cells = v;
-            set_totals(&mut m);
-            m
-        })
-    }
-
     proptest! {
         #[test]
-        fn cells_round_trip(m in arb_move()) {
-            let mut out = Vec::new();
-            encode_cells(&m, &mut out);
-            let mut back = MoveRec { cells: Vec::new(), ..m.clone() };
-            let mut pos = 0;
-            prop_assert!(decode_cells(&out, &mut pos, &mut back).is_some());
-            prop_assert_eq!(pos, out.len());
-            prop_assert_eq!(back, m);
-        }
-
-        #[test]
-        fn garbage_cells_never_panic(data in proptest::collection::vec(any::<u8>(), 0..64), w in 0u64..5) {
-            let mut m = MoveRec { white: w, ..Default::default() };
-            let mut pos = 0;
-            let _ = decode_cells(&data, &mut pos, &mut m);
-        }
-
-        #[test]
-        fn cell_ids_round_trip(c in arb_cell()) {
+        fn cell_ids_round_trip(c in crate::store::cells::tests::arb_cell()) {
             let cell = Cell::from_id(c.cell).unwrap();
             prop_assert_eq!(cell.id(), c.cell);
         }

@@ -430,6 +430,33 @@ pub(crate) fn sorted_table(log: &Path, out: &Path, cap: usize) -> Result<Option<
     Ok(Some(SortedGames { db: Arc::new(ro) }))
 }
 
+/// Inserts into `txn`'s `games` table every fingerprint of the `games` tables of `sources`
+/// (books, or staging files from [`crate::store::fpset::sorted_table`]), streaming. The table is
+/// created only once there is a fingerprint to keep (FORMAT §4.6).
+pub(crate) fn copy_game_fingerprints(
+    txn: &redb::WriteTransaction,
+    sources: &[Arc<redb::ReadOnlyDatabase>],
+) -> crate::store::error::Result<()> {
+    let mut tables = Vec::new();
+    for src in sources {
+        let rtxn = src.begin_read()?;
+        match rtxn.open_table(crate::store::book::schema::GAMES) {
+            Ok(t) if t.len()? > 0 => tables.push(t),
+            Ok(_) | Err(redb::TableError::TableDoesNotExist(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if !tables.is_empty() {
+        let mut g = txn.open_table(crate::store::book::schema::GAMES)?;
+        for t in &tables {
+            for item in t.iter()? {
+                g.insert(item?.0.value(), ())?;
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,8 @@
 
 pub mod block;
 pub mod book;
+pub mod cells;
+pub(crate) mod crash;
 pub mod entry;
 pub mod error;
 pub mod facet;
@@ -21,7 +23,7 @@ pub use book::{Book, BookCompression, BookMeta, BookWriter, CacheSizes, LiveBook
 pub use entry::{Entry, MoveExtra, MoveRec};
 pub use files::LockWait;
 #[doc(hidden)]
-pub use files::{CRASH_POINTS, HAS_CRASH_POINTS};
+pub use crash::{CRASH_POINTS, HAS_CRASH_POINTS};
 
 /// The book format versions this build writes, and the oldest it reads (through
 /// `bookdb migrate`; every other command reads only the version it writes).

@@ -4,7 +4,7 @@
 //! moves := count:varint, then per move: code:u16 LE, flags:u8 (bit 0: the extra follows;
 //! bit 1: the cells follow), white, draws, black, unknown, rating_sum, rating_count: varint
 //! each, [weight:u16 LE, learn:u32 LE] (the [`MoveExtra`] of the move), [cells]
-//! ([`super::facet::encode_cells`]).
+//! ([`super::cells::encode_cells`]).
 
 use super::entry::{Entry, MoveExtra, MoveRec};
 use super::varint;
@@ -32,7 +32,7 @@ pub(crate) fn encode_moves(moves: &[MoveRec], out: &mut Vec<u8>) {
             out.extend_from_slice(&p.learn.to_le_bytes());
         }
         if !m.cells.is_empty() {
-            super::facet::encode_cells(m, out);
+            super::cells::encode_cells(m, out);
         }
     }
 }
@@ -85,7 +85,7 @@ pub(crate) fn decode_moves(data: &[u8], pos: &mut usize) -> Option<Vec<MoveRec>>
             indexed: false,
         };
         if flags & 2 != 0 {
-            super::facet::decode_cells(data, pos, &mut m)?;
+            super::cells::decode_cells(data, pos, &mut m)?;
             if m.cells.is_empty() {
                 return None;
             }
@@ -173,7 +173,7 @@ mod tests {
 
         #[test]
         fn moves_with_cells_round_trip(
-            moves in proptest::collection::vec((any::<u16>(), crate::store::facet::tests::arb_move(), any::<bool>()), 0..5)
+            moves in proptest::collection::vec((any::<u16>(), crate::store::cells::tests::arb_move(), any::<bool>()), 0..5)
         ) {
             let moves: Vec<MoveRec> = moves
                 .into_iter()

@@ -490,7 +490,7 @@ impl SortedAggregate {
             };
             if a.cell != NO_CELL {
                 celled = true;
-                let mut c = CellStat::unknown_of(&rec);
+                let mut c = rec.unknown_cell();
                 c.cell = CellId(a.cell);
                 c.opp_sum = a.opp_sum;
                 c.opp_count = u64::from(a.opp_count);

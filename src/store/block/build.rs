@@ -173,7 +173,7 @@ pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Pa
         if cells {
             let start = cols[16].len();
             for mv in &e.moves {
-                crate::store::facet::encode_cells(mv, &mut cols[16]);
+                crate::store::cells::encode_cells(mv, &mut cols[16]);
             }
             let len = (cols[16].len() - start) as u64;
             varint::put(&mut cols[17], len);

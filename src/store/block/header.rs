@@ -3,12 +3,10 @@
 //! decompressed).
 
 use super::build::Payload;
+use super::{BLOCK_VERSION, BLOCK_VERSION_CELLS};
 use super::decompress::Decompressors;
 use crate::store::error::Corruption;
 
-pub const BLOCK_VERSION: u8 = 1;
-/// The version of a block some of whose entries carry cells (18 columns; docs/FORMAT.md §5).
-pub const BLOCK_VERSION_CELLS: u8 = 2;
 pub const HEADER_LEN: usize = 24;
 /// Largest raw payload a reader accepts (guards allocations against corrupt headers).
 pub const MAX_RAW_LEN: usize = 64 << 20;

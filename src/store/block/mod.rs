@@ -17,11 +17,16 @@ pub use build::{Payload, Prepared, build_payload, build_payload_with, prepare};
 #[doc(hidden)]
 pub use decompress::{Decompressors, PlainDecompressor};
 pub use header::{
-    BLOCK_VERSION, BLOCK_VERSION_CELLS, BlockHeader, Compression, HEADER_LEN, MAX_RAW_LEN,
+    BlockHeader, Compression, HEADER_LEN, MAX_RAW_LEN,
     OpenBlock, open_block, seal,
 };
 pub(crate) use view::ColumnRanges;
 pub use view::{BlockView, Keep, RawEntry};
+
+/// The version of a block none of whose entries carries cells (16 columns).
+pub const BLOCK_VERSION: u8 = 1;
+/// The version of a block some of whose entries carry cells (18 columns; docs/FORMAT.md §5).
+pub const BLOCK_VERSION_CELLS: u8 = 2;
 
 /// Columns of a version-2 block's directory (a version-1 block has the first
 /// [`V1_COLUMNS`]; its columns 16 and 17 read as empty).
@@ -229,7 +234,7 @@ mod tests {
 
         #[test]
         fn entries_with_cells_round_trip(
-            moves in proptest::collection::vec(crate::store::facet::tests::arb_move(), 1..8)
+            moves in proptest::collection::vec(crate::store::cells::tests::arb_move(), 1..8)
         ) {
             let mut entries = sample_entries();
             for (e, m) in entries.iter_mut().zip(&moves) {

@@ -340,7 +340,7 @@ impl<'a> BlockView<'a> {
         let mut at = 0;
         let mut any = false;
         for m in moves.iter_mut() {
-            crate::store::facet::decode_cells(bytes, &mut at, m).ok_or_else(|| {
+            crate::store::cells::decode_cells(bytes, &mut at, m).ok_or_else(|| {
                 Corruption::Entry {
                     block_key: self.block_key,
                     index: i,

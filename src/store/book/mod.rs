@@ -17,7 +17,7 @@ mod live;
 mod open;
 mod options;
 mod reader;
-mod schema;
+pub(crate) mod schema;
 mod seal;
 mod train;
 mod view;

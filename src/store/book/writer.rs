@@ -554,7 +554,7 @@ impl BookWriter {
                 for (k, v) in &self.imports {
                     imp.insert(k.as_str(), v.as_slice())?;
                 }
-                copy_game_fingerprints(&txn, &self.games_from)?;
+                crate::store::fpset::copy_game_fingerprints(&txn, &self.games_from)?;
             }
             txn.commit()?;
             Ok(())
@@ -582,33 +582,6 @@ impl Drop for BookWriter {
             let _ = std::fs::remove_file(&self.tmp_path);
         }
     }
-}
-
-/// Inserts into `txn`'s `games` table every fingerprint of the `games` tables of `sources`
-/// (books, or staging files from [`crate::store::fpset::sorted_table`]), streaming. The table is
-/// created only once there is a fingerprint to keep (FORMAT §4.6).
-pub(super) fn copy_game_fingerprints(
-    txn: &redb::WriteTransaction,
-    sources: &[Arc<redb::ReadOnlyDatabase>],
-) -> Result<()> {
-    let mut tables = Vec::new();
-    for src in sources {
-        let rtxn = src.begin_read()?;
-        match rtxn.open_table(GAMES) {
-            Ok(t) if t.len()? > 0 => tables.push(t),
-            Ok(_) | Err(redb::TableError::TableDoesNotExist(_)) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    if !tables.is_empty() {
-        let mut g = txn.open_table(GAMES)?;
-        for t in &tables {
-            for item in t.iter()? {
-                g.insert(item?.0.value(), ())?;
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,345 @@
+//! What the store does with a move's cells: their byte coding (docs/FORMAT.md §12.3, shared by
+//! blocks and runs), keeping of an entry what a [`CellFilter`] counts, and the opponent's
+//! ratings over a move's cells.
+
+use super::entry::{Entry, MoveRec};
+use super::facet::{Cell, CellFilter, CellId, CellStat};
+use super::varint;
+
+/// Cell kinds: low nibble the counters (0–3 one game of that result, no rating; 4–7 one
+/// rated game, the rating follows; 8 general: six varints); bits 4–5 the opponent's rating
+/// (0 none, 1 one rating as a zigzag difference from the mover's (needs kind 4–7), 2 one
+/// rating as a varint, 3 general: count and sum).
+const CELL_GENERAL: u8 = 8;
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+fn counter_kind(w: u64, d: u64, b: u64, u: u64, rs: u64, rc: u64) -> u8 {
+    let games = w.saturating_add(d).saturating_add(b).saturating_add(u);
+    if games != 1 {
+        return CELL_GENERAL;
+    }
+    let r = if w == 1 {
+        0
+    } else if d == 1 {
+        1
+    } else if b == 1 {
+        2
+    } else {
+        3
+    };
+    match (rc, rs) {
+        (0, 0) => r,
+        (1, _) => 4 + r,
+        _ => CELL_GENERAL,
+    }
+}
+
+fn opp_kind(c: &CellStat, kind: u8) -> u8 {
+    match c.opp_count {
+        0 if c.opp_sum == 0 => 0,
+        1 if (4..8).contains(&kind) && c.opp_sum <= i64::MAX as u64 => 1,
+        1 => 2,
+        _ => 3,
+    }
+}
+
+fn put_opp(out: &mut Vec<u8>, c: &CellStat, okind: u8) {
+    match okind {
+        1 => varint::put(
+            out,
+            zigzag(c.opp_sum as i64 - c.rating_sum.min(i64::MAX as u64) as i64),
+        ),
+        2 => varint::put(out, c.opp_sum),
+        3 => {
+            varint::put(out, c.opp_count);
+            varint::put(out, c.opp_sum);
+        }
+        _ => {}
+    }
+}
+
+/// Appends the cells of one move: `n` (varint; 0 = no cells), then for one cell its period
+/// (varint), attrs (u8), opponent kind (u8) and opponent values (its counters are the move's);
+/// for several, per cell: period delta from the previous cell (varint), attrs, kind (u8),
+/// counters, opponent values.
+pub(crate) fn encode_cells(m: &MoveRec, out: &mut Vec<u8>) {
+    varint::put(out, m.cells.len() as u64);
+    if let [c] = m.cells.as_slice() {
+        varint::put(out, u64::from(c.cell.0 >> 8));
+        out.push(c.cell.0 as u8);
+        let kind = counter_kind(
+            c.white,
+            c.draws,
+            c.black,
+            c.unknown,
+            c.rating_sum,
+            c.rating_count,
+        );
+        let ok = opp_kind(c, kind);
+        out.push(ok);
+        put_opp(out, c, ok);
+        return;
+    }
+    let mut prev = 0u64;
+    for c in &m.cells {
+        let period = u64::from(c.cell.0 >> 8);
+        varint::put(out, period - prev.min(period));
+        prev = period;
+        out.push(c.cell.0 as u8);
+        let kind = counter_kind(
+            c.white,
+            c.draws,
+            c.black,
+            c.unknown,
+            c.rating_sum,
+            c.rating_count,
+        );
+        let ok = opp_kind(c, kind);
+        out.push(kind | ok << 4);
+        match kind {
+            0..=3 => {}
+            4..=7 => varint::put(out, c.rating_sum),
+            _ => {
+                for v in [
+                    c.white,
+                    c.draws,
+                    c.black,
+                    c.unknown,
+                    c.rating_sum,
+                    c.rating_count,
+                ] {
+                    varint::put(out, v);
+                }
+            }
+        }
+        put_opp(out, c, ok);
+    }
+}
+
+fn get_opp(data: &[u8], pos: &mut usize, c: &mut CellStat, okind: u8) -> Option<()> {
+    match okind {
+        0 => {}
+        1 => {
+            let d = unzigzag(varint::get(data, pos)?);
+            let mover = i64::try_from(c.rating_sum).ok()?;
+            c.opp_sum = u64::try_from(mover.checked_add(d)?).ok()?;
+            c.opp_count = 1;
+        }
+        2 => {
+            c.opp_sum = varint::get(data, pos)?;
+            c.opp_count = 1;
+        }
+        3 => {
+            c.opp_count = varint::get(data, pos)?;
+            c.opp_sum = varint::get(data, pos)?;
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+/// Decodes the cells of move `m` (whose totals are already read) at `*pos` into `m.cells`.
+/// `None` on malformed bytes: an unknown kind, cells out of order or repeated, an id no cell
+/// has, a cell without games, or cells whose counters do not add up to the move's.
+pub(crate) fn decode_cells(data: &[u8], pos: &mut usize, m: &mut MoveRec) -> Option<()> {
+    let n = varint::get(data, pos)?;
+    m.cells.clear();
+    if n == 0 {
+        return Some(());
+    }
+    // Every cell takes at least three bytes.
+    if n > (data.len().saturating_sub(*pos) / 3) as u64 + 1 {
+        return None;
+    }
+    let id = |period: u64, attrs: u8| -> Option<CellId> {
+        let period = u16::try_from(period).ok()?;
+        let id = CellId(u32::from(period) << 8 | u32::from(attrs));
+        Cell::from_id(id).map(|_| id)
+    };
+    if n == 1 {
+        let period = varint::get(data, pos)?;
+        let attrs = *data.get(*pos)?;
+        let ok = *data.get(*pos + 1)?;
+        *pos += 2;
+        let mut c = m.unknown_cell();
+        c.cell = id(period, attrs)?;
+        if ok > 3 || (ok == 1 && c.rating_count != 1) {
+            return None;
+        }
+        get_opp(data, pos, &mut c, ok)?;
+        if c.games() == 0 {
+            return None;
+        }
+        m.cells.push(c);
+        return Some(());
+    }
+    let mut prev = 0u64;
+    let mut sum = CellStat::default();
+    for i in 0..n {
+        let period = prev.checked_add(varint::get(data, pos)?)?;
+        prev = period;
+        let attrs = *data.get(*pos)?;
+        let kind = *data.get(*pos + 1)?;
+        *pos += 2;
+        let mut c = CellStat {
+            cell: id(period, attrs)?,
+            ..CellStat::default()
+        };
+        match kind & 0x0f {
+            k @ 0..=7 => {
+                match k & 3 {
+                    0 => c.white = 1,
+                    1 => c.draws = 1,
+                    2 => c.black = 1,
+                    _ => c.unknown = 1,
+                }
+                if k >= 4 {
+                    c.rating_sum = varint::get(data, pos)?;
+                    c.rating_count = 1;
+                }
+            }
+            CELL_GENERAL => {
+                c.white = varint::get(data, pos)?;
+                c.draws = varint::get(data, pos)?;
+                c.black = varint::get(data, pos)?;
+                c.unknown = varint::get(data, pos)?;
+                c.rating_sum = varint::get(data, pos)?;
+                c.rating_count = varint::get(data, pos)?;
+            }
+            _ => return None,
+        }
+        let ok = kind >> 4;
+        if ok > 3 || (ok == 1 && !(4..8).contains(&(kind & 0x0f))) {
+            return None;
+        }
+        get_opp(data, pos, &mut c, ok)?;
+        if c.games() == 0 || (i > 0 && m.cells.last().is_some_and(|p| p.cell >= c.cell)) {
+            return None;
+        }
+        sum.add(&c);
+        m.cells.push(c);
+    }
+    let totals = m.unknown_cell();
+    let same = (
+        sum.white,
+        sum.draws,
+        sum.black,
+        sum.unknown,
+        sum.rating_sum,
+        sum.rating_count,
+    ) == (
+        totals.white,
+        totals.draws,
+        totals.black,
+        totals.unknown,
+        totals.rating_sum,
+        totals.rating_count,
+    );
+    same.then_some(())
+}
+
+/// Sets a move's totals to the sum of its cells (tests build moves from cells).
+#[cfg(test)]
+pub(crate) fn set_totals(m: &mut MoveRec) {
+    if m.cells.is_empty() {
+        return;
+    }
+    let mut s = CellStat::default();
+    for c in &m.cells {
+        s.add(c);
+    }
+    m.white = s.white;
+    m.draws = s.draws;
+    m.black = s.black;
+    m.unknown = s.unknown;
+    m.rating_sum = s.rating_sum;
+    m.rating_count = s.rating_count;
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::store::facet::{MAX_YEAR, Period, merge_cells};
+    use proptest::prelude::*;
+
+    pub(crate) fn arb_cell() -> impl Strategy<Value = CellStat> {
+        (
+            (0u16..=MAX_YEAR, 0u8..=12, 0u8..7, 0u8..10, 0u8..3),
+            0u64..3,
+            0u64..3,
+            0u64..3,
+            0u64..3,
+            0u64..4000,
+            0u64..3,
+            0u64..9000,
+            0u64..3,
+        )
+            .prop_map(|((y, m, s, g, md), w, d, b, u, rs, rc, os, oc)| {
+                let period = match m {
+                    0 if y == 0 => Period::Undated,
+                    0 => Period::Year(y),
+                    m => Period::Month(y, m),
+                };
+                let cell = Cell {
+                    period,
+                    speed: s,
+                    group: g,
+                    mode: md,
+                }
+                .id();
+                CellStat {
+                    cell,
+                    white: w,
+                    draws: d,
+                    black: b,
+                    unknown: u + u64::from(w + d + b + u == 0),
+                    rating_sum: rs,
+                    rating_count: rc,
+                    opp_sum: os,
+                    opp_count: oc,
+                }
+            })
+    }
+
+    /// A move with up to five cells (totals their sum), for the codecs' round-trip tests.
+    pub(crate) fn arb_move() -> impl Strategy<Value = MoveRec> {
+        proptest::collection::vec(arb_cell(), 0..6).prop_map(|cells| {
+            let mut m = MoveRec::default();
+            let mut v: Vec<CellStat> = Vec::new();
+            for c in cells {
+                v = merge_cells(&v, &[c]);
+            }
+            m.cells = v;
+            set_totals(&mut m);
+            m
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn cells_round_trip(m in arb_move()) {
+            let mut out = Vec::new();
+            encode_cells(&m, &mut out);
+            let mut back = MoveRec { cells: Vec::new(), ..m.clone() };
+            let mut pos = 0;
+            prop_assert!(decode_cells(&out, &mut pos, &mut back).is_some());
+            prop_assert_eq!(pos, out.len());
+            prop_assert_eq!(back, m);
+        }
+
+        #[test]
+        fn garbage_cells_never_panic(data in proptest::collection::vec(any::<u8>(), 0..64), w in 0u64..5) {
+            let mut m = MoveRec { white: w, ..Default::default() };
+            let mut pos = 0;
+            let _ = decode_cells(&data, &mut pos, &mut m);
+        }
+    }
+
+}
