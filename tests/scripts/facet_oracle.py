@@ -202,6 +202,9 @@ class Book:
         self.plain_start = [0, 0, 0, 0]  # a plain count of the start position's games by result
         self.with_moves = 0  # games from the start position with at least one move
         self.cells = []  # per counted game: (its first moves in UCI, its cell)
+        # Games whose Event names the speed as lichess writes it ("Rated Blitz game"), which
+        # lichess (and retag.py) derive from the clock by the same rule: [agree, disagree].
+        self.event_speed = [0, 0]
 
     def add_file(self, path):
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -230,6 +233,9 @@ class Book:
         group = group_of((wr + br) // 2) if wr is not None and br is not None else None
         cell = (period_of(h), speed_of(h), group, mode_of(h))
         res = RESULT.get(h.get("Result", "*"), 3)
+        named = re.fullmatch(r"(?:Rated|Casual) (\w+) game", h.get("Event", ""))
+        if named and "TimeControl" in h:
+            self.event_speed[(cell[1] or "").lower() != named.group(1).lower()] += 1
         self.cells.append(([m.uci() for m in moves[:12]], cell, res))
         if moves and board.fen() == chess.STARTING_FEN:
             self.plain_start[res] += 1
@@ -418,6 +424,9 @@ def self_check(book):
 
     start = q()
     checks = 0
+    # The speed read from TimeControl is the one the Event names, where it names one.
+    assert book.event_speed[1] == 0, book.event_speed
+    checks += 1
     # lila's performance: all won = +800, all lost = -800, even = the opponents' average;
     # interpolated between table entries and rounded half away from zero as Rust does.
     assert performance(1, 0, 0, 2000, 1) == 2800
@@ -476,8 +485,9 @@ def self_check(book):
         b = q({"since": "2010-01"}, play)
         assert [x + y for x, y in zip(tot(a), tot(b))] == tot(monthly), play
         checks += 6
-    print("facet_oracle self-check: %d checks passed on %d counted games (%d positions)"
-          % (checks, book.counted, len(book.pos)), file=sys.stderr)
+    print("facet_oracle self-check: %d checks passed on %d counted games (%d positions; "
+          "%d speeds agree with the Event's)"
+          % (checks, book.counted, len(book.pos), book.event_speed[0]), file=sys.stderr)
 
 
 def identity_of(play):
