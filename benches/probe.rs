@@ -119,6 +119,7 @@ fn build_book(book_path: &Path) -> Result<()> {
         rules: CountRules {
             max_ply: MAX_PLY,
             min_rating: None,
+            facets: bookdb::store::facet::FacetSet::NONE,
         },
         ..Default::default()
     };

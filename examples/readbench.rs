@@ -23,6 +23,7 @@ fn main() {
         let rules = pgn::CountRules {
             max_ply,
             min_rating: None,
+            facets: bookdb::store::facet::FacetSet::NONE,
         };
         let t = Instant::now();
         let mut counted = 0;
@@ -42,6 +43,7 @@ fn main() {
     let rules = pgn::CountRules {
         max_ply: 30,
         min_rating: None,
+        facets: bookdb::store::facet::FacetSet::NONE,
     };
     let t = Instant::now();
     let mut agg = Aggregator::with_capacity(Aggregator::capacity_for(128 << 20));

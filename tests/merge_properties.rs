@@ -46,6 +46,7 @@ fn build_with(pgn_text: &str, dir: &Path, name: &str, writer: WriterOptions) -> 
         rules: bookdb::ops::pgn::CountRules {
             max_ply: 30,
             min_rating: None,
+            facets: bookdb::store::facet::FacetSet::NONE,
         },
         writer,
         ..Default::default()

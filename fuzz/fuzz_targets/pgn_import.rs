@@ -13,6 +13,7 @@ use libfuzzer_sys::fuzz_target;
 const RULES: CountRules = CountRules {
     max_ply: 40,
     min_rating: None,
+    facets: bookdb::store::facet::FacetSet::NONE,
 };
 
 fuzz_target!(|data: &[u8]| {

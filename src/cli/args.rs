@@ -143,3 +143,62 @@ impl JobArgs {
         }
     }
 }
+
+/// The facet filters of `probe` and `export` (DESIGN §8): a cell counts when it passes every
+/// filter given.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub(crate) struct FilterArgs {
+    /// Only games of this month or later (YYYY-MM), or of this year or later (YYYY).
+    #[arg(long, value_name = "DATE")]
+    since: Option<String>,
+    /// Only games of this month or earlier (YYYY-MM), or of this year or earlier (YYYY).
+    #[arg(long, value_name = "DATE")]
+    until: Option<String>,
+    /// Only these speeds: a comma list of ultraBullet, bullet, blitz, rapid, classical,
+    /// correspondence.
+    #[arg(long, value_name = "LIST")]
+    speeds: Option<String>,
+    /// Only these rating groups: a comma list of ratings, each selecting its group (0, 1000,
+    /// 1200, 1400, 1600, 1800, 2000, 2200, 2500: the mean of both players' Elos).
+    #[arg(long, value_name = "LIST")]
+    ratings: Option<String>,
+    /// Only these modes: a comma list of rated, casual.
+    #[arg(long, value_name = "LIST")]
+    modes: Option<String>,
+}
+
+impl FilterArgs {
+    /// The filter, or a usage error naming the option.
+    pub(crate) fn filter(&self) -> anyhow::Result<bookdb::store::facet::CellFilter> {
+        use bookdb::store::facet::{CellFilter, DateBound};
+        let usage =
+            |opt: &str, e: String| anyhow::Error::new(bookdb::Error::Usage(format!("{opt}: {e}")));
+        Ok(CellFilter {
+            since: self
+                .since
+                .as_deref()
+                .map(|v| DateBound::parse(v).map_err(|e| usage("--since", e)))
+                .transpose()?,
+            until: self
+                .until
+                .as_deref()
+                .map(|v| DateBound::parse(v).map_err(|e| usage("--until", e)))
+                .transpose()?,
+            speeds: self
+                .speeds
+                .as_deref()
+                .map(|v| CellFilter::parse_speeds(v).map_err(|e| usage("--speeds", e)))
+                .transpose()?,
+            groups: self
+                .ratings
+                .as_deref()
+                .map(|v| CellFilter::parse_ratings(v).map_err(|e| usage("--ratings", e)))
+                .transpose()?,
+            modes: self
+                .modes
+                .as_deref()
+                .map(|v| CellFilter::parse_modes(v).map_err(|e| usage("--modes", e)))
+                .transpose()?,
+        })
+    }
+}

@@ -13,6 +13,9 @@ use super::output::with_stdout;
 pub(crate) struct Args {
     #[command(flatten)]
     book: BookArg,
+    /// Also print each move's cells: its counts by period, speed, rating group and mode.
+    #[arg(long)]
+    facets: bool,
 }
 
 impl Args {
@@ -23,6 +26,8 @@ impl Args {
                 let e = e?;
                 if game.is_othello() {
                     serde_json::to_writer(&mut *w, &othello_query::entry_json(&e)?)?;
+                } else if self.facets {
+                    serde_json::to_writer(&mut *w, &query::entry_json_with_cells(&e)?)?;
                 } else {
                     serde_json::to_writer(&mut *w, &query::entry_json(&e, false)?)?;
                 }

@@ -62,6 +62,11 @@ pub(crate) struct Args {
     /// Othello: store each position under the least of its 8 board symmetries.
     #[arg(long)]
     canonical: bool,
+    /// What a new book splits its counts by: a comma list of month, speed, rating, mode, or
+    /// none (default for chess: all four; Othello: none). A book keeps what it was created
+    /// with; later imports follow it.
+    #[arg(long, value_name = "LIST")]
+    facets: Option<String>,
     #[command(flatten)]
     pub(crate) job: JobArgs,
 }
@@ -78,7 +83,14 @@ impl Args {
             rules: bookdb::ops::pgn::CountRules {
                 max_ply: self.max_ply,
                 min_rating: self.min_rating,
+                facets: bookdb::store::facet::FacetSet::NONE,
             },
+            facets: self
+                .facets
+                .as_deref()
+                .map(bookdb::store::facet::FacetSet::parse)
+                .transpose()
+                .map_err(|e| anyhow::Error::new(bookdb::Error::Usage(format!("--facets: {e}"))))?,
             dedupe: self.dedupe,
             force: self.force,
             rehash: self.rehash,

@@ -8,13 +8,24 @@ use super::args::{BookArg, JobArgs};
 pub(crate) struct Args {
     #[command(flatten)]
     book: BookArg,
+    /// The facets the migrated book keeps from then on (a comma list of month, speed,
+    /// rating, mode, or none; default for chess: all four). Its counts so far are in the
+    /// all-unknown cell: unfiltered answers are unchanged.
+    #[arg(long, value_name = "LIST")]
+    facets: Option<String>,
     #[command(flatten)]
     pub(crate) job: JobArgs,
 }
 
 impl Args {
     pub(crate) fn run(self) -> anyhow::Result<ExitCode> {
-        let opts = self.job.rewrite_options();
+        let mut opts = self.job.rewrite_options();
+        opts.facets = self
+            .facets
+            .as_deref()
+            .map(bookdb::store::facet::FacetSet::parse)
+            .transpose()
+            .map_err(|e| anyhow::Error::new(bookdb::Error::Usage(format!("--facets: {e}"))))?;
         let summary = bookdb::ops::rewrite::migrate(&self.book.book, &opts)?;
         self.job.output.print(&summary)?;
         Ok(ExitCode::SUCCESS)

@@ -40,6 +40,11 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath,
           conflicts_with_all = ["fen", "board", "moves"])]
     fens: Option<PathBuf>,
+    #[command(flatten)]
+    filter: super::args::FilterArgs,
+    /// Add the position's games per month (per year when --since/--until are years).
+    #[arg(long)]
+    history: bool,
 }
 
 impl Args {
@@ -54,7 +59,16 @@ impl Args {
             line: self.moves.as_deref(),
             names: Names::CLI,
         };
-        let answer = position::probe(&book, game, &query)?;
+        let filter = self.filter.filter()?;
+        let by_year = matches!(
+            filter.since.or(filter.until),
+            Some(bookdb::store::facet::DateBound::Year(_))
+        );
+        let counting = bookdb::ops::explorer::Counting {
+            filter,
+            history: self.history.then_some(by_year),
+        };
+        let answer = position::probe_counting(&book, game, &query, &counting)?;
         with_stdout(|w| {
             if self.json.json {
                 serde_json::to_writer(&mut *w, &answer.json()?)?;

@@ -12,7 +12,9 @@ use super::query::sorted_moves;
 use crate::chess::openings::{Opening, name_along, name_of};
 use crate::chess::{PosState, encode_move, move_uci};
 use crate::error::{Error, Result};
+use crate::ops::facets::{HistoryPoint, history, performance};
 use crate::store::Book;
+use crate::store::facet::{CellFilter, opponent_ratings};
 
 /// Moves listed when the client does not say (lichess's default).
 pub const DEFAULT_MOVES: usize = 12;
@@ -35,6 +37,18 @@ pub struct ExplorerAnswer {
     pub fen: String,
     /// Games of unknown result, summed over the moves.
     pub unknown: u64,
+    /// `history=true`: the position's counted games per month (`/masters`: per year).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<HistoryPoint>>,
+}
+
+/// What an explorer request counts: the cells (`filter`) and whether, and by which period,
+/// the history is wanted.
+#[derive(Clone, Debug, Default)]
+pub struct Counting {
+    pub filter: CellFilter,
+    /// `Some(by_year)`: add the history, by month or by year.
+    pub history: Option<bool>,
 }
 
 /// One move of an [`ExplorerAnswer`].
@@ -46,6 +60,12 @@ pub struct ExplorerMove {
     /// Mean rating of the rated games that played the move; absent when none was rated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub average_rating: Option<u64>,
+    /// Mean rating of the opponents (books with facets keep it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub average_opponent_rating: Option<u64>,
+    /// lila's performance of the mover over the counted games (books with facets).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub performance: Option<i64>,
     pub white: u64,
     pub draws: u64,
     pub black: u64,
@@ -59,13 +79,39 @@ pub struct ExplorerMove {
 /// The explorer answer for the last position of `line` (from [`crate::ops::position::chess_line`]), listing at
 /// most `max_moves` moves (most played first); the totals count every move.
 pub fn explore(book: &Book, line: &[Chess], max_moves: usize) -> Result<ExplorerAnswer> {
+    explore_counting(book, line, max_moves, &Counting::default())
+}
+
+/// [`explore`] over the cells `counting` selects, with the history if it asks for it. A
+/// filter on a facet the book does not keep is refused (it could only match nothing).
+pub fn explore_counting(
+    book: &Book,
+    line: &[Chess],
+    max_moves: usize,
+    counting: &Counting,
+) -> Result<ExplorerAnswer> {
+    counting
+        .filter
+        .check_book(book.facets())
+        .map_err(Error::Usage)?;
     let pos = line
         .last()
         .ok_or_else(|| Error::Internal("explore: empty line".into()))?;
     // Found by its coded bytes (no position in the book is decoded) and moves, as `probe`
     // finds it; a key-only entry has no position and is not answered by position.
     let state = PosState::from_chess(pos);
-    let entry = book.lookup(&state.pack().0)?;
+    let mut entry = book.lookup(&state.pack().0)?;
+    if let Some(e) = &mut entry {
+        counting.filter.apply(e);
+    }
+    let hist = counting.history.map(|by_year| {
+        history(
+            entry.as_ref(),
+            counting.filter.since,
+            counting.filter.until,
+            by_year,
+        )
+    });
     let mut out = ExplorerAnswer {
         white: 0,
         draws: 0,
@@ -77,6 +123,7 @@ pub fn explore(book: &Book, line: &[Chess], max_moves: usize) -> Result<Explorer
         key: format!("{:016x}", state.key()),
         fen: state.fen(),
         unknown: 0,
+        history: hist,
     };
     let Some(entry) = entry else {
         return Ok(out);
@@ -102,10 +149,17 @@ pub fn explore(book: &Book, line: &[Chess], max_moves: usize) -> Result<Explorer
             }
             None => (move_uci(m.mv), None),
         };
+        let (opp_sum, opp_count) = opponent_ratings(m);
+        let (wins, losses) = match pos.turn() {
+            shakmaty::Color::White => (m.white, m.black),
+            shakmaty::Color::Black => (m.black, m.white),
+        };
         out.moves.push(ExplorerMove {
             uci: move_uci(m.mv),
             san,
             average_rating: (m.rating_count > 0).then(|| m.rating_sum / m.rating_count),
+            average_opponent_rating: (opp_count > 0).then(|| opp_sum / opp_count),
+            performance: performance(wins, m.draws, losses, opp_sum, opp_count),
             white: m.white,
             draws: m.draws,
             black: m.black,

@@ -43,6 +43,8 @@ pub struct RawGame {
     pub(crate) result: Option<Vec<u8>>,
     pub white_elo: Option<u32>,
     pub black_elo: Option<u32>,
+    /// The facet tags (`UTCDate`, `Date`, `TimeControl`, `Event`), parsed as met.
+    pub facets: crate::ops::facets::FacetTags,
     /// White, Black, Date, Round, Event: the identity used by `--dedupe`.
     pub(crate) ident: Vec<u8>,
     pub sans: Vec<SanPlus>,
@@ -97,7 +99,14 @@ impl Visitor for RawVisitor {
             b"Result" => g.result = Some(v.to_vec()),
             b"WhiteElo" => g.white_elo = parse_elo(&v),
             b"BlackElo" => g.black_elo = parse_elo(&v),
+            b"UTCDate" => g.facets.utc_date = crate::ops::facets::parse_date(&v),
+            b"TimeControl" => g.facets.speed = crate::ops::facets::parse_speed(&v),
             b"White" | b"Black" | b"Date" | b"Round" | b"Event" | b"Site" => {
+                match name {
+                    b"Date" => g.facets.date = crate::ops::facets::parse_date(&v),
+                    b"Event" => g.facets.mode = crate::ops::facets::parse_mode(&v),
+                    _ => {}
+                }
                 g.ident.extend_from_slice(name);
                 g.ident.push(0);
                 g.ident.extend_from_slice(&v);
@@ -323,6 +332,9 @@ pub struct CountedGame {
 pub struct CountRules {
     pub max_ply: usize,
     pub min_rating: Option<u32>,
+    /// The facets the book keeps: a counted game's moves go to its cell with these facets
+    /// (none: no cells).
+    pub facets: crate::store::facet::FacetSet,
 }
 
 fn is_standard_variant(v: &str) -> bool {
@@ -514,6 +526,7 @@ mod tests {
     const RULES: CountRules = CountRules {
         max_ply: 100,
         min_rating: None,
+        facets: crate::store::facet::FacetSet::NONE,
     };
 
     #[test]

@@ -207,11 +207,26 @@ pub enum PositionJson {
 
 /// Answers the position `q` asks for from `book`, a book of `game`.
 pub fn probe(book: &Book, game: Game, q: &PositionQuery) -> Result<PositionAnswer> {
+    probe_counting(book, game, q, &crate::ops::explorer::Counting::default())
+}
+
+/// [`probe`] over the cells `counting` selects (chess books), with the history if asked.
+pub fn probe_counting(
+    book: &Book,
+    game: Game,
+    q: &PositionQuery,
+    counting: &crate::ops::explorer::Counting,
+) -> Result<PositionAnswer> {
+    counting
+        .filter
+        .check_book(book.facets())
+        .map_err(crate::error::Error::Usage)?;
     match game {
-        Game::Chess => Ok(PositionAnswer::Chess(query::probe_line(
-            book,
-            &chess_line(q)?,
-        )?)),
+        Game::Chess => {
+            let mut a = query::probe_line(book, &chess_line(q)?)?;
+            a.count(counting);
+            Ok(PositionAnswer::Chess(a))
+        }
         Game::Othello { canonical } => Ok(PositionAnswer::Othello(othello_query::probe(
             book,
             canonical,

@@ -21,6 +21,20 @@ pub(crate) struct MoveJson {
     pub(crate) games: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) avg_rating: Option<u64>,
+    /// `probe` only (lichess's names): the mover's and the opponents' mean rating and the
+    /// mover's performance, over the counted games.
+    #[serde(rename = "averageRating", skip_serializing_if = "Option::is_none")]
+    pub(crate) average_rating: Option<u64>,
+    #[serde(
+        rename = "averageOpponentRating",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) average_opponent_rating: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) performance: Option<i64>,
+    /// `dump --facets`: the move's cells.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cells: Option<Vec<CellJson>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) weight: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -38,6 +52,68 @@ pub struct EntryJson {
     /// `probe` only: the opening name (ECO and name) of the position or its line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) opening: Option<Opening>,
+    /// `probe` only: the totals over the counted games.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) white: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) draws: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) black: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) unknown: Option<u64>,
+    /// `probe --history`: the counted games per month (per year when the bounds are years).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) history: Option<Vec<crate::ops::facets::HistoryPoint>>,
+}
+
+/// One cell of a move (`dump --facets`): its facets (`null` when unknown) and counters.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CellJson {
+    /// `YYYY-MM`, `YYYY` (year only) or `null` (undated).
+    period: Option<String>,
+    speed: Option<&'static str>,
+    /// The group's lower bound.
+    rating: Option<u32>,
+    mode: Option<&'static str>,
+    white: u64,
+    draws: u64,
+    black: u64,
+    unknown: u64,
+    rating_sum: u64,
+    rating_count: u64,
+    opponent_rating_sum: u64,
+    opponent_rating_count: u64,
+}
+
+fn cells_json(m: &MoveRec) -> Vec<CellJson> {
+    use crate::store::facet::{Cell, MODES, Period, RATING_GROUPS, SPEEDS};
+    m.cells
+        .iter()
+        .map(|c| {
+            let cell = Cell::from_id(c.cell).unwrap_or_default();
+            CellJson {
+                period: match cell.period {
+                    Period::Undated => None,
+                    p => Some(p.to_string()),
+                },
+                speed: cell.speed.checked_sub(1).map(|s| SPEEDS[usize::from(s)]),
+                rating: cell
+                    .group
+                    .checked_sub(1)
+                    .map(|g| RATING_GROUPS[usize::from(g)]),
+                mode: cell.mode.checked_sub(1).map(|x| MODES[usize::from(x)]),
+                white: c.white,
+                draws: c.draws,
+                black: c.black,
+                unknown: c.unknown,
+                rating_sum: c.rating_sum,
+                rating_count: c.rating_count,
+                opponent_rating_sum: c.opp_sum,
+                opponent_rating_count: c.opp_count,
+            }
+        })
+        .collect()
 }
 
 fn move_json(m: &MoveRec, pos: Option<&Chess>) -> MoveJson {
@@ -52,6 +128,10 @@ fn move_json(m: &MoveRec, pos: Option<&Chess>) -> MoveJson {
         unknown: m.unknown,
         games: m.games(),
         avg_rating: (m.rating_count > 0).then(|| m.rating_sum / m.rating_count),
+        average_rating: None,
+        average_opponent_rating: None,
+        performance: None,
+        cells: None,
         weight: m.extra.map(|p| p.weight),
         learn: m.extra.map(|p| p.learn),
     }
@@ -66,6 +146,22 @@ pub(crate) fn sorted_moves(e: &Entry) -> Vec<&MoveRec> {
             .then_with(|| move_uci(a.mv).cmp(&move_uci(b.mv)))
     });
     v
+}
+
+/// [`entry_json`] with each move's cells (`dump --facets`; a move without cells lists its
+/// counts as one all-unknown cell).
+pub fn entry_json_with_cells(e: &Entry) -> Result<EntryJson> {
+    let mut j = entry_json(e, false)?;
+    for (mj, m) in j.moves.iter_mut().zip(sorted_moves(e)) {
+        mj.cells = Some(match m.cells.is_empty() {
+            true => cells_json(&MoveRec {
+                cells: vec![crate::store::facet::CellStat::unknown_of(m)],
+                ..Default::default()
+            }),
+            false => cells_json(m),
+        });
+    }
+    Ok(j)
 }
 
 /// JSON form of an entry. With `with_san`, moves also carry SAN (needs a position replay).
@@ -87,6 +183,11 @@ pub fn entry_json(e: &Entry, with_san: bool) -> Result<EntryJson> {
             .collect(),
         key_only: e.pos.is_none(),
         opening: None,
+        white: None,
+        draws: None,
+        black: None,
+        unknown: None,
+        history: None,
     })
 }
 
@@ -100,6 +201,8 @@ pub struct ProbeAnswer {
     /// The opening name of the position, or of the last named one of the line that led to
     /// it ([`probe_line`]).
     pub opening: Option<Opening>,
+    /// The history asked for ([`ProbeAnswer::count`]).
+    pub(crate) history: Option<Vec<crate::ops::facets::HistoryPoint>>,
 }
 
 pub fn probe(book: &Book, pos: &Chess) -> Result<ProbeAnswer> {
@@ -117,6 +220,7 @@ pub fn probe(book: &Book, pos: &Chess) -> Result<ProbeAnswer> {
         entry,
         same_key_others: all.len(),
         opening: name_of(pos).cloned(),
+        history: None,
     })
 }
 
@@ -131,6 +235,21 @@ pub fn probe_line(book: &Book, line: &[Chess]) -> Result<ProbeAnswer> {
 }
 
 impl ProbeAnswer {
+    /// Keeps of the answer what `counting` counts, and adds the history it asks for.
+    pub(crate) fn count(&mut self, counting: &crate::ops::explorer::Counting) {
+        if let Some(e) = &mut self.entry {
+            counting.filter.apply(e);
+        }
+        self.history = counting.history.map(|by_year| {
+            crate::ops::facets::history(
+                self.entry.as_ref(),
+                counting.filter.since,
+                counting.filter.until,
+                by_year,
+            )
+        });
+    }
+
     pub fn json(&self) -> Result<EntryJson> {
         let empty = Entry {
             coded: None,
@@ -138,8 +257,29 @@ impl ProbeAnswer {
             pos: Some(self.state.pack().0),
             moves: Vec::new(),
         };
-        let mut j = entry_json(self.entry.as_ref().unwrap_or(&empty), true)?;
+        let e = self.entry.as_ref().unwrap_or(&empty);
+        let mut j = entry_json(e, true)?;
         j.opening = self.opening.clone();
+        j.history = self.history.clone();
+        let white_moves = self.state.to_chess().map_or(true, |p| {
+            shakmaty::Position::turn(&p) == shakmaty::Color::White
+        });
+        let (mut w, mut d, mut b, mut u) = (0, 0, 0, 0);
+        for (mj, m) in j.moves.iter_mut().zip(sorted_moves(e)) {
+            w += m.white;
+            d += m.draws;
+            b += m.black;
+            u += m.unknown;
+            let (os, oc) = crate::store::facet::opponent_ratings(m);
+            let (wins, losses) = match white_moves {
+                true => (m.white, m.black),
+                false => (m.black, m.white),
+            };
+            mj.average_rating = mj.avg_rating;
+            mj.average_opponent_rating = (oc > 0).then(|| os / oc);
+            mj.performance = crate::ops::facets::performance(wins, m.draws, losses, os, oc);
+        }
+        (j.white, j.draws, j.black, j.unknown) = (Some(w), Some(d), Some(b), Some(u));
         Ok(j)
     }
 

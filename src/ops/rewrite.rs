@@ -26,6 +26,9 @@ pub struct RewriteOptions {
     /// `compact`: train a new position model and dictionary even if the book's own still fit
     /// (see [`keeps_model`]).
     pub retrain: bool,
+    /// `migrate`: the facets the migrated book keeps from then on (its counts so far are in
+    /// the all-unknown cell); `None`: what it kept (none, for a version-3 book).
+    pub facets: Option<crate::store::facet::FacetSet>,
 }
 
 /// Whether a rewrite of a book that adds about `added` entries to it keeps the book's position
@@ -264,6 +267,9 @@ fn rewrite_whole(
     let mut w = BookWriter::create(book, game.codec(), opts.writer.clone())?;
     super::progress::Trace::new().attach(&mut w);
     w.carry_over(&old)?;
+    if let Some(f) = opts.facets {
+        w.add_facets(f);
+    }
     let (mut moves_pruned, mut positions_pruned) = (0u64, 0u64);
     // Folding a small delta tier keeps the model; pruning changes the content, so it retrains.
     let reuse =
@@ -350,10 +356,26 @@ pub fn migrate(book: &Path, opts: &RewriteOptions) -> Result<MigrateSummary> {
             ),
         });
     }
-    // v1 → v2 → v3 (migrations/v1-to-v2.md, v2-to-v3.md): the same content, the delta tier
-    // folded in, rewritten as every whole-book rewrite is (temp file, fsync, rename), now
-    // marked version 3 with a generation. Each step only adds or drops tables, so one
-    // rewrite from any older version does them all.
+    // v1 → v2 → v3 → v4 (migrations/v1-to-v2.md, v2-to-v3.md, v3-to-v4.md): the same
+    // content, the delta tier folded in, rewritten as every whole-book rewrite is (temp file,
+    // fsync, rename), now marked version 4 with a generation and the facets it keeps (every
+    // count so far in the all-unknown cell). Each step only adds or drops tables and meta
+    // keys, so one rewrite from any older version does them all.
+    let facets = match opts.facets {
+        Some(f) => Some(f),
+        None if game == Game::Chess => Some(crate::store::facet::FacetSet::ALL),
+        None => None,
+    };
+    if game != Game::Chess && facets.is_some_and(|f| !f.is_none()) {
+        return Err(Error::Usage(
+            "--facets applies to chess books (Othello games carry no tags); give --facets none"
+                .into(),
+        ));
+    }
+    let opts = &RewriteOptions {
+        facets,
+        ..opts.clone()
+    };
     let s = rewrite_whole(book, (game, old), None, opts, "migrate")?;
     Ok(MigrateSummary {
         book: book.display().to_string(),

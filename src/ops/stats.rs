@@ -37,6 +37,10 @@ pub struct Stats {
     /// `compact` or automatically).
     pub segments: u64,
     pub segment_entries: u64,
+    /// The facets the book splits its counts by (empty: none).
+    pub facets: Vec<&'static str>,
+    /// Games counted with facets, by speed, rating group and year.
+    pub facet_games: crate::store::facet::FacetGames,
 }
 
 pub fn stats(path: &Path) -> Result<Stats> {
@@ -75,6 +79,8 @@ pub fn stats_of(path: &Path, game: Game, book: &Book) -> Result<Stats> {
         generation: book.generation(),
         segments: book.files().len() as u64 - 1,
         segment_entries: m.delta_entries,
+        facets: book.facets().names(),
+        facet_games: book.facet_games(),
     })
 }
 
@@ -108,6 +114,24 @@ impl fmt::Display for Stats {
             f,
             "delta segments    {} ({} entries)",
             s.segments, s.segment_entries
-        )
+        )?;
+        let facets = match s.facets.is_empty() {
+            true => "none".to_string(),
+            false => s.facets.join(","),
+        };
+        write!(f, "\nfacets            {facets}")?;
+        let g = &s.facet_games;
+        for (name, map) in [
+            ("games by speed", &g.speed),
+            ("games by rating", &g.rating),
+            ("games by year", &g.year),
+        ] {
+            if map.is_empty() {
+                continue;
+            }
+            let list: Vec<String> = map.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            write!(f, "\n{name:<18}{}", list.join(", "))?;
+        }
+        Ok(())
     }
 }

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use super::error::ApiError;
 use crate::ops::explorer::DEFAULT_MOVES;
 use crate::ops::position::{Names, PositionQuery};
+use crate::store::facet::{CellFilter, DateBound};
 
 /// Longest query string accepted (bytes, before decoding); the whole URI is capped too.
 pub const MAX_QUERY: usize = 8 * 1024;
@@ -17,22 +18,16 @@ pub const MAX_QUERY: usize = 8 * 1024;
 /// Most moves an answer lists; larger `moves` values list them all (no position has more).
 pub const MAX_LISTED_MOVES: usize = 256;
 
-/// The `speeds` lichess knows.
-const SPEEDS: [&str; 6] = [
-    "ultraBullet",
-    "bullet",
-    "blitz",
-    "rapid",
-    "classical",
-    "correspondence",
-];
-
 /// A request to `/masters` or `/lichess`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExplorerParams {
     pub fen: Option<String>,
     pub play: Option<String>,
     pub moves: usize,
+    /// The cells counted (`speeds`, `ratings`, `modes`, `since`, `until`).
+    pub filter: CellFilter,
+    /// `history=true`.
+    pub history: bool,
 }
 
 /// A request to `/v1/position`: a chess position (`fen` and a line of moves) or an Othello
@@ -113,7 +108,7 @@ fn number(name: &str, value: &str, max: u64) -> Result<u64, ApiError> {
 }
 
 fn boolean(name: &str, value: &str) -> Result<bool, ApiError> {
-    match value {
+    match value.trim().to_ascii_lowercase().as_str() {
         "" | "true" | "1" | "yes" => Ok(true),
         "false" | "0" | "no" => Ok(false),
         _ => Err(ApiError::bad_request(format!(
@@ -132,25 +127,14 @@ fn clip(v: &str) -> String {
     s
 }
 
-/// `since`/`until`: a year (masters) or a year and month (lichess), checked and ignored.
-fn check_month(name: &str, v: &str) -> Result<(), ApiError> {
-    let ok = match v.split_once('-') {
-        None => v.len() == 4 && v.bytes().all(|b| b.is_ascii_digit()),
-        Some((y, m)) => {
-            y.len() == 4
-                && y.bytes().all(|b| b.is_ascii_digit())
-                && matches!(m.parse::<u8>(), Ok(1..=12))
-                && m.len() == 2
-        }
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(ApiError::bad_request(format!(
+/// `since`/`until`: a year (`1952`: years) or a year and month (`2024-05`: months).
+fn date_bound(name: &str, v: &str) -> Result<DateBound, ApiError> {
+    DateBound::parse(v.trim()).map_err(|_| {
+        ApiError::bad_request(format!(
             "{name} must be a year (1952) or a month (2024-05), not {:?}",
             clip(v)
-        )))
-    }
+        ))
+    })
 }
 
 /// `/masters` and `/lichess`.
@@ -181,40 +165,29 @@ pub fn explorer(query: &str) -> Result<ExplorerParams, ApiError> {
             number(name, v, 1_000)?;
         }
     }
-    for name in ["since", "until"] {
-        if let Some(v) = p.get(name) {
-            check_month(name, v)?;
-        }
+    fn bad(name: &'static str) -> impl Fn(String) -> ApiError {
+        move |e| ApiError::bad_request(format!("{name}: {e}"))
     }
-    if let Some(v) = p.get("speeds") {
-        for s in v.split(',').filter(|s| !s.is_empty()) {
-            if !SPEEDS.contains(&s) {
-                return Err(ApiError::bad_request(format!(
-                    "speeds: unknown speed {:?} (known: {})",
-                    clip(s),
-                    SPEEDS.join(", ")
-                )));
-            }
-        }
-    }
-    if let Some(v) = p.get("ratings") {
-        for r in v.split(',').filter(|s| !s.is_empty()) {
-            number("ratings", r, 4_000)?;
-        }
-    }
-    if let Some(v) = p.get("modes") {
-        for m in v.split(',').filter(|s| !s.is_empty()) {
-            if m != "rated" && m != "casual" {
-                return Err(ApiError::bad_request(format!(
-                    "modes: unknown mode {:?} (known: rated, casual)",
-                    clip(m)
-                )));
-            }
-        }
-    }
-    if let Some(v) = p.get("history") {
-        boolean("history", v)?;
-    }
+    let filter = CellFilter {
+        since: p.get("since").map(|v| date_bound("since", v)).transpose()?,
+        until: p.get("until").map(|v| date_bound("until", v)).transpose()?,
+        speeds: p
+            .get("speeds")
+            .map(|v| CellFilter::parse_speeds(v).map_err(bad("speeds")))
+            .transpose()?,
+        groups: p
+            .get("ratings")
+            .map(|v| CellFilter::parse_ratings(v).map_err(bad("ratings")))
+            .transpose()?,
+        modes: p
+            .get("modes")
+            .map(|v| CellFilter::parse_modes(v).map_err(bad("modes")))
+            .transpose()?,
+    };
+    let history = match p.get("history") {
+        Some(v) => boolean("history", v)?,
+        None => false,
+    };
     if let Some(v) = p.get("variant")
         && v != "standard"
         && v != "chess"
@@ -228,6 +201,8 @@ pub fn explorer(query: &str) -> Result<ExplorerParams, ApiError> {
         fen: p.get("fen").cloned(),
         play: p.get("play").cloned(),
         moves,
+        filter,
+        history,
     })
 }
 

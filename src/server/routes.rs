@@ -24,7 +24,7 @@ use super::options::MAX_HEAD;
 use super::page;
 use super::params;
 use super::state::AppState;
-use crate::ops::explorer::explore;
+use crate::ops::explorer::{Counting, explore_counting};
 use crate::ops::game::Game;
 use crate::ops::position;
 
@@ -227,7 +227,15 @@ async fn explorer(State(s): State<Arc<AppState>>, uri: Uri) -> Result<Response, 
     }
     let book = s.live.snapshot();
     let line = position::chess_line(&p.query())?;
-    to_json(&explore(&book, &line, p.moves)?, book.generation())
+    // `/masters` keeps its history by year, `/lichess` by month.
+    let counting = Counting {
+        filter: p.filter.clone(),
+        history: p.history.then(|| uri.path().starts_with("/masters")),
+    };
+    to_json(
+        &explore_counting(&book, &line, p.moves, &counting)?,
+        book.generation(),
+    )
 }
 
 /// `GET /v1/position`: `probe --json`'s shape for one position of any game's book.

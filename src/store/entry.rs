@@ -26,6 +26,10 @@ pub struct MoveRec {
     pub rating_count: u64,
     /// Weight and opaque value from an imported book, if any.
     pub extra: Option<MoveExtra>,
+    /// The counts split by facets (docs/FORMAT.md §12), sorted by cell id, no duplicates;
+    /// when not empty, they add up to the counters above exactly. Empty: every game of the
+    /// move is in the all-unknown cell (a book without facets, a Polyglot import).
+    pub cells: Vec<super::facet::CellStat>,
     /// In memory only, during rewrites: `mv` is not a code but the move's index
     /// ([`crate::store::PositionCodec::index_moves`]), as read from a block by
     /// `Book::iter_for_rewrite`; the writer stores it as an index again. Never persisted.
@@ -48,6 +52,24 @@ impl MoveRec {
     /// Adds another record of the same move (counts are exact sums; saturating never triggers
     /// below 2^64 games).
     pub(crate) fn add(&mut self, o: &MoveRec) {
+        if !self.cells.is_empty() || !o.cells.is_empty() {
+            use super::facet::{CellStat, merge_cells};
+            // A move without cells is wholly in the all-unknown cell (a cell only if it has
+            // games: a Polyglot weight alone counts none).
+            let as_cells = |m: &MoveRec| -> Vec<CellStat> {
+                match m.cells.is_empty() {
+                    true => Some(CellStat::unknown_of(m))
+                        .filter(|c| c.games() > 0)
+                        .into_iter()
+                        .collect(),
+                    false => m.cells.clone(),
+                }
+            };
+            let mine = as_cells(self);
+            let theirs = as_cells(o);
+            let theirs = &theirs[..];
+            self.cells = merge_cells(&mine, theirs);
+        }
         self.white = self.white.saturating_add(o.white);
         self.draws = self.draws.saturating_add(o.draws);
         self.black = self.black.saturating_add(o.black);

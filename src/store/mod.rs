@@ -6,6 +6,7 @@ pub mod block;
 pub mod book;
 pub mod entry;
 pub mod error;
+pub mod facet;
 pub(crate) mod files;
 pub(crate) mod fpset;
 pub(crate) mod record;

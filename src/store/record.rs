@@ -1,9 +1,10 @@
 //! The uncompressed record encoding of an entry's moves, shared by the delta tier and the
 //! sorted runs of the import pipeline (docs/FORMAT.md §7).
 //!
-//! moves := count:varint, then per move: code:u16 LE, flags:u8 (bit 0: the extra follows),
-//! white, draws, black, unknown, rating_sum, rating_count: varint each, [weight:u16 LE, learn:u32 LE]
-//! (the [`MoveExtra`] of the move).
+//! moves := count:varint, then per move: code:u16 LE, flags:u8 (bit 0: the extra follows;
+//! bit 1: the cells follow), white, draws, black, unknown, rating_sum, rating_count: varint
+//! each, [weight:u16 LE, learn:u32 LE] (the [`MoveExtra`] of the move), [cells]
+//! ([`super::facet::encode_cells`]).
 
 use super::entry::{Entry, MoveExtra, MoveRec};
 use super::varint;
@@ -15,7 +16,7 @@ pub(crate) fn encode_moves(moves: &[MoveRec], out: &mut Vec<u8>) {
     for m in moves {
         debug_assert!(!m.indexed, "move index written as a code");
         out.extend_from_slice(&m.mv.to_le_bytes());
-        out.push(u8::from(m.extra.is_some()));
+        out.push(u8::from(m.extra.is_some()) | u8::from(!m.cells.is_empty()) << 1);
         for v in [
             m.white,
             m.draws,
@@ -29,6 +30,9 @@ pub(crate) fn encode_moves(moves: &[MoveRec], out: &mut Vec<u8>) {
         if let Some(p) = m.extra {
             out.extend_from_slice(&p.weight.to_le_bytes());
             out.extend_from_slice(&p.learn.to_le_bytes());
+        }
+        if !m.cells.is_empty() {
+            super::facet::encode_cells(m, out);
         }
     }
 }
@@ -51,14 +55,14 @@ pub(crate) fn decode_moves(data: &[u8], pos: &mut usize) -> Option<Vec<MoveRec>>
         let mv = take(data, pos, 2)?;
         let mv = u16::from_le_bytes([mv[0], mv[1]]);
         let flags = *take(data, pos, 1)?.first()?;
-        if flags > 1 {
+        if flags > 3 {
             return None;
         }
         let mut v = [0u64; 6];
         for x in &mut v {
             *x = varint::get(data, pos)?;
         }
-        let extra = if flags == 1 {
+        let extra = if flags & 1 == 1 {
             let w = take(data, pos, 2)?;
             let l = take(data, pos, 4)?;
             Some(MoveExtra {
@@ -68,7 +72,7 @@ pub(crate) fn decode_moves(data: &[u8], pos: &mut usize) -> Option<Vec<MoveRec>>
         } else {
             None
         };
-        moves.push(MoveRec {
+        let mut m = MoveRec {
             mv,
             white: v[0],
             draws: v[1],
@@ -77,8 +81,16 @@ pub(crate) fn decode_moves(data: &[u8], pos: &mut usize) -> Option<Vec<MoveRec>>
             rating_sum: v[4],
             rating_count: v[5],
             extra,
+            cells: Vec::new(),
             indexed: false,
-        });
+        };
+        if flags & 2 != 0 {
+            super::facet::decode_cells(data, pos, &mut m)?;
+            if m.cells.is_empty() {
+                return None;
+            }
+        }
+        moves.push(m);
     }
     Some(moves)
 }
@@ -139,6 +151,7 @@ mod tests {
                         rating_sum: v[4],
                         rating_count: v[5],
                         extra: x.map(|(weight, learn)| MoveExtra { weight, learn }),
+                        cells: Vec::new(),
                         indexed: false,
                     })
                     .collect(),
@@ -155,6 +168,21 @@ mod tests {
                 let got = decode_entry(&buf, &mut pos);
                 prop_assert_eq!(got.as_ref(), Some(e));
             }
+            prop_assert_eq!(pos, buf.len());
+        }
+
+        #[test]
+        fn moves_with_cells_round_trip(
+            moves in proptest::collection::vec((any::<u16>(), crate::store::facet::tests::arb_move(), any::<bool>()), 0..5)
+        ) {
+            let moves: Vec<MoveRec> = moves
+                .into_iter()
+                .map(|(mv, m, x)| MoveRec { mv, extra: x.then_some(MoveExtra { weight: 3, learn: 4 }), ..m })
+                .collect();
+            let mut buf = Vec::new();
+            encode_moves(&moves, &mut buf);
+            let mut pos = 0;
+            prop_assert_eq!(decode_moves(&buf, &mut pos), Some(moves));
             prop_assert_eq!(pos, buf.len());
         }
 

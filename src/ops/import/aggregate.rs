@@ -3,6 +3,7 @@
 //! drains into a [`SortedAggregate`] stream of entries in book order.
 
 use crate::ops::pgn::{GameResult, Ply};
+use crate::store::facet::{CellId, CellStat};
 use crate::store::{Entry, MoveRec};
 
 /// Open-addressing table from Zobrist key to the index of the first position with that key.
@@ -79,6 +80,8 @@ impl KeyTable {
 }
 
 const NONE: u32 = u32::MAX;
+/// The cell of a game counted without facets (no cell id is this large).
+const NO_CELL: u32 = u32::MAX;
 
 /// One aggregated position: its packed form in the arena, its moves as a linked list in
 /// `moves`, and the next position with the same key (collisions).
@@ -96,8 +99,14 @@ struct AggPos {
 #[derive(Clone, Copy)]
 struct AggMove {
     rating_sum: u64,
+    /// The opponent's rating sum (kept only with facets).
+    opp_sum: u64,
     counts: [u32; 4],
     rating_count: u32,
+    opp_count: u32,
+    /// The game's cell ([`NO_CELL`]: the book keeps no facets); a move has one record per
+    /// cell it was played in.
+    cell: u32,
     /// The last game (aggregator-local number) that counted this move: a game counts each
     /// (position, move) pair once.
     last_game: u32,
@@ -233,6 +242,19 @@ impl Aggregator {
     /// overlap instead of following one another.
     #[doc(hidden)]
     pub fn add_game(&mut self, result: GameResult, elos: [Option<u32>; 2], plies: &[Ply]) {
+        self.add_game_in(result, elos, None, plies)
+    }
+
+    /// [`Aggregator::add_game`] for a book with facets: the game's moves are counted in its
+    /// cell (`None`: no facets).
+    pub(crate) fn add_game_in(
+        &mut self,
+        result: GameResult,
+        elos: [Option<u32>; 2],
+        cell: Option<CellId>,
+        plies: &[Ply],
+    ) {
+        let cell = cell.map_or(NO_CELL, |c| c.0);
         self.games += 1;
         let game = self.games;
         let r = match result {
@@ -258,23 +280,36 @@ impl Aggregator {
                 prefetch(self.moves.as_ptr().wrapping_add(p.first_move as usize));
             }
             for (ply, &known) in chunk.iter().zip(&found) {
-                self.count(ply, known, game, r, elos);
+                self.count(ply, known, game, r, elos, cell);
             }
         }
     }
 
-    fn count(&mut self, ply: &Ply, known: u32, game: u32, r: usize, elos: [Option<u32>; 2]) {
+    fn count(
+        &mut self,
+        ply: &Ply,
+        known: u32,
+        game: u32,
+        r: usize,
+        elos: [Option<u32>; 2],
+        cell: u32,
+    ) {
         let p = self.position(ply, known) as usize;
         let mut m = self.positions[p].first_move;
-        while m != NONE && self.moves[m as usize].mv != ply.mv {
+        while m != NONE
+            && (self.moves[m as usize].mv != ply.mv || self.moves[m as usize].cell != cell)
+        {
             m = self.moves[m as usize].next;
         }
         if m == NONE {
             m = self.moves.len() as u32;
             self.moves.push(AggMove {
                 rating_sum: 0,
+                opp_sum: 0,
                 counts: [0; 4],
                 rating_count: 0,
+                opp_count: 0,
+                cell,
                 last_game: 0,
                 next: self.positions[p].first_move,
                 mv: ply.mv,
@@ -290,6 +325,12 @@ impl Aggregator {
         if let Some(e) = elos[usize::from(!ply.white_moved)] {
             rec.rating_sum += u64::from(e);
             rec.rating_count += 1;
+        }
+        if cell != NO_CELL
+            && let Some(e) = elos[usize::from(ply.white_moved)]
+        {
+            rec.opp_sum += u64::from(e);
+            rec.opp_count += 1;
         }
     }
 
@@ -432,9 +473,10 @@ impl SortedAggregate {
         pos.extend_from_slice(self.agg.pos_bytes(&p));
         e.moves.clear();
         let mut m = p.first_move;
+        let mut celled = false;
         while m != NONE {
             let a = &self.agg.moves[m as usize];
-            e.moves.push(MoveRec {
+            let rec = MoveRec {
                 mv: a.mv,
                 white: u64::from(a.counts[0]),
                 draws: u64::from(a.counts[1]),
@@ -443,13 +485,53 @@ impl SortedAggregate {
                 rating_sum: a.rating_sum,
                 rating_count: u64::from(a.rating_count),
                 extra: None,
+                cells: Vec::new(),
                 indexed: false,
-            });
+            };
+            if a.cell != NO_CELL {
+                celled = true;
+                let mut c = CellStat::unknown_of(&rec);
+                c.cell = CellId(a.cell);
+                c.opp_sum = a.opp_sum;
+                c.opp_count = u64::from(a.opp_count);
+                e.moves.push(MoveRec {
+                    cells: vec![c],
+                    ..rec
+                });
+            } else {
+                e.moves.push(rec);
+            }
             m = a.next;
         }
-        e.normalize();
+        if celled {
+            group_cells(&mut e.moves);
+        } else {
+            e.normalize();
+        }
         true
     }
+}
+
+/// Sorts one-cell move records by (move, cell) and joins those of a move into one record
+/// with all its cells: linear after the sort, however many cells a move has.
+fn group_cells(moves: &mut Vec<MoveRec>) {
+    moves.sort_unstable_by_key(|m| (m.mv, m.cells.first().map(|c| c.cell)));
+    let mut out: Vec<MoveRec> = Vec::with_capacity(moves.len());
+    for m in moves.drain(..) {
+        match out.last_mut() {
+            Some(last) if last.mv == m.mv => {
+                last.white += m.white;
+                last.draws += m.draws;
+                last.black += m.black;
+                last.unknown += m.unknown;
+                last.rating_sum += m.rating_sum;
+                last.rating_count += m.rating_count;
+                last.cells.extend(m.cells);
+            }
+            _ => out.push(m),
+        }
+    }
+    *moves = out;
 }
 
 impl Iterator for SortedAggregate {

@@ -79,6 +79,8 @@ pub(super) fn apply_phase(
         games: state.per_input.iter().map(|c| c.imported).sum(),
         imports,
         game_fingerprints,
+        facets: opts.rules.facets,
+        facet_games: state.facet_games.clone(),
     };
     let new = NewEntries::of(state, staging.dir(), in_memory);
     staging.mark_applying(&attempt)?;

@@ -75,9 +75,11 @@ impl Coordinator<'_> {
                 imported,
                 skipped,
                 counted,
+                facet_games,
                 full,
                 spare,
             } => {
+                state.facet_games.merge(&facet_games);
                 // A buffer that grew far past the chunk size (no game boundary in sight) is
                 // freed rather than kept for the rest of the import.
                 let cap = self.max_spare_chunk;

@@ -91,6 +91,7 @@ fn import_fitted(
             &opts.writer,
         )?;
     }
+    let opts = &with_book_facets(book_path, opts)?;
     let mut summary = ImportSummary {
         book_path: book_path.display().to_string(),
         applied: Applied::None,
@@ -169,6 +170,37 @@ fn import_fitted(
     staging.remove();
     crate::store::files::crash_point("import-staging-removed");
     finish(book_path, &recorded.meta, summary, start, &progress, opts)
+}
+
+/// The options with the facets the import counts by: the book's if it exists (asking for
+/// other ones is refused: a book keeps what it was created with), else `--facets` (default:
+/// all four for chess, none for Othello, whose games carry no tags).
+fn with_book_facets(book_path: &Path, opts: &ImportOptions) -> Result<ImportOptions> {
+    use crate::store::facet::FacetSet;
+    let existing = match book_path.exists() {
+        true => Some(crate::store::Book::open(book_path, opts.game.codec())?.facets()),
+        false => None,
+    };
+    let facets = match (existing, opts.facets) {
+        (Some(kept), Some(asked)) if kept != asked => {
+            return Err(Error::Usage(format!(
+                "{}: the book keeps the facets {kept}; an import cannot change them (--facets {asked}); import into a new book, or `bookdb merge` this book with one built with --facets {asked}",
+                book_path.display()
+            )));
+        }
+        (Some(kept), _) => kept,
+        (None, Some(asked)) => asked,
+        (None, None) if opts.game.is_othello() => FacetSet::NONE,
+        (None, None) => FacetSet::ALL,
+    };
+    if opts.game.is_othello() && !facets.is_none() {
+        return Err(Error::Usage(
+            "--facets applies to PGN imports only (Othello games carry no tags); give --facets none".into(),
+        ));
+    }
+    let mut o = opts.clone();
+    o.rules.facets = facets;
+    Ok(o)
 }
 
 /// Refuses options that do not apply to the game, and a book of another game.

@@ -44,6 +44,9 @@ pub struct ImportOptions {
     /// The game of the inputs (PGN for chess; WTHOR files or transcripts for Othello) and of
     /// the book, which must hold the same game.
     pub game: Game,
+    /// `--facets`: what a new book keeps (default: all four for chess, none for Othello). A
+    /// book that exists keeps what it was created with; asking for other facets is refused.
+    pub facets: Option<crate::store::facet::FacetSet>,
 }
 
 impl Default for ImportOptions {
@@ -52,7 +55,9 @@ impl Default for ImportOptions {
             rules: CountRules {
                 max_ply: DEFAULT_MAX_PLY,
                 min_rating: None,
+                facets: crate::store::facet::FacetSet::NONE,
             },
+            facets: None,
             dedupe: false,
             force: false,
             rehash: false,

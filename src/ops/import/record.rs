@@ -134,6 +134,7 @@ mod tests {
             rules: CountRules {
                 max_ply: 50,
                 min_rating,
+                facets: crate::store::facet::FacetSet::NONE,
             },
             dedupe,
             ..Default::default()

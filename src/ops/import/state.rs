@@ -60,6 +60,9 @@ pub(super) struct ImportState {
     /// little-endian) at the checkpoint.
     #[serde(default)]
     pub(super) games_log_bytes: u64,
+    /// Games counted by facet so far (books with facets; written with the counts).
+    #[serde(default)]
+    pub(super) facet_games: crate::store::facet::FacetGames,
 }
 
 /// 2: `games_log_bytes` and `games.fp` (a version-1 state never recorded fingerprints).

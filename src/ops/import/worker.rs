@@ -53,6 +53,8 @@ pub(super) enum Reply {
         skipped: Vec<(u64, SkipReason)>,
         /// `--dedupe`: fingerprints of the games counted.
         counted: Vec<u128>,
+        /// Games counted by facet.
+        facet_games: crate::store::facet::FacetGames,
         full: bool,
         /// The chunk's text buffer, emptied, for the reader to fill again.
         spare: Option<Vec<u8>>,
@@ -75,6 +77,8 @@ pub(super) enum Reply {
 #[derive(Default)]
 struct Tally {
     imported: u64,
+    /// Games counted by facet (books with facets).
+    facet_games: crate::store::facet::FacetGames,
     skipped: Vec<(u64, SkipReason)>,
 }
 
@@ -89,7 +93,14 @@ fn count_game(
     match replay_into(g, rules, plies) {
         Ok(()) => {
             tally.imported += 1;
-            agg.add_game(game_result(g), [g.white_elo, g.black_elo], plies);
+            let elos = [g.white_elo, g.black_elo];
+            if rules.facets.is_none() {
+                agg.add_game(game_result(g), elos, plies);
+            } else {
+                let cell = g.facets.cell(elos).masked(rules.facets);
+                tally.facet_games.add(cell, 1);
+                agg.add_game_in(game_result(g), elos, Some(cell.id()), plies);
+            }
             true
         }
         Err(r) => {
@@ -264,6 +275,7 @@ impl Worker {
             imported: t.imported,
             skipped: t.skipped,
             counted,
+            facet_games: t.facet_games,
             full: self.agg.full(self.budget),
             spare: spare.map(|mut b| {
                 b.clear();

@@ -1,12 +1,28 @@
-// bookdb opening explorer: a board, the opening name, the moves table of the position and the
-// line played. Reads the book only through the public /masters route (and /v1/book to notice
-// that the book changed). No dependencies; the pieces below are drawn for bookdb (CC0).
+// bookdb opening explorer: a board, the opening name, the moves table of the position, the line
+// played, filters on the book's facets (speed, rating group, mode, months) and a chart of the
+// position's games per month. Reads the book only through the public /lichess route (and
+// /v1/book for the facets the book keeps and to notice that the book changed). The line and the
+// filters live in the URL, so a link reproduces the view. No dependencies; the pieces below are
+// drawn for bookdb (CC0).
 "use strict";
 
 const START_FEN = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
 const MAX_MOVES = 50;
 const POLL_MS = 3000;
+// How long the first view waits for /v1/book (the facets) before it asks without them.
+const BOOK_WAIT_MS = 1500;
 const SVG_NS = "http://www.w3.org/2000/svg";
+
+// The facets a book may keep (DESIGN.md §8) and the values of their filters, in lichess's order.
+const FACETS = ["month", "speed", "rating", "mode"];
+const SPEEDS = ["ultraBullet", "bullet", "blitz", "rapid", "classical", "correspondence"];
+const SPEED_NAMES = {
+  ultraBullet: "UltraBullet", bullet: "Bullet", blitz: "Blitz", rapid: "Rapid",
+  classical: "Classical", correspondence: "Correspondence",
+};
+const RATING_GROUPS = [0, 1000, 1200, 1400, 1600, 1800, 2000, 2200, 2500];
+const MODES = ["rated", "casual"];
+const MONTH_RE = /^[0-9]{4}-(0[1-9]|1[0-2])$/;
 
 // Pieces on a 45×45 grid. Each is a list of [kind, attributes]; "fill" parts take the piece's
 // colour, "line" parts are details drawn in the contrasting colour.
@@ -45,23 +61,36 @@ const PIECES = {
 };
 
 const els = {};
-let state = { fen: null, line: [], idx: 0 }; // line: [{uci, san}]
+// line: [{uci, san}]; filters: see noFilters().
+let state = { fen: null, line: [], idx: 0, filters: noFilters() };
 let orientation = "white";
-let current = null; // the last /masters answer shown
+let current = null; // the last /lichess answer shown
 let generation = null; // the book state that answered it
+let bookFacets = null; // the facets /v1/book says the book keeps (a Set), null until known
+let viewFacets = null; // facetsKey() when the answer shown was asked for
 let requestSeq = 0;
 let pending = null; // the state being fetched: keys pressed quickly step on from it
+let historySel = null; // the month picked on the chart (an index), null for none
 
 document.addEventListener("DOMContentLoaded", init);
 
 function init() {
   for (const id of ["board", "opening", "line", "error", "status", "moves", "fen", "fen-form", "flip",
-    "first", "prev", "next", "last", "book-info"]) {
+    "first", "prev", "next", "last", "book-info", "filters", "filters-summary", "f-speed",
+    "f-rating", "f-mode", "f-month", "since", "until", "clear-filters", "history",
+    "history-chart", "history-note"]) {
     els[id] = document.getElementById(id);
   }
+  let filtersOpen = null;
   try {
     orientation = localStorage.getItem("bookdb-orientation") === "black" ? "black" : "white";
+    filtersOpen = localStorage.getItem("bookdb-filters-open");
   } catch (_) { /* storage may be off */ }
+  // Folded or not as the user left them; at first on a phone folded, to leave the moves in view.
+  if (filtersOpen !== null) els.filters.open = filtersOpen === "true";
+  else if (window.matchMedia && window.matchMedia("(max-width: 480px)").matches) els.filters.open = false;
+  initFilters();
+  initHistory();
   els.flip.addEventListener("click", flip);
   els.first.addEventListener("click", () => step(-Infinity));
   els.prev.addEventListener("click", () => step(-1));
@@ -70,7 +99,8 @@ function init() {
   els["fen-form"].addEventListener("submit", (e) => {
     e.preventDefault();
     const fen = els.fen.value.trim();
-    go({ fen: fen === "" || fen === START_FEN ? null : fen, line: [], idx: 0 }, "push");
+    const filters = cloneFilters(base().filters);
+    go({ fen: fen === "" || fen === START_FEN ? null : fen, line: [], idx: 0, filters }, "push");
   });
   els.moves.tBodies[0].addEventListener("click", (e) => {
     const tr = e.target.closest("tr[data-uci]");
@@ -79,22 +109,73 @@ function init() {
   els.moves.tBodies[0].addEventListener("keydown", onRowKey);
   document.addEventListener("keydown", onKey);
   window.addEventListener("popstate", (e) => {
-    const s = e.state && e.state.bookdb ? e.state.bookdb : stateFromUrl();
+    const s = e.state && e.state.bookdb ? cloneState(e.state.bookdb) : stateFromUrl();
     go(s, "none");
   });
   const s = stateFromUrl();
-  go(s, "replace", true);
-  poll();
-  setInterval(poll, POLL_MS);
+  pending = s;
+  renderFilters();
+  // The first view asks for the history only when the book keeps months: learn its facets first
+  // (without waiting long; the poll asks again when they arrive later).
+  const wait = new Promise((resolve) => setTimeout(resolve, BOOK_WAIT_MS));
+  Promise.race([refreshBook(false), wait]).then(() => {
+    go(s, "replace", true);
+    setInterval(poll, POLL_MS);
+  });
 }
 
 // ---- state and URL -------------------------------------------------------------------------
 
+function listParam(q, name) {
+  return (q.get(name) || "").split(",").map((v) => v.trim()).filter((v) => v !== "");
+}
+
 function stateFromUrl() {
   const q = new URLSearchParams(location.search);
   const fen = (q.get("fen") || "").replace(/_/g, " ").trim();
-  const play = (q.get("play") || "").split(",").map((m) => m.trim()).filter((m) => m !== "");
-  return { fen: fen === "" ? null : fen, line: play.map((uci) => ({ uci, san: null })), idx: play.length };
+  const play = listParam(q, "play");
+  return {
+    fen: fen === "" ? null : fen,
+    line: play.map((uci) => ({ uci, san: null })),
+    idx: play.length,
+    filters: filtersFromQuery(q),
+  };
+}
+
+// The filters are kept as the URL gives them (values the page has no button for included), so
+// the server judges them and a link round-trips unchanged.
+function noFilters() {
+  return { speeds: [], ratings: [], modes: [], since: "", until: "" };
+}
+
+function filtersFromQuery(q) {
+  return {
+    speeds: listParam(q, "speeds"),
+    ratings: listParam(q, "ratings"),
+    modes: listParam(q, "modes"),
+    since: (q.get("since") || "").trim(),
+    until: (q.get("until") || "").trim(),
+  };
+}
+
+function cloneFilters(f) {
+  if (!f) return noFilters();
+  return {
+    speeds: (f.speeds || []).slice(), ratings: (f.ratings || []).slice(), modes: (f.modes || []).slice(),
+    since: f.since || "", until: f.until || "",
+  };
+}
+
+function hasFilters(f) {
+  return f.speeds.length + f.ratings.length + f.modes.length > 0 || f.since !== "" || f.until !== "";
+}
+
+function setFilterParams(q, f) {
+  for (const k of ["speeds", "ratings", "modes"]) {
+    if (f[k].length) q.set(k, f[k].join(","));
+  }
+  if (f.since) q.set("since", f.since);
+  if (f.until) q.set("until", f.until);
 }
 
 function urlOf(s) {
@@ -102,17 +183,30 @@ function urlOf(s) {
   if (s.fen) q.set("fen", s.fen);
   const play = s.line.slice(0, s.idx).map((m) => m.uci);
   if (play.length) q.set("play", play.join(","));
+  setFilterParams(q, s.filters);
   const qs = q.toString().replace(/%2C/g, ",");
   return "/" + (qs ? "?" + qs : "");
 }
 
-function mastersUrl(s, idx) {
+// The /lichess request for the position after `idx` moves of `s`; `opts.filters` adds the
+// state's filters, `opts.history` asks for the games per month.
+function lichessUrl(s, idx, opts) {
   const q = new URLSearchParams();
   if (s.fen) q.set("fen", s.fen);
   const play = s.line.slice(0, idx).map((m) => m.uci);
   if (play.length) q.set("play", play.join(","));
   q.set("moves", String(MAX_MOVES));
-  return "/masters?" + q.toString().replace(/%2C/g, ",");
+  if (opts && opts.filters) setFilterParams(q, s.filters);
+  if (opts && opts.history) q.set("history", "true");
+  return "/lichess?" + q.toString().replace(/%2C/g, ",");
+}
+
+function keeps(facet) {
+  return bookFacets !== null && bookFacets.has(facet);
+}
+
+function facetsKey() {
+  return bookFacets === null ? "?" : FACETS.filter((f) => bookFacets.has(f)).join(",");
 }
 
 async function fetchJson(url) {
@@ -139,9 +233,11 @@ async function fetchJson(url) {
 async function go(s, history, first) {
   const seq = ++requestSeq;
   pending = s;
+  renderFilters();
+  const asked = facetsKey();
   let ans;
   try {
-    ans = await fetchJson(mastersUrl(s, s.idx));
+    ans = await fetchJson(lichessUrl(s, s.idx, { filters: true, history: keeps("month") }));
   } catch (e) {
     if (seq !== requestSeq) return;
     pending = null;
@@ -150,15 +246,19 @@ async function go(s, history, first) {
       state = s;
       current = null;
       render();
+    } else {
+      renderFilters();
     }
     return;
   }
   if (seq !== requestSeq) return;
   pending = null;
   hideError();
+  if (!sameView(s, state)) historySel = null;
   state = s;
   current = ans.body;
   generation = ans.generation;
+  viewFacets = asked;
   rememberOpenings(s, s.idx, current);
   const entry = { bookdb: cloneState(state) };
   if (history === "push") window.history.pushState(entry, "", urlOf(state));
@@ -168,16 +268,25 @@ async function go(s, history, first) {
 }
 
 function cloneState(s) {
-  return { fen: s.fen, line: s.line.map((m) => ({ uci: m.uci, san: m.san })), idx: s.idx };
+  return {
+    fen: s.fen, line: s.line.map((m) => ({ uci: m.uci, san: m.san })), idx: s.idx,
+    filters: cloneFilters(s.filters),
+  };
+}
+
+// Whether two states show the same position with the same filters.
+function sameView(a, b) {
+  return urlOf(a) === urlOf(b);
 }
 
 // A line from a link carries UCI only; the SAN of each move comes from the answer one position
-// earlier (moves outside the book keep their UCI).
+// earlier, asked without filters, which could leave the move out (moves outside the book keep
+// their UCI).
 async function fillUnknownSans(s) {
   for (let i = 0; i < s.line.length; i++) {
     if (s.line[i].san !== null) continue;
     try {
-      const { body } = await fetchJson(mastersUrl(s, i));
+      const { body } = await fetchJson(lichessUrl(s, i));
       rememberOpenings(s, i, body);
       const m = body.moves.find((x) => x.uci === s.line[i].uci);
       s.line[i].san = m ? m.san : s.line[i].uci;
@@ -264,13 +373,25 @@ function onRowKey(e) {
 
 // ---- book changes --------------------------------------------------------------------------
 
-async function poll() {
-  if (document.hidden) return;
+function poll() {
+  if (!document.hidden) refreshBook(true);
+}
+
+// Reads /v1/book: the book's size, the facets it keeps, its generation. With `follow`, the view
+// is asked again when the book changed or its facets differ from the ones the view was asked
+// with (the history is asked for only when the book keeps months).
+async function refreshBook(follow) {
   try {
     const { body } = await fetchJson("/v1/book");
     const g = String(body.served_generation);
     renderBookInfo(body);
-    if (generation !== null && g !== generation && current) {
+    // A server that does not say keeps all four (DESIGN.md §8).
+    const kept = Array.isArray(body.facets) ? body.facets : FACETS;
+    const before = facetsKey();
+    bookFacets = new Set(kept.filter((f) => FACETS.includes(f)));
+    if (facetsKey() !== before) renderFilters();
+    if (!follow || !current) return;
+    if ((generation !== null && g !== generation) || facetsKey() !== viewFacets) {
       const focusedUci = document.activeElement && document.activeElement.dataset
         ? document.activeElement.dataset.uci : undefined;
       await go(cloneState(state), "none");
@@ -280,7 +401,7 @@ async function poll() {
       }
     }
   } catch (_) {
-    // The next poll tries again; a failing /masters shows its own error.
+    // The next poll tries again; a failing /lichess shows its own error.
   }
 }
 
@@ -319,7 +440,9 @@ function render() {
   renderBoard();
   renderOpening();
   renderLine();
+  renderFilters();
   renderMoves();
+  renderHistory();
   els.prev.disabled = els.first.disabled = state.idx === 0;
   els.next.disabled = els.last.disabled = state.idx >= state.line.length;
   if (document.activeElement !== els.fen) {
@@ -454,7 +577,9 @@ function renderMoves() {
   if (current.moves.length === 0) {
     els.moves.hidden = true;
     els.status.className = "status empty";
-    els.status.textContent = "This position is not in the book.";
+    els.status.textContent = hasFilters(state.filters)
+      ? "No game of this position passes the filters."
+      : "This position is not in the book.";
     return;
   }
   els.moves.hidden = false;
@@ -503,6 +628,268 @@ function renderMoves() {
   tr.append(l, g, bc, r);
   tfoot.append(tr);
   if (hadFocus && tbody.rows.length) tbody.rows[0].focus();
+}
+
+// ---- filters -------------------------------------------------------------------------------
+
+function initFilters() {
+  els.filters.addEventListener("click", (e) => {
+    const b = e.target.closest("button.chip");
+    if (!b) return;
+    const s = cloneState(base());
+    const f = s.filters;
+    if (b.dataset.speed) f.speeds = toggled(f.speeds, b.dataset.speed, SPEEDS);
+    else if (b.dataset.mode) f.modes = toggled(f.modes, b.dataset.mode, MODES);
+    else if (b.dataset.rating) f.ratings = toggledRating(f.ratings, parseInt(b.dataset.rating, 10));
+    else if (b.id === "clear-filters") s.filters = noFilters();
+    else return;
+    go(s, "push");
+  });
+  for (const id of ["since", "until"]) {
+    els[id].addEventListener("change", () => {
+      const v = els[id].value.trim();
+      // Browsers without a month picker show a text box: take only what the server can read.
+      const ok = v === "" || MONTH_RE.test(v);
+      els[id].setAttribute("aria-invalid", String(!ok));
+      if (!ok || v === base().filters[id]) return;
+      const s = cloneState(base());
+      s.filters[id] = v;
+      go(s, "push");
+    });
+  }
+  // Only a click on the summary is the user's choice (not the folding for a phone).
+  els.filters.querySelector("summary").addEventListener("click", () => {
+    setTimeout(() => {
+      try { localStorage.setItem("bookdb-filters-open", String(els.filters.open)); } catch (_) { /* ignore */ }
+    });
+  });
+}
+
+// `list` with `v` added or taken out, the known values in `order` first, in that order.
+function toggled(list, v, order) {
+  const next = list.includes(v) ? list.filter((x) => x !== v) : list.concat([v]);
+  const known = order.filter((x) => next.includes(x));
+  return known.concat(next.filter((x) => !order.includes(x)));
+}
+
+// The rating group a `ratings` value selects (the largest group not above it), null for one
+// that is not a number.
+function ratingGroup(v) {
+  if (!/^[0-9]+$/.test(String(v).trim())) return null;
+  const r = parseInt(v, 10);
+  let g = 0;
+  for (const x of RATING_GROUPS) if (x <= r) g = x;
+  return g;
+}
+
+// `ratings` with group `g` selected or, when some value selects it, every such value taken out.
+function toggledRating(list, g) {
+  const next = list.some((v) => ratingGroup(v) === g)
+    ? list.filter((v) => ratingGroup(v) !== g)
+    : list.concat([String(g)]);
+  const nums = next.filter((v) => ratingGroup(v) !== null).sort((a, b) => parseInt(a, 10) - parseInt(b, 10));
+  return nums.concat(next.filter((v) => ratingGroup(v) === null));
+}
+
+// The filter controls, for the state being fetched (else the one shown): a facet's controls show
+// when the book keeps it or the state filters on it (so that the filter can be taken off).
+function renderFilters() {
+  const f = base().filters;
+  const show = {
+    speed: keeps("speed") || f.speeds.length > 0,
+    rating: keeps("rating") || f.ratings.length > 0,
+    mode: keeps("mode") || f.modes.length > 0,
+    month: keeps("month") || f.since !== "" || f.until !== "",
+  };
+  for (const facet of FACETS) els["f-" + facet].hidden = !show[facet];
+  els.filters.hidden = !FACETS.some((facet) => show[facet]);
+  const groups = new Set(f.ratings.map(ratingGroup));
+  for (const b of els.filters.querySelectorAll("button.chip")) {
+    let on = null;
+    if (b.dataset.speed) on = f.speeds.includes(b.dataset.speed);
+    else if (b.dataset.mode) on = f.modes.includes(b.dataset.mode);
+    else if (b.dataset.rating) on = groups.has(parseInt(b.dataset.rating, 10));
+    if (on !== null) b.setAttribute("aria-pressed", String(on));
+  }
+  for (const id of ["since", "until"]) {
+    // Not under the user's fingers: a value being typed stays.
+    if (document.activeElement !== els[id]) {
+      els[id].value = f[id];
+      els[id].removeAttribute("aria-invalid");
+    }
+  }
+  els["clear-filters"].hidden = !hasFilters(f);
+  els["filters-summary"].textContent = filtersSummary(f);
+}
+
+function filtersSummary(f) {
+  const parts = [];
+  if (f.speeds.length) parts.push(f.speeds.map((v) => SPEED_NAMES[v] || v).join(", "));
+  if (f.ratings.length) {
+    parts.push(f.ratings.map((v) => {
+      const g = ratingGroup(v);
+      return g === null ? v : g === 0 ? "<1000" : g === 2500 ? "2500+" : String(g);
+    }).join(", "));
+  }
+  if (f.modes.length) parts.push(f.modes.join(", "));
+  if (f.since || f.until) parts.push((f.since || "…") + " to " + (f.until || "…"));
+  return parts.length ? "· " + parts.join(" · ") : "· all games";
+}
+
+// ---- history chart -------------------------------------------------------------------------
+
+let chartWidth = 0;
+
+function initHistory() {
+  const chart = els["history-chart"];
+  chart.addEventListener("keydown", (e) => {
+    const h = historyOf(current);
+    if (!h || e.altKey || e.ctrlKey || e.metaKey) return;
+    let i = historySel;
+    if (e.key === "ArrowRight") i = i === null ? 0 : Math.min(h.length - 1, i + 1);
+    else if (e.key === "ArrowLeft") i = i === null ? h.length - 1 : Math.max(0, i - 1);
+    else if (e.key === "Home") i = 0;
+    else if (e.key === "End") i = h.length - 1;
+    else if (e.key === "Escape") i = null;
+    else return;
+    // The chart's keys pick months; they do not step through the line.
+    e.preventDefault();
+    e.stopPropagation();
+    historySel = i;
+    markMonth(h, i);
+  });
+  chart.addEventListener("blur", () => {
+    historySel = null;
+    const h = historyOf(current);
+    if (h) markMonth(h, null);
+  });
+  chart.addEventListener("pointerover", (e) => {
+    const g = e.target.closest && e.target.closest("g.month");
+    const h = historyOf(current);
+    if (g && h) markMonth(h, parseInt(g.dataset.index, 10));
+  });
+  chart.addEventListener("pointerleave", () => {
+    const h = historyOf(current);
+    if (h) markMonth(h, historySel);
+  });
+  const redraw = () => {
+    const w = Math.round(chart.clientWidth);
+    if (w > 0 && w !== chartWidth && !els.history.hidden) renderHistory();
+  };
+  if (typeof ResizeObserver === "function") new ResizeObserver(redraw).observe(chart);
+  else window.addEventListener("resize", redraw);
+}
+
+// The answer's `history`, months with counts (missing or odd counts read as 0), or null.
+function historyOf(ans) {
+  if (!ans || !Array.isArray(ans.history)) return null;
+  const n = (v) => (typeof v === "number" && v > 0 ? v : 0);
+  const h = ans.history
+    .filter((m) => m && typeof m.month === "string")
+    .map((m) => ({ month: m.month, white: n(m.white), draws: n(m.draws), black: n(m.black) }));
+  return h.length ? h : null;
+}
+
+function monthText(m) {
+  const t = m.white + m.draws + m.black;
+  if (!t) return `${m.month}: no games`;
+  return `${m.month}: ${fmt(t)} game${t === 1 ? "" : "s"} · White ${pct(m.white, t)} · ` +
+    `Draws ${pct(m.draws, t)} · Black ${pct(m.black, t)}`;
+}
+
+function historySummary(h) {
+  const totals = h.map((m) => m.white + m.draws + m.black);
+  const all = totals.reduce((a, b) => a + b, 0);
+  const peak = totals.indexOf(Math.max(...totals));
+  const range = h.length === 1 ? h[0].month : `${h[0].month} to ${h[h.length - 1].month}`;
+  let t = `${range}: ${fmt(all)} game${all === 1 ? "" : "s"}`;
+  if (all && h.length > 1) t += ` · most in ${h[peak].month} (${fmt(totals[peak])})`;
+  return t;
+}
+
+// Highlights month `i` (null: none) and says its counts under the chart.
+function markMonth(h, i) {
+  for (const g of els["history-chart"].querySelectorAll("g.month")) {
+    g.classList.toggle("sel", i !== null && parseInt(g.dataset.index, 10) === i);
+  }
+  els["history-note"].textContent = i === null || !h[i] ? historySummary(h) : monthText(h[i]);
+}
+
+// Stacked columns, one a month: white at the bottom, then draws, then black; heights in games,
+// the busiest month full height. Drawn at the box's width in pixels so the text stays legible.
+function renderHistory() {
+  const h = historyOf(current);
+  const box = els["history-chart"];
+  if (!h) {
+    els.history.hidden = true;
+    box.textContent = "";
+    els["history-note"].textContent = "";
+    return;
+  }
+  els.history.hidden = false;
+  chartWidth = Math.round(box.clientWidth);
+  const width = Math.max(200, chartWidth || 560);
+  const height = 128;
+  const pad = { l: 4, r: 4, t: 16, b: 18 };
+  const pw = width - pad.l - pad.r;
+  const ph = height - pad.t - pad.b;
+  const totals = h.map((m) => m.white + m.draws + m.black);
+  const max = Math.max(1, ...totals);
+  const step = pw / h.length;
+  const gap = step >= 4 ? Math.min(2, step * 0.2) : 0;
+  const root = svg("svg", {
+    viewBox: `0 0 ${width} ${height}`, width, height, class: "history-svg",
+    "data-plot-height": ph, preserveAspectRatio: "xMinYMin meet",
+  });
+  svg("rect", { x: pad.l, y: pad.t, width: pw, height: ph, class: "plot" }, root);
+  h.forEach((m, i) => {
+    const g = svg("g", { class: "month", "data-month": m.month, "data-index": i }, root);
+    svg("title", {}, g).textContent = monthText(m);
+    const x = pad.l + i * step;
+    svg("rect", { x, y: pad.t, width: step, height: ph, class: "hit" }, g);
+    let y = pad.t + ph;
+    for (const [part, n] of [["w", m.white], ["d", m.draws], ["b", m.black]]) {
+      const hh = (n / max) * ph;
+      svg("rect", {
+        x: x + gap / 2, y: y - hh, width: Math.max(0.5, step - gap), height: hh,
+        class: "seg " + part, "data-part": part, "data-games": n,
+      }, g);
+      y -= hh;
+    }
+  });
+  svg("line", { x1: pad.l, x2: pad.l + pw, y1: pad.t + ph, y2: pad.t + ph, class: "axis" }, root);
+  const top = svg("text", { x: pad.l, y: pad.t - 4, class: "tick" }, root);
+  top.textContent = fmt(max) + (max === 1 ? " game" : " games");
+  // Month labels along the bottom: January of each year as the year, as space allows; the first
+  // and last month when no year starts inside.
+  const labels = [];
+  const minGap = 34;
+  h.forEach((m, i) => {
+    if (m.month.endsWith("-01")) labels.push([i, m.month.slice(0, 4)]);
+  });
+  let lastX = -Infinity;
+  let drawn = 0;
+  for (const [i, text] of labels) {
+    const x = pad.l + i * step;
+    if (x - lastX < minGap || x > width - 28) continue;
+    const t = svg("text", { x, y: height - 5, class: "tick" }, root);
+    t.textContent = text;
+    lastX = x;
+    drawn++;
+  }
+  if (drawn === 0) {
+    const t0 = svg("text", { x: pad.l, y: height - 5, class: "tick" }, root);
+    t0.textContent = h[0].month;
+    if (h.length > 1 && pw > 130) {
+      const t1 = svg("text", { x: pad.l + pw, y: height - 5, class: "tick", "text-anchor": "end" }, root);
+      t1.textContent = h[h.length - 1].month;
+    }
+  }
+  box.replaceChildren(root);
+  box.setAttribute("aria-label", "Games per month, " + historySummary(h) +
+    ". Arrow keys pick a month.");
+  if (historySel !== null && historySel >= h.length) historySel = null;
+  markMonth(h, historySel);
 }
 
 // ---- the board -----------------------------------------------------------------------------

@@ -2,7 +2,10 @@
 //! its moves as indices where the codec can index them) and building a block's payload, the
 //! columns of section A and the coded positions of section B.
 
-use super::{COLUMNS, FLAG_EXTRA, FLAG_KEY_ONLY, FLAG_RAW_MOVES, KIND_EXTRA, KIND_GENERAL};
+use super::{
+    BLOCK_VERSION, BLOCK_VERSION_CELLS, COLUMNS, FLAG_CELLS, FLAG_EXTRA, FLAG_KEY_ONLY,
+    FLAG_RAW_MOVES, KIND_EXTRA, KIND_GENERAL, V1_COLUMNS,
+};
 use crate::store::entry::{Entry, MoveRec};
 use crate::store::error::{CodecError, Error};
 use crate::store::{PositionCodec, PositionModel, varint};
@@ -12,6 +15,8 @@ use crate::store::{PositionCodec, PositionModel, varint};
 #[doc(hidden)]
 pub struct Payload {
     pub count: usize,
+    /// [`BLOCK_VERSION`], or [`BLOCK_VERSION_CELLS`] when some entry carries cells.
+    pub version: u8,
     pub a: Vec<u8>,
     pub b: Vec<u8>,
 }
@@ -113,9 +118,11 @@ pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Pa
         cols[0].push(e.key as u8);
         let extra = e.has_extra();
         let raw_moves = e.pos.is_none() || p.move_idx.is_none();
+        let cells = e.moves.iter().any(|m| !m.cells.is_empty());
         let flags = if e.pos.is_none() { FLAG_KEY_ONLY } else { 0 }
             | if extra { FLAG_EXTRA } else { 0 }
-            | if raw_moves { FLAG_RAW_MOVES } else { 0 };
+            | if raw_moves { FLAG_RAW_MOVES } else { 0 }
+            | if cells { FLAG_CELLS } else { 0 };
         cols[1].push(flags);
         varint::put(&mut cols[2], e.moves.len() as u64);
         match &e.pos {
@@ -163,10 +170,23 @@ pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Pa
                 cols[15].extend_from_slice(&x.learn.to_le_bytes());
             }
         }
+        if cells {
+            let start = cols[16].len();
+            for mv in &e.moves {
+                crate::store::facet::encode_cells(mv, &mut cols[16]);
+            }
+            let len = (cols[16].len() - start) as u64;
+            varint::put(&mut cols[17], len);
+        }
     }
+    let (version, ncols) = match cols[16].is_empty() {
+        true => (BLOCK_VERSION, V1_COLUMNS),
+        false => (BLOCK_VERSION_CELLS, COLUMNS),
+    };
+    let cols = &cols[..ncols];
     let total: usize = cols.iter().map(Vec::len).sum();
-    let mut a = Vec::with_capacity(COLUMNS * 4 + total);
-    for c in &cols {
+    let mut a = Vec::with_capacity(ncols * 4 + total);
+    for c in cols {
         let len = u32::try_from(c.len()).map_err(|_| {
             Error::Internal(format!(
                 "a block column of {} bytes is past the format's 4 GiB limit",
@@ -175,11 +195,12 @@ pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Pa
         })?;
         a.extend_from_slice(&len.to_le_bytes());
     }
-    for c in &cols {
+    for c in cols {
         a.extend_from_slice(c);
     }
     Ok(Payload {
         count: entries.len(),
+        version,
         a,
         b,
     })

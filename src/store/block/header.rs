@@ -7,6 +7,8 @@ use super::decompress::Decompressors;
 use crate::store::error::Corruption;
 
 pub const BLOCK_VERSION: u8 = 1;
+/// The version of a block some of whose entries carry cells (18 columns; docs/FORMAT.md §5).
+pub const BLOCK_VERSION_CELLS: u8 = 2;
 pub const HEADER_LEN: usize = 24;
 /// Largest raw payload a reader accepts (guards allocations against corrupt headers).
 pub const MAX_RAW_LEN: usize = 64 << 20;
@@ -58,7 +60,7 @@ impl BlockHeader {
             a_len: u32_at(16),
             crc: u32_at(20),
         };
-        if h.version != BLOCK_VERSION {
+        if h.version != BLOCK_VERSION && h.version != BLOCK_VERSION_CELLS {
             return Err(bad(format!("unknown block version {}", h.version)));
         }
         if bytes[6] != 0 || bytes[7] != 0 {
@@ -114,7 +116,7 @@ pub fn seal(
         })
     };
     let mut header = BlockHeader {
-        version: BLOCK_VERSION,
+        version: p.version,
         compression,
         dict_id,
         model_id,

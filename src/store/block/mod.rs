@@ -17,13 +17,19 @@ pub use build::{Payload, Prepared, build_payload, build_payload_with, prepare};
 #[doc(hidden)]
 pub use decompress::{Decompressors, PlainDecompressor};
 pub use header::{
-    BLOCK_VERSION, BlockHeader, Compression, HEADER_LEN, MAX_RAW_LEN, OpenBlock, open_block, seal,
+    BLOCK_VERSION, BLOCK_VERSION_CELLS, BlockHeader, Compression, HEADER_LEN, MAX_RAW_LEN,
+    OpenBlock, open_block, seal,
 };
 pub(crate) use view::ColumnRanges;
 pub use view::{BlockView, Keep, RawEntry};
 
+/// Columns of a version-2 block's directory (a version-1 block has the first
+/// [`V1_COLUMNS`]; its columns 16 and 17 read as empty).
 #[doc(hidden)]
-pub const COLUMNS: usize = 16;
+pub const COLUMNS: usize = 18;
+/// Columns of a version-1 block (no cells).
+#[doc(hidden)]
+pub const V1_COLUMNS: usize = 16;
 
 pub(crate) const FLAG_KEY_ONLY: u8 = 1;
 /// Some move of the entry carries a [`MoveExtra`](crate::store::MoveExtra) (its kind has
@@ -31,6 +37,9 @@ pub(crate) const FLAG_KEY_ONLY: u8 = 1;
 pub(crate) const FLAG_EXTRA: u8 = 2;
 /// The entry's moves are stored as raw codes (column 6), not as indices (column 5).
 pub(crate) const FLAG_RAW_MOVES: u8 = 4;
+/// The entry's moves carry cells (version-2 blocks only): their bytes in column 16, their
+/// length in column 17 (docs/FORMAT.md §12.3).
+pub(crate) const FLAG_CELLS: u8 = 8;
 
 /// Per-move record kinds (column 7): a single game without rating (result W/D/B/U = 0..3), a
 /// single rated game (4..7, the rating in column 12), or general (8: all six counters).
@@ -66,6 +75,7 @@ mod tests {
                     rating_sum: 2500 * i as u64,
                     rating_count: i as u64,
                     extra: None,
+                    cells: Vec::new(),
                     indexed: false,
                 }],
             })
@@ -169,7 +179,7 @@ mod tests {
         entries.truncate(2);
         let p = build_payload(&entries, &ChessCodec, &IdentityModel).unwrap();
         let mut a = p.a.clone();
-        let dir_len = COLUMNS * 4;
+        let dir_len = V1_COLUMNS * 4;
         let col2_start = dir_len + entries.len() * 2;
         a[col2_start] = 0xff;
         let mut forged = p.a.clone();
@@ -177,6 +187,7 @@ mod tests {
         forged.extend_from_slice(&a);
         let forged = Payload {
             count: p.count,
+            version: p.version,
             a: forged,
             b: p.b.clone(),
         };
@@ -214,6 +225,26 @@ mod tests {
                 let _ = v.find(0, &codec, &m);
                 let _ = v.find_coded(0, &data, &codec, &m);
             }
+        }
+
+        #[test]
+        fn entries_with_cells_round_trip(
+            moves in proptest::collection::vec(crate::store::facet::tests::arb_move(), 1..8)
+        ) {
+            let mut entries = sample_entries();
+            for (e, m) in entries.iter_mut().zip(&moves) {
+                if e.pos.is_none() {
+                    continue;
+                }
+                let mv = e.moves[0].mv;
+                e.moves[0] = MoveRec { mv, ..m.clone() };
+                if e.moves[0].games() == 0 {
+                    e.moves[0].white = 1;
+                    e.moves[0].cells.clear();
+                }
+            }
+            prop_assert_eq!(round_trip(&entries, &IdentityModel, true), entries.clone());
+            prop_assert_eq!(round_trip(&entries, &*chess_model(), true), entries);
         }
 
         #[test]

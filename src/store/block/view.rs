@@ -3,7 +3,10 @@
 //! bytes), walking the columns with a cursor.
 
 use super::header::OpenBlock;
-use super::{COLUMNS, FLAG_EXTRA, FLAG_KEY_ONLY, FLAG_RAW_MOVES, KIND_EXTRA, KIND_GENERAL};
+use super::{
+    BLOCK_VERSION_CELLS, COLUMNS, FLAG_CELLS, FLAG_EXTRA, FLAG_KEY_ONLY, FLAG_RAW_MOVES,
+    KIND_EXTRA, KIND_GENERAL, V1_COLUMNS,
+};
 use crate::store::entry::{Entry, MoveExtra, MoveRec};
 use crate::store::error::Corruption;
 use crate::store::{PositionCodec, PositionModel, varint};
@@ -39,23 +42,35 @@ const VARINT_COLS: usize = 6;
 
 impl<'a> BlockView<'a> {
     pub fn parse(block_key: u64, blk: &'a OpenBlock<'_>) -> Result<BlockView<'a>, Corruption> {
-        Self::parse_parts(block_key, blk.header.count as usize, &blk.a, blk.b)
+        Self::parse_parts(
+            block_key,
+            blk.header.count as usize,
+            &blk.a,
+            blk.b,
+            blk.header.version,
+        )
     }
 
-    /// Parses a block from its entry count, decompressed section A and section B.
+    /// Parses a block from its entry count, decompressed section A, section B and version
+    /// (which says how many columns its directory has).
     pub(crate) fn parse_parts(
         block_key: u64,
         count: usize,
         raw: &'a [u8],
         b: &'a [u8],
+        version: u8,
     ) -> Result<BlockView<'a>, Corruption> {
         let bad = |reason: String| Corruption::Payload { block_key, reason };
-        if raw.len() < COLUMNS * 4 {
+        let ncols = match version {
+            BLOCK_VERSION_CELLS => COLUMNS,
+            _ => V1_COLUMNS,
+        };
+        if raw.len() < ncols * 4 {
             return Err(bad("section A shorter than its column directory".into()));
         }
         let mut cols: [&[u8]; COLUMNS] = [&[]; COLUMNS];
-        let mut off = COLUMNS * 4;
-        for (i, col) in cols.iter_mut().enumerate() {
+        let mut off = ncols * 4;
+        for (i, col) in cols.iter_mut().take(ncols).enumerate() {
             let len =
                 u32::from_le_bytes([raw[4 * i], raw[4 * i + 1], raw[4 * i + 2], raw[4 * i + 3]])
                     as usize;
@@ -80,7 +95,10 @@ impl<'a> BlockView<'a> {
                 "fragment or flag column does not match the entry count".into(),
             ));
         }
-        let known = FLAG_KEY_ONLY | FLAG_EXTRA | FLAG_RAW_MOVES;
+        let known = FLAG_KEY_ONLY
+            | FLAG_EXTRA
+            | FLAG_RAW_MOVES
+            | if ncols == COLUMNS { FLAG_CELLS } else { 0 };
         if let Some(&f) = cols[1]
             .iter()
             .find(|&&f| f & !known != 0 || (f & FLAG_KEY_ONLY != 0 && f & FLAG_RAW_MOVES == 0))
@@ -288,6 +306,54 @@ impl<'a> BlockView<'a> {
                 cur.extra += usize::from(k & KIND_EXTRA != 0);
             }
             cur.moves += n;
+            if flags & FLAG_CELLS != 0 {
+                self.cell_bytes(cur, i)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The cell bytes of entry `i` (a [`FLAG_CELLS`] entry), advancing the cursor past them.
+    fn cell_bytes(&self, cur: &mut Cursor, i: usize) -> Result<&'a [u8], Corruption> {
+        let len = varint::get(self.cols[17], &mut cur.cell_lens)
+            .ok_or_else(|| self.bad(format!("cell length of entry {i} unreadable")))?;
+        let bytes = usize::try_from(len)
+            .ok()
+            .and_then(|len| self.cols[16].get(cur.cells..cur.cells.checked_add(len)?))
+            .ok_or_else(|| self.bad(format!("cells of entry {i} overrun column 16")))?;
+        cur.cells += bytes.len();
+        Ok(bytes)
+    }
+
+    /// Reads the cells of entry `i`'s moves (when its flags say it has them) into `moves`.
+    fn read_cells(
+        &self,
+        cur: &mut Cursor,
+        flags: u8,
+        moves: &mut [MoveRec],
+        i: usize,
+    ) -> Result<(), Corruption> {
+        if flags & FLAG_CELLS == 0 {
+            return Ok(());
+        }
+        let bytes = self.cell_bytes(cur, i)?;
+        let mut at = 0;
+        let mut any = false;
+        for m in moves.iter_mut() {
+            crate::store::facet::decode_cells(bytes, &mut at, m).ok_or_else(|| {
+                Corruption::Entry {
+                    block_key: self.block_key,
+                    index: i,
+                    reason: format!(
+                        "cells of move {} unreadable or not adding up to its counts",
+                        m.mv
+                    ),
+                }
+            })?;
+            any |= !m.cells.is_empty();
+        }
+        if at != bytes.len() || !any {
+            return Err(self.bad(format!("cell bytes of entry {i} do not match its moves")));
         }
         Ok(())
     }
@@ -430,6 +496,7 @@ impl<'a> BlockView<'a> {
             return Err(entry_err("move count and moves differ".into()));
         }
         cur.moves += n;
+        self.read_cells(cur, flags, &mut moves, i)?;
         Ok(Entry {
             coded: stored,
             key,
@@ -564,6 +631,7 @@ impl<'a> BlockView<'a> {
                 moves.push(self.record(&mut cur, kind, mv, idx.is_some(), i)?);
             }
             cur.moves += n;
+            self.read_cells(&mut cur, flags, moves, i)?;
             f(RawEntry {
                 index: i,
                 fragment: self.fragment(i),
@@ -585,7 +653,9 @@ impl<'a> BlockView<'a> {
             && cur.moves == self.cols[7].len()
             && (0..VARINT_COLS).all(|c| cur.offs[c] == self.cols[8 + c].len())
             && 2 * cur.extra == self.cols[14].len()
-            && 4 * cur.extra == self.cols[15].len();
+            && 4 * cur.extra == self.cols[15].len()
+            && cur.cells == self.cols[16].len()
+            && cur.cell_lens == self.cols[17].len();
         if ok {
             Ok(())
         } else {
@@ -623,6 +693,9 @@ struct Cursor {
     raw_moves: usize,
     /// Moves with an extra (entries in columns 14 and 15) so far.
     extra: usize,
+    /// Byte offsets into the cell bytes (column 16) and their lengths (column 17).
+    cells: usize,
+    cell_lens: usize,
     /// Values consumed so far in each varint count column.
     vals: [usize; VARINT_COLS],
     /// Byte offsets into the varint columns, valid after `offs_at` values.

@@ -30,6 +30,9 @@ pub(crate) struct Additions {
     pub(crate) imports: Vec<(String, Vec<u8>)>,
     /// `--dedupe`: the fingerprints of the games counted.
     pub(crate) game_fingerprints: Option<crate::store::fpset::SortedGames>,
+    /// The facets the counts are split by (the book's), and the games counted by facet.
+    pub(crate) facets: crate::store::facet::FacetSet,
+    pub(crate) facet_games: crate::store::facet::FacetGames,
 }
 
 impl Additions {
@@ -38,6 +41,8 @@ impl Additions {
     pub(crate) fn write_to(self, w: &mut BookWriter) {
         w.add_games(self.games);
         w.add_imports(self.imports);
+        w.add_facets(self.facets);
+        w.add_facet_games(&self.facet_games);
         if let Some(g) = self.game_fingerprints {
             w.add_game_fingerprints_from(g);
         }

@@ -10,6 +10,7 @@ use redb::ReadableTableMetadata;
 
 use super::*;
 use crate::store::error::{Corruption, Error, Result, is_storage_damage};
+use crate::store::facet::{FacetGames, FacetSet};
 use crate::store::{IdentityModel, PositionCodec, PositionModel};
 
 pub(super) fn not_a_book(path: &Path, reason: impl Into<String>) -> Error {
@@ -230,11 +231,31 @@ pub(super) fn read_header(
         })?),
         None => None,
     };
+    let facets = match get(META_FACETS)? {
+        Some(v) => std::str::from_utf8(&v)
+            .ok()
+            .and_then(|s| FacetSet::parse(s).ok())
+            .ok_or_else(|| {
+                Error::Corrupt(Corruption::Meta(format!(
+                    "facets {:?} unreadable",
+                    String::from_utf8_lossy(&v)
+                )))
+            })?,
+        None => FacetSet::NONE,
+    };
+    let facet_games: FacetGames = match get(META_FACET_GAMES)? {
+        Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            Error::Corrupt(Corruption::Meta(format!("facet_games unreadable: {e}")))
+        })?,
+        None => FacetGames::default(),
+    };
     Ok(FileHeader {
         version,
         meta,
         generation,
         view,
+        facets,
+        facet_games,
     })
 }
 
@@ -308,6 +329,8 @@ pub(super) struct FileHeader {
     pub(super) meta: BookMeta,
     pub(super) generation: u64,
     pub(super) view: Option<BookMeta>,
+    pub(super) facets: FacetSet,
+    pub(super) facet_games: FacetGames,
 }
 
 /// A book file's dictionaries and position models ([`read_models`]).

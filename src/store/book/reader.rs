@@ -42,6 +42,9 @@ pub struct BookFile {
     pub(super) view: Option<BookMeta>,
     /// Which file redb reads (of the descriptor it was given, not of the name).
     pub(super) id: super::identity::FileId,
+    /// The facets this file's counts are split by, and its games by facet (format 4).
+    pub(super) facets: crate::store::facet::FacetSet,
+    pub(super) facet_games: crate::store::facet::FacetGames,
 }
 
 impl std::fmt::Debug for BookFile {
@@ -110,6 +113,8 @@ impl BookFile {
             meta,
             generation,
             view,
+            facets,
+            facet_games,
         } = open::read_header(path, &meta_table, codec.as_ref(), older)?;
         let Models {
             dicts,
@@ -139,6 +144,8 @@ impl BookFile {
             generation,
             view,
             id,
+            facets,
+            facet_games,
         })
     }
 

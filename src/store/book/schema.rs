@@ -16,7 +16,7 @@ pub(crate) const GAMES: TableDefinition<u128, ()> = TableDefinition::new("games"
 
 pub(crate) const MAGIC: &[u8] = b"bookdb";
 /// Book format version written by this build. See migrations/README.md.
-pub(crate) const FORMAT_VERSION: u32 = 3;
+pub(crate) const FORMAT_VERSION: u32 = 4;
 /// Oldest format version `bookdb migrate` converts (migrations/README.md).
 pub(crate) const OLDEST_MIGRATABLE: u32 = 1;
 
@@ -28,6 +28,12 @@ pub(crate) const META_COUNTERS: &str = "counters";
 pub(crate) const META_GENERATION: &str = "generation";
 /// In a delta segment: the whole book's counters after it (JSON [`BookMeta`]; absent in a base).
 pub(crate) const META_VIEW: &str = "view";
+/// The facets the book keeps (format version 4, docs/FORMAT.md §12): ASCII comma list of
+/// `month`, `speed`, `rating`, `mode`; empty for none.
+pub(crate) const META_FACETS: &str = "facets";
+/// Games counted by speed, rating group and year (JSON [`crate::store::facet::FacetGames`];
+/// absent when none were counted with facets).
+pub(crate) const META_FACET_GAMES: &str = "facet_games";
 pub(crate) const META_DICT_PREFIX: &str = "dict/";
 pub(crate) const META_MODEL_PREFIX: &str = "model/";
 

@@ -103,7 +103,8 @@ impl Book {
     }
 
     /// Opens a book of format version [`OLDEST_MIGRATABLE`] up to the current one, for `bookdb
-    /// migrate` only (older books are one file: their delta tier is inside it).
+    /// migrate` only (books before version 3 are one file: their delta tier is inside it; a
+    /// version-3 book's segments are of version 3 too).
     pub(crate) fn open_for_migration(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
         Self::open_view(path, &codec, None, CacheSizes::default(), true)
     }
@@ -211,7 +212,7 @@ impl Book {
             let seg = match reused {
                 Some(f) => f,
                 None => {
-                    match BookFile::open_file(&sp, codec.clone(), false, caches) {
+                    match BookFile::open_file(&sp, codec.clone(), older, caches) {
                         Ok(f) => Arc::new(f),
                         // Folded away by a writer after the manifest was read: start again.
                         // Missing while the manifest still lists it: the book lost a file.
@@ -326,6 +327,24 @@ impl Book {
     /// The book's counters (of the merged view).
     pub fn meta(&self) -> &BookMeta {
         &self.meta
+    }
+
+    /// The facets the book keeps (any of its files' facets; docs/FORMAT.md §12).
+    pub fn facets(&self) -> crate::store::facet::FacetSet {
+        self.files()
+            .iter()
+            .fold(crate::store::facet::FacetSet::NONE, |a, f| {
+                a.union(f.facets)
+            })
+    }
+
+    /// Games counted by speed, rating group and year, over the book's files.
+    pub fn facet_games(&self) -> crate::store::facet::FacetGames {
+        let mut g = crate::store::facet::FacetGames::default();
+        for f in self.files() {
+            g.merge(&f.facet_games);
+        }
+        g
     }
 
     /// The generation of the state this book shows (increases with every publication).

@@ -59,6 +59,9 @@ pub struct BookWriter {
     /// redb files whose `games` tables (game fingerprints) are copied, streaming, in the last
     /// transaction: this import's (a staging table) and those of rewritten or merged books.
     games_from: Vec<Arc<redb::ReadOnlyDatabase>>,
+    /// The facets the new book keeps, and its games by facet (format 4).
+    facets: crate::store::facet::FacetSet,
+    facet_games: crate::store::facet::FacetGames,
     /// The model is a reused one: entries' `coded` bytes (coded with it) are stored as they are.
     takes_coded: bool,
     /// Where the writer reports its internal timings ([`BookWriter::on_trace`]).
@@ -103,6 +106,8 @@ impl BookWriter {
             pool: None,
             reuse: None,
             games_from: Vec::new(),
+            facets: crate::store::facet::FacetSet::NONE,
+            facet_games: Default::default(),
             takes_coded: false,
             trace: None,
             target: Target::Base,
@@ -162,6 +167,16 @@ impl BookWriter {
         self.carry_records(book.files())
     }
 
+    /// Adds facets the new book keeps (it keeps the union of what its sources keep).
+    pub fn add_facets(&mut self, facets: crate::store::facet::FacetSet) {
+        self.facets = self.facets.union(facets);
+    }
+
+    /// Adds games counted by facet ([`crate::store::facet::FacetGames`]).
+    pub fn add_facet_games(&mut self, games: &crate::store::facet::FacetGames) {
+        self.facet_games.merge(games);
+    }
+
     /// [`BookWriter::carry_over`] of some of a book's files (the delta segments a fold merges):
     /// their games counts, import records and game fingerprints.
     pub(crate) fn carry_over_files(&mut self, files: &[Arc<BookFile>]) -> Result<()> {
@@ -170,6 +185,10 @@ impl BookWriter {
     }
 
     fn carry_records(&mut self, files: &[Arc<BookFile>]) -> Result<()> {
+        for f in files {
+            self.facets = self.facets.union(f.facets);
+            self.facet_games.merge(&f.facet_games);
+        }
         for (k, v) in files
             .iter()
             .map(|f| f.imports())
@@ -507,6 +526,12 @@ impl BookWriter {
                 m.insert(META_MAGIC, MAGIC)?;
                 m.insert(META_VERSION, FORMAT_VERSION.to_le_bytes().as_slice())?;
                 m.insert(META_CODEC, self.codec.name().as_bytes())?;
+                m.insert(META_FACETS, self.facets.names().join(",").as_bytes())?;
+                if !self.facet_games.is_empty() {
+                    let g = serde_json::to_vec(&self.facet_games)
+                        .map_err(|e| Error::Internal(e.to_string()))?;
+                    m.insert(META_FACET_GAMES, g.as_slice())?;
+                }
                 let counters =
                     serde_json::to_vec(&self.meta).map_err(|e| Error::Internal(e.to_string()))?;
                 m.insert(META_COUNTERS, counters.as_slice())?;

@@ -1,0 +1,296 @@
+//! A game's cell, read from its PGN tags as DESIGN §8 fixes it: period (`UTCDate`, else
+//! `Date`), speed (`TimeControl`), rating group (the mean of both Elos) and mode (`Event`).
+
+use serde::Serialize;
+
+use crate::store::Entry;
+use crate::store::facet::{Cell, DateBound, MAX_YEAR, Period};
+
+/// The facet tags of a game as the PGN reader met them (parsed as they arrive).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FacetTags {
+    /// `UTCDate` when it parses.
+    pub utc_date: Option<Period>,
+    /// `Date` when it parses.
+    pub date: Option<Period>,
+    /// Stored speed (0 unknown).
+    pub speed: u8,
+    /// Stored mode (0 unknown).
+    pub mode: u8,
+}
+
+impl FacetTags {
+    /// The game's cell; `elos` are WhiteElo and BlackElo when positive integers.
+    pub fn cell(&self, elos: [Option<u32>; 2]) -> Cell {
+        Cell {
+            period: self.utc_date.or(self.date).unwrap_or_default(),
+            speed: self.speed,
+            group: match elos {
+                [Some(w), Some(b)] => Cell::group_of((w + b) / 2),
+                _ => 0,
+            },
+            mode: self.mode,
+        }
+    }
+}
+
+/// Parses a PGN date `YYYY.MM.DD`, each field digits or all `?`: year and month known → the
+/// month; year known, month `??` → the year; year `????` → undated. `None` if it does not
+/// parse (a month outside 1–12, a year past [`MAX_YEAR`], other shapes).
+pub fn parse_date(v: &[u8]) -> Option<Period> {
+    let v = v.trim_ascii();
+    if v.len() != 10 || v[4] != b'.' || v[7] != b'.' {
+        return None;
+    }
+    let field = |f: &[u8]| -> Option<Option<u32>> {
+        if f.iter().all(|&b| b == b'?') {
+            Some(None)
+        } else if f.iter().all(u8::is_ascii_digit) {
+            Some(Some(f.iter().fold(0, |a, &b| a * 10 + u32::from(b - b'0'))))
+        } else {
+            None
+        }
+    };
+    let (y, m, d) = (field(&v[..4])?, field(&v[5..7])?, field(&v[8..])?);
+    if d.is_some_and(|d| !(1..=31).contains(&d)) {
+        return None;
+    }
+    match (y, m) {
+        (None, _) => Some(Period::Undated),
+        (Some(y), _) if y > u32::from(MAX_YEAR) => None,
+        (Some(y), None) => Some(Period::Year(y as u16)),
+        (Some(y), Some(m)) if (1..=12).contains(&m) => Some(Period::Month(y as u16, m as u8)),
+        _ => None,
+    }
+}
+
+/// The speed of a `TimeControl` value (0 unknown, else 1 + index in
+/// [`crate::store::facet::SPEEDS`]): `-` is correspondence; otherwise the first period's base
+/// B and increment I (`B`, `B+I`, `M/B`, `M/B+I`, `*B`; after `:` ignored), estimated as
+/// B + 40·I seconds, by lichess's limits. `?`, empty or unparsable: unknown.
+pub fn parse_speed(v: &[u8]) -> u8 {
+    let v = v.trim_ascii();
+    if v == b"-" {
+        return 6;
+    }
+    let first = v.split(|&b| b == b':').next().unwrap_or_default();
+    let first = match first.iter().position(|&b| b == b'/') {
+        Some(i) => &first[i + 1..],
+        None => first.strip_prefix(b"*").unwrap_or(first),
+    };
+    let num = |s: &[u8]| -> Option<u64> {
+        (!s.is_empty() && s.len() <= 12 && s.iter().all(u8::is_ascii_digit))
+            .then(|| s.iter().fold(0, |a, &b| a * 10 + u64::from(b - b'0')))
+    };
+    let (b, i) = match first.iter().position(|&b| b == b'+') {
+        Some(p) => (num(&first[..p]), num(&first[p + 1..])),
+        None => (num(first), Some(0)),
+    };
+    let (Some(b), Some(i)) = (b, i) else {
+        return 0;
+    };
+    let total = b + 40 * i;
+    match total {
+        t if t < 30 => 1,
+        t if t < 180 => 2,
+        t if t < 480 => 3,
+        t if t < 1500 => 4,
+        t if t < 21600 => 5,
+        _ => 6,
+    }
+}
+
+/// The mode of an `Event` value: starting with `Rated` (any case) → rated (1), `Casual` →
+/// casual (2), else unknown (0).
+pub fn parse_mode(v: &[u8]) -> u8 {
+    let v = v.trim_ascii();
+    let starts = |p: &[u8]| v.len() >= p.len() && v[..p.len()].eq_ignore_ascii_case(p);
+    if starts(b"rated") {
+        1
+    } else if starts(b"casual") {
+        2
+    } else {
+        0
+    }
+}
+
+/// The FIDE table of rating differences by percentage score (0–100 %), as lila uses it.
+const DELTAS: [i32; 101] = [
+    -800, -677, -589, -538, -501, -470, -444, -422, -401, -383, -366, -351, -336, -322, -309, -296,
+    -284, -273, -262, -251, -240, -230, -220, -211, -202, -193, -184, -175, -166, -158, -149, -141,
+    -133, -125, -117, -110, -102, -95, -87, -80, -72, -65, -57, -50, -43, -36, -29, -21, -14, -7,
+    0, 7, 14, 21, 29, 36, 43, 50, 57, 65, 72, 80, 87, 95, 102, 110, 117, 125, 133, 141, 149, 158,
+    166, 175, 184, 193, 202, 211, 220, 230, 240, 251, 262, 273, 284, 296, 309, 322, 336, 351, 366,
+    383, 401, 422, 444, 470, 501, 538, 589, 677, 800,
+];
+
+/// lila-openingexplorer's performance of the mover: the opponents' mean rating plus the FIDE
+/// difference for the mover's score over the games with a known result (interpolated
+/// between whole percentages), rounded. `None` without opponent ratings or known results.
+pub fn performance(
+    wins: u64,
+    draws: u64,
+    losses: u64,
+    opp_sum: u64,
+    opp_count: u64,
+) -> Option<i64> {
+    let games = wins + draws + losses;
+    if opp_count == 0 || games == 0 {
+        return None;
+    }
+    let avg = opp_sum as f64 / opp_count as f64;
+    let p = (100 * wins + 50 * draws) as f64 / games as f64;
+    let idx = (p.trunc() as usize).min(100);
+    let lo = f64::from(DELTAS[idx]);
+    let hi = f64::from(*DELTAS.get(idx + 1).unwrap_or(&800));
+    Some((avg + lo * (1.0 - p.fract()) + hi * p.fract()).round() as i64)
+}
+
+/// One point of a position's history: the counted games of a month (`YYYY-MM`) or a year.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct HistoryPoint {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub month: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub year: Option<u16>,
+    pub white: u64,
+    pub draws: u64,
+    pub black: u64,
+}
+
+/// The history of a position (DESIGN §8), from its entry already filtered: by month (cells of
+/// a known month) or by year (`by_year`: cells of a known year), every period from `since`
+/// (else the first with games) to `until` (else the last with games), zero-filled.
+pub fn history(
+    e: Option<&Entry>,
+    since: Option<DateBound>,
+    until: Option<DateBound>,
+    by_year: bool,
+) -> Vec<HistoryPoint> {
+    use std::collections::BTreeMap;
+    // Periods as month numbers (year · 12 + month − 1) or years.
+    let mut sums: BTreeMap<u32, [u64; 3]> = BTreeMap::new();
+    for m in e.map(|e| e.moves.as_slice()).unwrap_or_default() {
+        for c in &m.cells {
+            let Some(cell) = Cell::from_id(c.cell) else {
+                continue;
+            };
+            let at = match (cell.period, by_year) {
+                (Period::Undated, _) => continue,
+                (Period::Year(_), false) => continue,
+                (p, true) => u32::from(p.year().unwrap_or(0)),
+                (Period::Month(y, mo), false) => u32::from(y) * 12 + u32::from(mo) - 1,
+            };
+            let s = sums.entry(at).or_default();
+            s[0] += c.white;
+            s[1] += c.draws;
+            s[2] += c.black;
+        }
+    }
+    let bound = |b: DateBound, end: bool| -> u32 {
+        match (b, by_year) {
+            (DateBound::Month(y, _), true) | (DateBound::Year(y), true) => u32::from(y),
+            (DateBound::Month(y, m), false) => u32::from(y) * 12 + u32::from(m) - 1,
+            (DateBound::Year(y), false) => u32::from(y) * 12 + if end { 11 } else { 0 },
+        }
+    };
+    let first = since
+        .map(|b| bound(b, false))
+        .or_else(|| sums.keys().next().copied());
+    let last = until
+        .map(|b| bound(b, true))
+        .or_else(|| sums.keys().next_back().copied());
+    let (Some(first), Some(last)) = (first, last) else {
+        return Vec::new();
+    };
+    // At most 12 · MAX_YEAR points, whatever the bounds say.
+    let last = last.min(first.saturating_add(12 * u32::from(MAX_YEAR)));
+    (first..=last)
+        .map(|at| {
+            let s = sums.get(&at).copied().unwrap_or_default();
+            let (month, year) = match by_year {
+                true => (None, Some(at as u16)),
+                false => (Some(format!("{:04}-{:02}", at / 12, at % 12 + 1)), None),
+            };
+            HistoryPoint {
+                month,
+                year,
+                white: s[0],
+                draws: s[1],
+                black: s[2],
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn performance_is_lilas() {
+        // lila-openingexplorer's own test values (src/model/stats.rs).
+        assert_eq!(performance(1, 0, 0, 1500, 1), Some(2300));
+        assert_eq!(performance(0, 0, 1, 1500, 1), Some(700));
+        assert_eq!(performance(123, 10, 123, 256 * 987, 256), Some(987));
+        assert_eq!(performance(5, 0, 95, 0, 100), Some(-470));
+        assert_eq!(performance(0, 0, 0, 1500, 1), None);
+        assert_eq!(performance(1, 0, 0, 0, 0), None);
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(parse_date(b"2020.05.17"), Some(Period::Month(2020, 5)));
+        assert_eq!(parse_date(b"2019.??.??"), Some(Period::Year(2019)));
+        assert_eq!(parse_date(b"????.??.??"), Some(Period::Undated));
+        assert_eq!(parse_date(b"2019.13.01"), None);
+        assert_eq!(parse_date(b"2019.1.01"), None);
+        assert_eq!(parse_date(b"20?9.01.01"), None);
+        assert_eq!(parse_date(b""), None);
+    }
+
+    #[test]
+    fn speeds() {
+        for (tc, s) in [
+            ("-", 6),
+            ("15+0", 1),
+            ("60+0", 2),
+            ("120+1", 2),
+            ("180+0", 3),
+            ("180+2", 3),
+            ("300+3", 3),
+            ("600+0", 4),
+            ("900+10", 4),
+            ("1800+0", 5),
+            ("5400+30", 5),
+            ("40/7200:3600", 5),
+            ("*180", 3),
+            ("25200", 6),
+            ("?", 0),
+            ("", 0),
+            ("abc", 0),
+            ("300+x", 0),
+        ] {
+            assert_eq!(parse_speed(tc.as_bytes()), s, "{tc}");
+        }
+    }
+
+    #[test]
+    fn modes_and_groups() {
+        assert_eq!(parse_mode(b"Rated Blitz game"), 1);
+        assert_eq!(parse_mode(b"rated"), 1);
+        assert_eq!(parse_mode(b"CASUAL rapid"), 2);
+        assert_eq!(parse_mode(b"Some Open"), 0);
+        let t = FacetTags::default();
+        assert_eq!(t.cell([Some(2200), Some(2199)]).group, 7);
+        assert_eq!(t.cell([Some(2500), Some(2500)]).group, 9);
+        assert_eq!(t.cell([Some(900), Some(800)]).group, 1);
+        assert_eq!(t.cell([Some(2200), None]).group, 0);
+        let t = FacetTags {
+            utc_date: Some(Period::Month(2021, 3)),
+            date: Some(Period::Year(2020)),
+            ..Default::default()
+        };
+        assert_eq!(t.cell([None, None]).period, Period::Month(2021, 3));
+    }
+}

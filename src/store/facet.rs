@@ -1,0 +1,983 @@
+//! Facets of a move's counts: the cell (period, speed, rating group, mode) a game is counted
+//! in, its persisted id, the counters a cell keeps, the facet set a book keeps, the filters
+//! that select cells, and the byte coding of a move's cells (docs/FORMAT.md §12).
+//!
+//! The store knows cells only as these numbers; reading them from a game's tags is
+//! `ops::facets`' job (DESIGN §8).
+
+use std::fmt;
+
+use super::entry::MoveRec;
+use super::varint;
+
+/// A cell's identity: `period << 8 | attrs`, with `attrs = speed + 7 · (group + 10 · mode)`.
+/// Ordering cells by id orders them by period first. Id 0 is the all-unknown cell (undated,
+/// unknown speed, unrated, unknown mode), where every count of a book without facets is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CellId(pub u32);
+
+/// Speeds, in lichess's order; index + 1 is the stored speed (0 = unknown).
+pub const SPEEDS: [&str; 6] = [
+    "ultraBullet",
+    "bullet",
+    "blitz",
+    "rapid",
+    "classical",
+    "correspondence",
+];
+/// Lower bounds of the rating groups; index + 1 is the stored group (0 = unrated).
+pub const RATING_GROUPS: [u32; 9] = [0, 1000, 1200, 1400, 1600, 1800, 2000, 2200, 2500];
+/// Modes; index + 1 is the stored mode (0 = unknown).
+pub const MODES: [&str; 2] = ["rated", "casual"];
+/// The latest year a period can hold (later years are undated).
+pub const MAX_YEAR: u16 = 5000;
+
+/// When a game was played, as far as its tags say.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Period {
+    #[default]
+    Undated,
+    /// The year is known, the month is not.
+    Year(u16),
+    /// Year and month (1–12).
+    Month(u16, u8),
+}
+
+impl Period {
+    /// The stored form: 0 undated, else `1 + 13 · year + month` (month 0 = year-only).
+    pub fn code(self) -> u16 {
+        match self {
+            Period::Undated => 0,
+            Period::Year(y) => 1 + 13 * y.min(MAX_YEAR),
+            Period::Month(y, m) => 1 + 13 * y.min(MAX_YEAR) + u16::from(m.min(12)),
+        }
+    }
+
+    pub fn from_code(c: u16) -> Option<Period> {
+        if c == 0 {
+            return Some(Period::Undated);
+        }
+        let y = (c - 1) / 13;
+        let m = ((c - 1) % 13) as u8;
+        (y <= MAX_YEAR).then_some(if m == 0 {
+            Period::Year(y)
+        } else {
+            Period::Month(y, m)
+        })
+    }
+
+    pub fn year(self) -> Option<u16> {
+        match self {
+            Period::Undated => None,
+            Period::Year(y) | Period::Month(y, _) => Some(y),
+        }
+    }
+}
+
+impl fmt::Display for Period {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Period::Undated => f.write_str("undated"),
+            Period::Year(y) => write!(f, "{y:04}"),
+            Period::Month(y, m) => write!(f, "{y:04}-{m:02}"),
+        }
+    }
+}
+
+/// A cell's facets, decoded. Each is 0 when unknown, else 1 + its index in [`SPEEDS`],
+/// [`RATING_GROUPS`] or [`MODES`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Cell {
+    pub period: Period,
+    pub speed: u8,
+    pub group: u8,
+    pub mode: u8,
+}
+
+impl Cell {
+    pub fn id(self) -> CellId {
+        let attrs = u32::from(self.speed.min(6))
+            + 7 * (u32::from(self.group.min(9)) + 10 * u32::from(self.mode.min(2)));
+        CellId(u32::from(self.period.code()) << 8 | attrs)
+    }
+
+    /// The facets of a stored id; `None` for an id no cell has.
+    pub fn from_id(id: CellId) -> Option<Cell> {
+        let attrs = id.0 & 0xff;
+        if attrs >= 7 * 10 * 3 || id.0 >> 24 != 0 {
+            return None;
+        }
+        Some(Cell {
+            period: Period::from_code((id.0 >> 8) as u16)?,
+            speed: (attrs % 7) as u8,
+            group: ((attrs / 7) % 10) as u8,
+            mode: (attrs / 70) as u8,
+        })
+    }
+
+    /// The group a mean rating falls in (1-based; never 0: every rating has a group).
+    pub fn group_of(rating: u32) -> u8 {
+        RATING_GROUPS
+            .iter()
+            .rposition(|&g| g <= rating)
+            .unwrap_or(0) as u8
+            + 1
+    }
+
+    /// This cell with the facets `set` does not keep made unknown.
+    pub fn masked(self, set: FacetSet) -> Cell {
+        Cell {
+            period: if set.has(FacetSet::MONTH) {
+                self.period
+            } else {
+                Period::Undated
+            },
+            speed: if set.has(FacetSet::SPEED) {
+                self.speed
+            } else {
+                0
+            },
+            group: if set.has(FacetSet::RATING) {
+                self.group
+            } else {
+                0
+            },
+            mode: if set.has(FacetSet::MODE) {
+                self.mode
+            } else {
+                0
+            },
+        }
+    }
+}
+
+/// The counters of one cell of a move: results, the mover's rating sum and count, the
+/// opponent's rating sum and count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CellStat {
+    pub cell: CellId,
+    pub white: u64,
+    pub draws: u64,
+    pub black: u64,
+    pub unknown: u64,
+    pub rating_sum: u64,
+    pub rating_count: u64,
+    pub opp_sum: u64,
+    pub opp_count: u64,
+}
+
+impl CellStat {
+    pub fn games(&self) -> u64 {
+        self.white
+            .saturating_add(self.draws)
+            .saturating_add(self.black)
+            .saturating_add(self.unknown)
+    }
+
+    pub(crate) fn add(&mut self, o: &CellStat) {
+        self.white = self.white.saturating_add(o.white);
+        self.draws = self.draws.saturating_add(o.draws);
+        self.black = self.black.saturating_add(o.black);
+        self.unknown = self.unknown.saturating_add(o.unknown);
+        self.rating_sum = self.rating_sum.saturating_add(o.rating_sum);
+        self.rating_count = self.rating_count.saturating_add(o.rating_count);
+        self.opp_sum = self.opp_sum.saturating_add(o.opp_sum);
+        self.opp_count = self.opp_count.saturating_add(o.opp_count);
+    }
+
+    /// The one cell of a move without cells: the all-unknown cell with the move's counts (no
+    /// opponent ratings: a book without facets keeps none).
+    pub(crate) fn unknown_of(m: &MoveRec) -> CellStat {
+        CellStat {
+            cell: CellId(0),
+            white: m.white,
+            draws: m.draws,
+            black: m.black,
+            unknown: m.unknown,
+            rating_sum: m.rating_sum,
+            rating_count: m.rating_count,
+            opp_sum: 0,
+            opp_count: 0,
+        }
+    }
+}
+
+/// Merges two sorted cell lists, adding the counters of equal cells.
+pub(crate) fn merge_cells(a: &[CellStat], b: &[CellStat]) -> Vec<CellStat> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cell.cmp(&b[j].cell) {
+            std::cmp::Ordering::Less => {
+                out.push(a[i]);
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                out.push(b[j]);
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                let mut c = a[i];
+                c.add(&b[j]);
+                out.push(c);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
+/// The facets a book keeps (chosen when it is created; `meta` key `facets`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FacetSet(pub u8);
+
+impl FacetSet {
+    pub const MONTH: u8 = 1;
+    pub const SPEED: u8 = 2;
+    pub const RATING: u8 = 4;
+    pub const MODE: u8 = 8;
+    pub const NONE: FacetSet = FacetSet(0);
+    pub const ALL: FacetSet = FacetSet(15);
+    const NAMES: [(u8, &'static str); 4] = [
+        (Self::MONTH, "month"),
+        (Self::SPEED, "speed"),
+        (Self::RATING, "rating"),
+        (Self::MODE, "mode"),
+    ];
+
+    pub fn has(self, f: u8) -> bool {
+        self.0 & f != 0
+    }
+
+    pub fn is_none(self) -> bool {
+        self.0 == 0
+    }
+
+    pub fn union(self, o: FacetSet) -> FacetSet {
+        FacetSet(self.0 | o.0)
+    }
+
+    /// The names of the facets kept, in the order `month,speed,rating,mode`.
+    pub fn names(self) -> Vec<&'static str> {
+        Self::NAMES
+            .iter()
+            .filter(|(b, _)| self.has(*b))
+            .map(|(_, n)| *n)
+            .collect()
+    }
+
+    /// Parses `none` or a comma list of `month`, `speed`, `rating`, `mode` (also the stored
+    /// form: the same list, empty for none).
+    pub fn parse(s: &str) -> Result<FacetSet, String> {
+        let s = s.trim();
+        if s.is_empty() || s.eq_ignore_ascii_case("none") {
+            return Ok(FacetSet::NONE);
+        }
+        let mut set = 0;
+        for part in s.split(',').map(str::trim) {
+            let Some((b, _)) = Self::NAMES
+                .iter()
+                .find(|(_, n)| n.eq_ignore_ascii_case(part))
+            else {
+                return Err(format!(
+                    "unknown facet {part:?}: the facets are month, speed, rating and mode (or none)"
+                ));
+            };
+            set |= b;
+        }
+        Ok(FacetSet(set))
+    }
+}
+
+impl fmt::Display for FacetSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_none() {
+            return f.write_str("none");
+        }
+        f.write_str(&self.names().join(","))
+    }
+}
+
+/// A date bound of a filter: a month (`YYYY-MM`: only cells of a known month within pass) or a
+/// year (`YYYY`: cells of a known year within pass, year-only dates included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DateBound {
+    Month(u16, u8),
+    Year(u16),
+}
+
+impl DateBound {
+    /// Parses `YYYY-MM` or `YYYY`.
+    pub fn parse(s: &str) -> Result<DateBound, String> {
+        let bad = || format!("{s:?} is not a month (YYYY-MM) or a year (YYYY)");
+        let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+        match s.split_once('-') {
+            None if s.len() == 4 && digits(s) => {
+                let y: u16 = s.parse().map_err(|_| bad())?;
+                Ok(DateBound::Year(y.min(MAX_YEAR)))
+            }
+            Some((y, m)) if y.len() == 4 && digits(y) && m.len() == 2 && digits(m) => {
+                let y: u16 = y.parse().map_err(|_| bad())?;
+                let m: u8 = m.parse().map_err(|_| bad())?;
+                if !(1..=12).contains(&m) {
+                    return Err(bad());
+                }
+                Ok(DateBound::Month(y.min(MAX_YEAR), m))
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl fmt::Display for DateBound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DateBound::Month(y, m) => write!(f, "{y:04}-{m:02}"),
+            DateBound::Year(y) => write!(f, "{y:04}"),
+        }
+    }
+}
+
+/// Which cells a query counts (DESIGN §8): a cell counts when it passes every filter given;
+/// an unknown value never passes a filter on its facet. The empty filter counts every cell.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CellFilter {
+    /// Bit `s` set: stored speed `s` passes.
+    pub speeds: Option<u8>,
+    /// Bit `g` set: stored group `g` passes.
+    pub groups: Option<u16>,
+    /// Bit `m` set: stored mode `m` passes.
+    pub modes: Option<u8>,
+    pub since: Option<DateBound>,
+    pub until: Option<DateBound>,
+}
+
+impl CellFilter {
+    pub fn is_empty(&self) -> bool {
+        *self == CellFilter::default()
+    }
+
+    /// Parses a comma list of speeds (lichess's names, any case).
+    pub fn parse_speeds(s: &str) -> Result<u8, String> {
+        let mut bits = 0u8;
+        for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let i = SPEEDS
+                .iter()
+                .position(|n| n.eq_ignore_ascii_case(p))
+                .ok_or_else(|| {
+                    format!("unknown speed {p:?}: the speeds are {}", SPEEDS.join(", "))
+                })?;
+            bits |= 1 << (i + 1);
+        }
+        Ok(bits)
+    }
+
+    /// Parses a comma list of ratings, each selecting the group it falls in.
+    pub fn parse_ratings(s: &str) -> Result<u16, String> {
+        let mut bits = 0u16;
+        for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let r: u32 = p
+                .parse()
+                .map_err(|_| format!("rating {p:?} is not a whole number (e.g. 2200)"))?;
+            bits |= 1 << Cell::group_of(r);
+        }
+        Ok(bits)
+    }
+
+    /// Parses a comma list of modes (`rated`, `casual`).
+    pub fn parse_modes(s: &str) -> Result<u8, String> {
+        let mut bits = 0u8;
+        for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let i = MODES
+                .iter()
+                .position(|n| n.eq_ignore_ascii_case(p))
+                .ok_or_else(|| format!("unknown mode {p:?}: the modes are rated and casual"))?;
+            bits |= 1 << (i + 1);
+        }
+        Ok(bits)
+    }
+
+    /// The facets this filter needs the book to keep.
+    pub fn needs(&self) -> FacetSet {
+        let mut f = 0;
+        if self.speeds.is_some() {
+            f |= FacetSet::SPEED;
+        }
+        if self.groups.is_some() {
+            f |= FacetSet::RATING;
+        }
+        if self.modes.is_some() {
+            f |= FacetSet::MODE;
+        }
+        if self.since.is_some() || self.until.is_some() {
+            f |= FacetSet::MONTH;
+        }
+        FacetSet(f)
+    }
+
+    /// Refuses a filter on a facet the book does not keep (it could only match nothing).
+    pub fn check_book(&self, kept: FacetSet) -> Result<(), String> {
+        let missing = FacetSet(self.needs().0 & !kept.0);
+        if missing.is_none() {
+            return Ok(());
+        }
+        let name = |n: &str| match n {
+            "month" => "since/until",
+            "speed" => "speeds",
+            "rating" => "ratings",
+            _ => "modes",
+        };
+        let filters: Vec<&str> = missing.names().into_iter().map(name).collect();
+        Err(format!(
+            "this book keeps no {} facet (it keeps: {kept}), so {} cannot be answered; rebuild it with `import --facets` to filter on it",
+            missing.names().join(", "),
+            filters.join(", ")
+        ))
+    }
+
+    /// Whether the cell counts.
+    pub fn passes(&self, id: CellId) -> bool {
+        if self.is_empty() {
+            return true;
+        }
+        let Some(c) = Cell::from_id(id) else {
+            return false;
+        };
+        let bit8 = |m: Option<u8>, v: u8| m.is_none_or(|m| v != 0 && m & (1 << v) != 0);
+        if !bit8(self.speeds, c.speed) || !bit8(self.modes, c.mode) {
+            return false;
+        }
+        if let Some(g) = self.groups
+            && (c.group == 0 || g & (1 << c.group) == 0)
+        {
+            return false;
+        }
+        let date_ok = |b: DateBound, after: bool| match (b, c.period) {
+            (_, Period::Undated) => false,
+            (DateBound::Month(..), Period::Year(_)) => false,
+            (DateBound::Month(y, m), Period::Month(cy, cm)) => {
+                if after {
+                    (cy, cm) >= (y, m)
+                } else {
+                    (cy, cm) <= (y, m)
+                }
+            }
+            (DateBound::Year(y), p) => {
+                let cy = p.year().unwrap_or(0);
+                if after { cy >= y } else { cy <= y }
+            }
+        };
+        self.since.is_none_or(|b| date_ok(b, true)) && self.until.is_none_or(|b| date_ok(b, false))
+    }
+
+    /// A move's counts over the cells this filter counts (the move's totals when empty;
+    /// a move without cells is in the all-unknown cell, counted only by the empty filter).
+    pub fn count(&self, m: &MoveRec) -> CellStat {
+        let mut s = CellStat::default();
+        if m.cells.is_empty() {
+            if self.is_empty() {
+                s = CellStat::unknown_of(m);
+            }
+            return s;
+        }
+        for c in m.cells.iter().filter(|c| self.passes(c.cell)) {
+            s.add(c);
+        }
+        s
+    }
+}
+
+/// Games counted into a book by speed, rating group and year (`meta` key `facet_games`,
+/// JSON; what `stats` shows): each counted game adds one to its cell's value of each.
+/// Summed over a book's files, carried over by every rewrite and added by merges.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FacetGames {
+    /// Speed name (or `unknown`) → games.
+    #[serde(default)]
+    pub speed: std::collections::BTreeMap<String, u64>,
+    /// Lower bound of the rating group (or `unrated`) → games.
+    #[serde(default)]
+    pub rating: std::collections::BTreeMap<String, u64>,
+    /// Year (or `undated`) → games.
+    #[serde(default)]
+    pub year: std::collections::BTreeMap<String, u64>,
+}
+
+impl FacetGames {
+    pub fn is_empty(&self) -> bool {
+        self.speed.is_empty() && self.rating.is_empty() && self.year.is_empty()
+    }
+
+    /// Counts `n` games of cell `c`.
+    pub fn add(&mut self, c: Cell, n: u64) {
+        let speed = match c.speed {
+            0 => "unknown".to_string(),
+            s => SPEEDS[usize::from(s - 1).min(5)].to_string(),
+        };
+        let rating = match c.group {
+            0 => "unrated".to_string(),
+            g => RATING_GROUPS[usize::from(g - 1).min(8)].to_string(),
+        };
+        let year = c
+            .period
+            .year()
+            .map_or_else(|| "undated".to_string(), |y| format!("{y:04}"));
+        for (map, k) in [
+            (&mut self.speed, speed),
+            (&mut self.rating, rating),
+            (&mut self.year, year),
+        ] {
+            let v = map.entry(k).or_default();
+            *v = v.saturating_add(n);
+        }
+    }
+
+    pub fn merge(&mut self, o: &FacetGames) {
+        for (mine, theirs) in [
+            (&mut self.speed, &o.speed),
+            (&mut self.rating, &o.rating),
+            (&mut self.year, &o.year),
+        ] {
+            for (k, v) in theirs {
+                let e = mine.entry(k.clone()).or_default();
+                *e = e.saturating_add(*v);
+            }
+        }
+    }
+}
+
+impl CellFilter {
+    /// Keeps of `e` what this filter counts: each move's counters become the sums over its
+    /// passing cells (only those cells kept), and moves no counted game played are dropped.
+    /// The empty filter keeps everything as it is.
+    pub fn apply(&self, e: &mut super::entry::Entry) {
+        if self.is_empty() {
+            return;
+        }
+        for m in &mut e.moves {
+            m.cells.retain(|c| self.passes(c.cell));
+            let mut s = CellStat::default();
+            for c in &m.cells {
+                s.add(c);
+            }
+            m.white = s.white;
+            m.draws = s.draws;
+            m.black = s.black;
+            m.unknown = s.unknown;
+            m.rating_sum = s.rating_sum;
+            m.rating_count = s.rating_count;
+        }
+        e.moves.retain(|m| m.games() > 0);
+    }
+}
+
+/// The opponent's rating sum and count over a move's cells (0, 0 without cells).
+pub fn opponent_ratings(m: &MoveRec) -> (u64, u64) {
+    m.cells.iter().fold((0u64, 0u64), |(s, n), c| {
+        (s.saturating_add(c.opp_sum), n.saturating_add(c.opp_count))
+    })
+}
+
+// ---- byte coding of a move's cells (FORMAT §12.3) ----
+
+/// Cell kinds: low nibble the counters (0–3 one game of that result, no rating; 4–7 one
+/// rated game, the rating follows; 8 general: six varints); bits 4–5 the opponent's rating
+/// (0 none, 1 one rating as a zigzag difference from the mover's (needs kind 4–7), 2 one
+/// rating as a varint, 3 general: count and sum).
+const CELL_GENERAL: u8 = 8;
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+fn counter_kind(w: u64, d: u64, b: u64, u: u64, rs: u64, rc: u64) -> u8 {
+    let games = w.saturating_add(d).saturating_add(b).saturating_add(u);
+    if games != 1 {
+        return CELL_GENERAL;
+    }
+    let r = if w == 1 {
+        0
+    } else if d == 1 {
+        1
+    } else if b == 1 {
+        2
+    } else {
+        3
+    };
+    match (rc, rs) {
+        (0, 0) => r,
+        (1, _) => 4 + r,
+        _ => CELL_GENERAL,
+    }
+}
+
+fn opp_kind(c: &CellStat, kind: u8) -> u8 {
+    match c.opp_count {
+        0 if c.opp_sum == 0 => 0,
+        1 if (4..8).contains(&kind) && c.opp_sum <= i64::MAX as u64 => 1,
+        1 => 2,
+        _ => 3,
+    }
+}
+
+fn put_opp(out: &mut Vec<u8>, c: &CellStat, okind: u8) {
+    match okind {
+        1 => varint::put(
+            out,
+            zigzag(c.opp_sum as i64 - c.rating_sum.min(i64::MAX as u64) as i64),
+        ),
+        2 => varint::put(out, c.opp_sum),
+        3 => {
+            varint::put(out, c.opp_count);
+            varint::put(out, c.opp_sum);
+        }
+        _ => {}
+    }
+}
+
+/// Appends the cells of one move: `n` (varint; 0 = no cells), then for one cell its period
+/// (varint), attrs (u8), opponent kind (u8) and opponent values (its counters are the move's);
+/// for several, per cell: period delta from the previous cell (varint), attrs, kind (u8),
+/// counters, opponent values.
+pub(crate) fn encode_cells(m: &MoveRec, out: &mut Vec<u8>) {
+    varint::put(out, m.cells.len() as u64);
+    if let [c] = m.cells.as_slice() {
+        varint::put(out, u64::from(c.cell.0 >> 8));
+        out.push(c.cell.0 as u8);
+        let kind = counter_kind(
+            c.white,
+            c.draws,
+            c.black,
+            c.unknown,
+            c.rating_sum,
+            c.rating_count,
+        );
+        let ok = opp_kind(c, kind);
+        out.push(ok);
+        put_opp(out, c, ok);
+        return;
+    }
+    let mut prev = 0u64;
+    for c in &m.cells {
+        let period = u64::from(c.cell.0 >> 8);
+        varint::put(out, period - prev.min(period));
+        prev = period;
+        out.push(c.cell.0 as u8);
+        let kind = counter_kind(
+            c.white,
+            c.draws,
+            c.black,
+            c.unknown,
+            c.rating_sum,
+            c.rating_count,
+        );
+        let ok = opp_kind(c, kind);
+        out.push(kind | ok << 4);
+        match kind {
+            0..=3 => {}
+            4..=7 => varint::put(out, c.rating_sum),
+            _ => {
+                for v in [
+                    c.white,
+                    c.draws,
+                    c.black,
+                    c.unknown,
+                    c.rating_sum,
+                    c.rating_count,
+                ] {
+                    varint::put(out, v);
+                }
+            }
+        }
+        put_opp(out, c, ok);
+    }
+}
+
+fn get_opp(data: &[u8], pos: &mut usize, c: &mut CellStat, okind: u8) -> Option<()> {
+    match okind {
+        0 => {}
+        1 => {
+            let d = unzigzag(varint::get(data, pos)?);
+            let mover = i64::try_from(c.rating_sum).ok()?;
+            c.opp_sum = u64::try_from(mover.checked_add(d)?).ok()?;
+            c.opp_count = 1;
+        }
+        2 => {
+            c.opp_sum = varint::get(data, pos)?;
+            c.opp_count = 1;
+        }
+        3 => {
+            c.opp_count = varint::get(data, pos)?;
+            c.opp_sum = varint::get(data, pos)?;
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+/// Decodes the cells of move `m` (whose totals are already read) at `*pos` into `m.cells`.
+/// `None` on malformed bytes: an unknown kind, cells out of order or repeated, an id no cell
+/// has, a cell without games, or cells whose counters do not add up to the move's.
+pub(crate) fn decode_cells(data: &[u8], pos: &mut usize, m: &mut MoveRec) -> Option<()> {
+    let n = varint::get(data, pos)?;
+    m.cells.clear();
+    if n == 0 {
+        return Some(());
+    }
+    // Every cell takes at least three bytes.
+    if n > (data.len().saturating_sub(*pos) / 3) as u64 + 1 {
+        return None;
+    }
+    let id = |period: u64, attrs: u8| -> Option<CellId> {
+        let period = u16::try_from(period).ok()?;
+        let id = CellId(u32::from(period) << 8 | u32::from(attrs));
+        Cell::from_id(id).map(|_| id)
+    };
+    if n == 1 {
+        let period = varint::get(data, pos)?;
+        let attrs = *data.get(*pos)?;
+        let ok = *data.get(*pos + 1)?;
+        *pos += 2;
+        let mut c = CellStat::unknown_of(m);
+        c.cell = id(period, attrs)?;
+        if ok > 3 || (ok == 1 && c.rating_count != 1) {
+            return None;
+        }
+        get_opp(data, pos, &mut c, ok)?;
+        if c.games() == 0 {
+            return None;
+        }
+        m.cells.push(c);
+        return Some(());
+    }
+    let mut prev = 0u64;
+    let mut sum = CellStat::default();
+    for i in 0..n {
+        let period = prev.checked_add(varint::get(data, pos)?)?;
+        prev = period;
+        let attrs = *data.get(*pos)?;
+        let kind = *data.get(*pos + 1)?;
+        *pos += 2;
+        let mut c = CellStat {
+            cell: id(period, attrs)?,
+            ..CellStat::default()
+        };
+        match kind & 0x0f {
+            k @ 0..=7 => {
+                match k & 3 {
+                    0 => c.white = 1,
+                    1 => c.draws = 1,
+                    2 => c.black = 1,
+                    _ => c.unknown = 1,
+                }
+                if k >= 4 {
+                    c.rating_sum = varint::get(data, pos)?;
+                    c.rating_count = 1;
+                }
+            }
+            CELL_GENERAL => {
+                c.white = varint::get(data, pos)?;
+                c.draws = varint::get(data, pos)?;
+                c.black = varint::get(data, pos)?;
+                c.unknown = varint::get(data, pos)?;
+                c.rating_sum = varint::get(data, pos)?;
+                c.rating_count = varint::get(data, pos)?;
+            }
+            _ => return None,
+        }
+        let ok = kind >> 4;
+        if ok > 3 || (ok == 1 && !(4..8).contains(&(kind & 0x0f))) {
+            return None;
+        }
+        get_opp(data, pos, &mut c, ok)?;
+        if c.games() == 0 || (i > 0 && m.cells.last().is_some_and(|p| p.cell >= c.cell)) {
+            return None;
+        }
+        sum.add(&c);
+        m.cells.push(c);
+    }
+    let totals = CellStat::unknown_of(m);
+    let same = (
+        sum.white,
+        sum.draws,
+        sum.black,
+        sum.unknown,
+        sum.rating_sum,
+        sum.rating_count,
+    ) == (
+        totals.white,
+        totals.draws,
+        totals.black,
+        totals.unknown,
+        totals.rating_sum,
+        totals.rating_count,
+    );
+    same.then_some(())
+}
+
+/// Sets a move's totals to the sum of its cells (tests build moves from cells).
+#[cfg(test)]
+pub(crate) fn set_totals(m: &mut MoveRec) {
+    if m.cells.is_empty() {
+        return;
+    }
+    let mut s = CellStat::default();
+    for c in &m.cells {
+        s.add(c);
+    }
+    m.white = s.white;
+    m.draws = s.draws;
+    m.black = s.black;
+    m.unknown = s.unknown;
+    m.rating_sum = s.rating_sum;
+    m.rating_count = s.rating_count;
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_cell() -> impl Strategy<Value = CellStat> {
+        (
+            (0u16..=MAX_YEAR, 0u8..=12, 0u8..7, 0u8..10, 0u8..3),
+            0u64..3,
+            0u64..3,
+            0u64..3,
+            0u64..3,
+            0u64..4000,
+            0u64..3,
+            0u64..9000,
+            0u64..3,
+        )
+            .prop_map(|((y, m, s, g, md), w, d, b, u, rs, rc, os, oc)| {
+                let period = match m {
+                    0 if y == 0 => Period::Undated,
+                    0 => Period::Year(y),
+                    m => Period::Month(y, m),
+                };
+                let cell = Cell {
+                    period,
+                    speed: s,
+                    group: g,
+                    mode: md,
+                }
+                .id();
+                CellStat {
+                    cell,
+                    white: w,
+                    draws: d,
+                    black: b,
+                    unknown: u + u64::from(w + d + b + u == 0),
+                    rating_sum: rs,
+                    rating_count: rc,
+                    opp_sum: os,
+                    opp_count: oc,
+                }
+            })
+    }
+
+    /// A move with up to five cells (totals their sum), for the codecs' round-trip tests.
+    pub(crate) fn arb_move() -> impl Strategy<Value = MoveRec> {
+        proptest::collection::vec(arb_cell(), 0..6).prop_map(|cells| {
+            let mut m = MoveRec::default();
+            let mut v: Vec<CellStat> = Vec::new();
+            for c in cells {
+                v = merge_cells(&v, &[c]);
+            }
+            m.cells = v;
+            set_totals(&mut m);
+            m
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn cells_round_trip(m in arb_move()) {
+            let mut out = Vec::new();
+            encode_cells(&m, &mut out);
+            let mut back = MoveRec { cells: Vec::new(), ..m.clone() };
+            let mut pos = 0;
+            prop_assert!(decode_cells(&out, &mut pos, &mut back).is_some());
+            prop_assert_eq!(pos, out.len());
+            prop_assert_eq!(back, m);
+        }
+
+        #[test]
+        fn garbage_cells_never_panic(data in proptest::collection::vec(any::<u8>(), 0..64), w in 0u64..5) {
+            let mut m = MoveRec { white: w, ..Default::default() };
+            let mut pos = 0;
+            let _ = decode_cells(&data, &mut pos, &mut m);
+        }
+
+        #[test]
+        fn cell_ids_round_trip(c in arb_cell()) {
+            let cell = Cell::from_id(c.cell).unwrap();
+            prop_assert_eq!(cell.id(), c.cell);
+        }
+    }
+
+    #[test]
+    fn filters_follow_the_rules() {
+        let c = |p, s, g, m| {
+            Cell {
+                period: p,
+                speed: s,
+                group: g,
+                mode: m,
+            }
+            .id()
+        };
+        let blitz = CellFilter {
+            speeds: Some(CellFilter::parse_speeds("blitz").unwrap()),
+            ..Default::default()
+        };
+        assert!(blitz.passes(c(Period::Undated, 3, 0, 0)));
+        assert!(!blitz.passes(c(Period::Undated, 0, 0, 0)));
+        let r = CellFilter {
+            groups: Some(CellFilter::parse_ratings("2800,400").unwrap()),
+            ..Default::default()
+        };
+        assert!(
+            r.passes(c(Period::Undated, 0, 9, 0)),
+            "2800 is the 2500+ group"
+        );
+        assert!(r.passes(c(Period::Undated, 0, 1, 0)), "400 is below 1000");
+        assert!(
+            !r.passes(c(Period::Undated, 0, 0, 0)),
+            "unrated never passes"
+        );
+        let months = CellFilter {
+            since: Some(DateBound::parse("2020-05").unwrap()),
+            until: Some(DateBound::parse("2021-01").unwrap()),
+            ..Default::default()
+        };
+        assert!(months.passes(c(Period::Month(2020, 5), 0, 0, 0)));
+        assert!(months.passes(c(Period::Month(2021, 1), 0, 0, 0)));
+        assert!(!months.passes(c(Period::Month(2021, 2), 0, 0, 0)));
+        assert!(!months.passes(c(Period::Year(2020), 0, 0, 0)));
+        let years = CellFilter {
+            since: Some(DateBound::parse("1990").unwrap()),
+            ..Default::default()
+        };
+        assert!(years.passes(c(Period::Year(1990), 0, 0, 0)));
+        assert!(years.passes(c(Period::Month(1995, 3), 0, 0, 0)));
+        assert!(!years.passes(c(Period::Undated, 0, 0, 0)));
+        assert!(DateBound::parse("2020-13").is_err());
+        assert!(DateBound::parse("20-01").is_err());
+        assert_eq!(
+            FacetSet::parse("speed,month").unwrap().to_string(),
+            "month,speed"
+        );
+        assert!(FacetSet::parse("elo").is_err());
+        assert!(blitz.check_book(FacetSet::parse("month").unwrap()).is_err());
+        assert!(blitz.check_book(FacetSet::ALL).is_ok());
+    }
+}
