@@ -406,7 +406,12 @@ def answer(book, q):
         for k, v in (("white", w), ("draws", d), ("black", b), ("unknown", u)):
             out[k] += v
     if q.get("history"):
-        out["history"] = history(book, ident, flt, q.get("route") == "masters")
+        # By year on /masters; by month on /lichess. §8 leaves `probe --history` open: it
+        # follows its bounds, by year when since or until is given as YYYY (bookdb's reading).
+        route = q.get("route")
+        year_bound = any(len(flt.get(b, "")) == 4 for b in ("since", "until"))
+        out["history"] = history(book, ident, flt,
+                                 route == "masters" or (route == "probe" and year_bound))
     return out
 
 
