@@ -45,6 +45,8 @@ pub(crate) struct Args {
     /// Weight 1 for every move (polyglot -uniform).
     #[arg(long)]
     uniform: bool,
+    #[command(flatten)]
+    filter: super::args::FilterArgs,
     /// (The summary goes to stderr when --out is -.)
     #[command(flatten)]
     pub(crate) output: Output,
@@ -73,6 +75,7 @@ impl Args {
                 None
             },
             uniform: self.uniform,
+            filter: self.filter.filter()?,
         })
     }
 

@@ -1,6 +1,6 @@
 //! The explorer page at `/`: a board, the opening name, the moves table and the line played, in
 //! the browser. Its files live in `src/server/page/` and are compiled into the binary; nothing is
-//! fetched from elsewhere. The page reads the book only through the public `/masters` route
+//! fetched from elsewhere. The page reads the book only through the public `/lichess` route
 //! (and `/v1/book` to notice changes), so it shows exactly what any API client gets.
 //!
 //! `/` is revalidated on every visit (`no-cache`); it names its assets with a hash of their

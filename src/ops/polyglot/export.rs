@@ -37,6 +37,9 @@ pub struct PolyglotExportOptions {
     pub min_score: f64,
     pub only: Option<OnlySide>,
     pub uniform: bool,
+    /// The cells counted (`--since --until --speeds --ratings --modes`; both formats): each
+    /// move's counts are those of its passing cells, moves without such games left out.
+    pub filter: crate::store::facet::CellFilter,
 }
 
 impl Default for PolyglotExportOptions {
@@ -46,6 +49,7 @@ impl Default for PolyglotExportOptions {
             min_score: 0.0,
             only: None,
             uniform: false,
+            filter: Default::default(),
         }
     }
 }
@@ -312,7 +316,11 @@ pub fn export_polyglot(
         Ok(())
     };
     for e in book.iter()? {
-        let e = e?;
+        let mut e = e?;
+        opts.filter.apply(&mut e);
+        if e.moves.is_empty() {
+            continue;
+        }
         if group.first().is_some_and(|g| g.key != e.key) {
             flush(&mut group, &mut summary)?;
         }
@@ -323,10 +331,19 @@ pub fn export_polyglot(
 }
 
 /// Writes the book as JSON lines (the `dump` shape) to `out`; returns the lines written.
-pub fn export_jsonl(book: &Book, out: &mut dyn Write) -> Result<u64> {
+pub fn export_jsonl(
+    book: &Book,
+    out: &mut dyn Write,
+    filter: &crate::store::facet::CellFilter,
+) -> Result<u64> {
     let mut n = 0;
     for e in book.iter()? {
-        let j = query::entry_json(&e?, false)?;
+        let mut e = e?;
+        filter.apply(&mut e);
+        if e.moves.is_empty() {
+            continue;
+        }
+        let j = query::entry_json(&e, false)?;
         let mut line = serde_json::to_vec(&j).map_err(|e| Error::Internal(e.to_string()))?;
         line.push(b'\n');
         out.write_all(&line)
@@ -406,11 +423,14 @@ pub fn export(
             "export (Polyglot .bin and its JSON lines; use `bookdb dump` for this book)",
         ));
     }
+    opts.filter
+        .check_book(book.facets())
+        .map_err(Error::Usage)?;
     let run = |w: &mut dyn Write| -> Result<ExportSummary> {
         match format {
             ExportFormat::Polyglot => export_polyglot(&book, w, opts),
             ExportFormat::Jsonl => {
-                let lines = export_jsonl(&book, w)?;
+                let lines = export_jsonl(&book, w, &opts.filter)?;
                 Ok(ExportSummary {
                     format: "jsonl".into(),
                     keys: lines,
