@@ -11,7 +11,8 @@
 //!
 //! Also: unfiltered answers of the faceted book equal those of a `--facets none` book of the
 //! same games; books keeping only some facets answer the filters they keep as the oracle does
-//! and refuse the others (HTTP 400 `{"error"}`, probe exit 2); bad filter values are refused;
+//! and refuse the others (HTTP 400 `{"error"}`, probe exit 1 with a usage error); bad filter
+//! values are refused (probe exit 2);
 //! the berserk lichess client, pointed at the server, reads what the oracle says.
 //!
 //! Needs python-chess (without it: a printed SKIP, a failure when BOOKDB_REQUIRE_PEERS=1); the
@@ -486,6 +487,11 @@ fn ask(srv: &Server, book: &Path, q: &Query) -> Answer {
                     Ok(v) => Answer::Ok(v),
                     Err(e) => Answer::Other(format!("exit 0, not JSON ({e}): {stdout}")),
                 },
+                // A filter the book cannot answer: the library's usage error, exit 1 with
+                // `"kind":"usage"` under --json (a value clap cannot parse would be exit 2).
+                Some(1) if stderr.contains("\"kind\":\"usage\"") => {
+                    Answer::Refused(stderr.trim().to_string())
+                }
                 Some(2) => Answer::Refused(stderr.trim().to_string()),
                 c => Answer::Other(format!("exit {c:?}: {}", stderr.trim())),
             }
@@ -1163,7 +1169,9 @@ fn berserk_reads_the_oracle(fx: &Fixture, srv: &Server, rep: &mut Report) {
 }
 
 /// Filters on facets a book does not keep, and bad values, are refused: HTTP 400 with
-/// `{"error"}`, probe exit code 2; so is an unknown `--facets` name at import.
+/// `{"error"}`; `probe` exits 2 for a value that does not parse (clap's usage error, as an
+/// unknown `--facets` name at import) and 1 for a filter the book cannot answer (the CLI's
+/// exit code for the library's usage errors, docs/CONTRACT.md).
 #[test]
 fn unkept_facets_and_bad_values_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1194,12 +1202,12 @@ fn unkept_facets_and_bad_values_are_refused() {
         );
     }
 
-    let mut expect = |book: &Path, http: &str, probe: &[&str], refused: bool| {
+    let mut expect = |book: &Path, http: &str, probe: &[&str], refused: Option<i32>| {
         let srv = Server::start(book, &[]);
         for route in ["lichess", "masters"] {
             let path = format!("/{route}?play={}&{http}", EDGE_LINE.join(","));
             let r = srv.get(&path);
-            let ok = if refused {
+            let ok = if refused.is_some() {
                 r.status == 400
                     && serde_json::from_str::<Value>(&r.body).is_ok_and(|v| v["error"].is_string())
             } else {
@@ -1215,7 +1223,11 @@ fn unkept_facets_and_bad_values_are_refused() {
                 } else {
                     vec![format!(
                         "expected {}, got HTTP {} {}",
-                        if refused { "400 {\"error\"}" } else { "200" },
+                        if refused.is_some() {
+                            "400 {\"error\"}"
+                        } else {
+                            "200"
+                        },
                         r.status,
                         truncate(&r.body)
                     )]
@@ -1226,7 +1238,7 @@ fn unkept_facets_and_bad_values_are_refused() {
         let mut args = vec!["probe", "--book", s(book), "--moves", &line, "--json"];
         args.extend(probe);
         let out = bookdb(&args).output();
-        let want = if refused { 2 } else { 0 };
+        let want = refused.unwrap_or(0);
         rep.add(
             format!("bookdb {}", args.join(" ")),
             if out.status.code() == Some(want) {
@@ -1250,11 +1262,11 @@ fn unkept_facets_and_bad_values_are_refused() {
         ("until=2020", &["--until", "2020"]),
         ("history=true", &["--history"]),
     ] {
-        expect(&none, http, probe, true);
-        expect(&full, http, probe, false);
+        expect(&none, http, probe, Some(1));
+        expect(&full, http, probe, None);
     }
-    expect(&none, "history=false", &[], false);
-    expect(&none, "moves=3", &[], false);
+    expect(&none, "history=false", &[], None);
+    expect(&none, "moves=3", &[], None);
 
     // Bad values, on a book that keeps every facet.
     for (http, probe) in [
@@ -1270,7 +1282,7 @@ fn unkept_facets_and_bad_values_are_refused() {
         ("modes=ranked", &["--modes", "ranked"]),
         ("history=maybe", &["--history=maybe"]),
     ] {
-        expect(&full, http, probe, true);
+        expect(&full, http, probe, Some(2));
     }
 
     // Booleans: true/True/TRUE/1 add the history, false/False/0 do not.

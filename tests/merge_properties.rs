@@ -203,6 +203,8 @@ fn passing_coded_positions_through_writes_the_same_file_as_coding_them_again() {
     let mut imports = std::collections::BTreeMap::new();
     for b in [&bp, &bk] {
         w.add_games(b.meta().games);
+        w.add_facets(b.facets());
+        w.add_facet_games(&b.facet_games());
         imports.extend(b.imports().unwrap());
     }
     w.add_imports(imports);

@@ -254,11 +254,22 @@ fn the_berserk_lichess_client_reads_our_answers() {
     let got: Value = serde_json::from_slice(&out.stdout).unwrap();
     let ours = |q: &str| srv.get(q).json();
     assert_eq!(got["masters_start"], ours("/masters"));
+    // berserk sends its filters; the book honours them (DESIGN §8).
     assert_eq!(
         got["masters_sicilian"],
-        ours("/masters?play=e2e4,c7c5&moves=5")
+        ours("/masters?play=e2e4,c7c5&moves=5&since=1952&until=2024&topGames=4")
     );
-    assert_eq!(got["lichess_e4"], ours("/lichess?play=e2e4&moves=3"));
+    assert_eq!(
+        got["lichess_e4"],
+        ours("/lichess?play=e2e4&moves=3&speeds=blitz,rapid&ratings=1600,1800")
+    );
+    // The sample's games carry no TimeControl: no game is blitz or rapid, so the filtered
+    // answer counts none — never the whole book, as when filters were ignored.
+    assert_eq!(got["lichess_e4"]["moves"], serde_json::json!([]));
+    assert_ne!(
+        ours("/lichess?play=e2e4&moves=3")["moves"],
+        serde_json::json!([])
+    );
     assert_eq!(got["masters_fen"], ours("/masters?play=e2e4"));
     assert_eq!(
         got["masters_sicilian"]["opening"]["name"],

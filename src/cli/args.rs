@@ -145,60 +145,36 @@ impl JobArgs {
 }
 
 /// The facet filters of `probe` and `export` (DESIGN §8): a cell counts when it passes every
-/// filter given.
+/// filter given. Values are checked as arguments (exit 2 for one that does not parse).
 #[derive(clap::Args, Clone, Debug, Default)]
 pub(crate) struct FilterArgs {
     /// Only games of this month or later (YYYY-MM), or of this year or later (YYYY).
-    #[arg(long, value_name = "DATE")]
-    since: Option<String>,
+    #[arg(long, value_name = "DATE", value_parser = bookdb::store::facet::DateBound::parse)]
+    since: Option<bookdb::store::facet::DateBound>,
     /// Only games of this month or earlier (YYYY-MM), or of this year or earlier (YYYY).
-    #[arg(long, value_name = "DATE")]
-    until: Option<String>,
+    #[arg(long, value_name = "DATE", value_parser = bookdb::store::facet::DateBound::parse)]
+    until: Option<bookdb::store::facet::DateBound>,
     /// Only these speeds: a comma list of ultraBullet, bullet, blitz, rapid, classical,
     /// correspondence.
-    #[arg(long, value_name = "LIST")]
-    speeds: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = bookdb::store::facet::CellFilter::parse_speeds)]
+    speeds: Option<u8>,
     /// Only these rating groups: a comma list of ratings, each selecting its group (0, 1000,
     /// 1200, 1400, 1600, 1800, 2000, 2200, 2500: the mean of both players' Elos).
-    #[arg(long, value_name = "LIST")]
-    ratings: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = bookdb::store::facet::CellFilter::parse_ratings)]
+    ratings: Option<u16>,
     /// Only these modes: a comma list of rated, casual.
-    #[arg(long, value_name = "LIST")]
-    modes: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = bookdb::store::facet::CellFilter::parse_modes)]
+    modes: Option<u8>,
 }
 
 impl FilterArgs {
-    /// The filter, or a usage error naming the option.
-    pub(crate) fn filter(&self) -> anyhow::Result<bookdb::store::facet::CellFilter> {
-        use bookdb::store::facet::{CellFilter, DateBound};
-        let usage =
-            |opt: &str, e: String| anyhow::Error::new(bookdb::Error::Usage(format!("{opt}: {e}")));
-        Ok(CellFilter {
-            since: self
-                .since
-                .as_deref()
-                .map(|v| DateBound::parse(v).map_err(|e| usage("--since", e)))
-                .transpose()?,
-            until: self
-                .until
-                .as_deref()
-                .map(|v| DateBound::parse(v).map_err(|e| usage("--until", e)))
-                .transpose()?,
-            speeds: self
-                .speeds
-                .as_deref()
-                .map(|v| CellFilter::parse_speeds(v).map_err(|e| usage("--speeds", e)))
-                .transpose()?,
-            groups: self
-                .ratings
-                .as_deref()
-                .map(|v| CellFilter::parse_ratings(v).map_err(|e| usage("--ratings", e)))
-                .transpose()?,
-            modes: self
-                .modes
-                .as_deref()
-                .map(|v| CellFilter::parse_modes(v).map_err(|e| usage("--modes", e)))
-                .transpose()?,
-        })
+    pub(crate) fn filter(&self) -> bookdb::store::facet::CellFilter {
+        bookdb::store::facet::CellFilter {
+            since: self.since,
+            until: self.until,
+            speeds: self.speeds,
+            groups: self.ratings,
+            modes: self.modes,
+        }
     }
 }

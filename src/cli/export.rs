@@ -75,7 +75,7 @@ impl Args {
                 None
             },
             uniform: self.uniform,
-            filter: self.filter.filter()?,
+            filter: self.filter.filter(),
         })
     }
 

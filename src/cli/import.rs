@@ -65,8 +65,8 @@ pub(crate) struct Args {
     /// What a new book splits its counts by: a comma list of month, speed, rating, mode, or
     /// none (default for chess: all four; Othello: none). A book keeps what it was created
     /// with; later imports follow it.
-    #[arg(long, value_name = "LIST")]
-    facets: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = bookdb::store::facet::FacetSet::parse)]
+    facets: Option<bookdb::store::facet::FacetSet>,
     #[command(flatten)]
     pub(crate) job: JobArgs,
 }
@@ -85,12 +85,7 @@ impl Args {
                 min_rating: self.min_rating,
                 facets: bookdb::store::facet::FacetSet::NONE,
             },
-            facets: self
-                .facets
-                .as_deref()
-                .map(bookdb::store::facet::FacetSet::parse)
-                .transpose()
-                .map_err(|e| anyhow::Error::new(bookdb::Error::Usage(format!("--facets: {e}"))))?,
+            facets: self.facets,
             dedupe: self.dedupe,
             force: self.force,
             rehash: self.rehash,

@@ -11,8 +11,8 @@ pub(crate) struct Args {
     /// The facets the migrated book keeps from then on (a comma list of month, speed,
     /// rating, mode, or none; default for chess: all four). Its counts so far are in the
     /// all-unknown cell: unfiltered answers are unchanged.
-    #[arg(long, value_name = "LIST")]
-    facets: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = bookdb::store::facet::FacetSet::parse)]
+    facets: Option<bookdb::store::facet::FacetSet>,
     #[command(flatten)]
     pub(crate) job: JobArgs,
 }
@@ -20,12 +20,7 @@ pub(crate) struct Args {
 impl Args {
     pub(crate) fn run(self) -> anyhow::Result<ExitCode> {
         let mut opts = self.job.rewrite_options();
-        opts.facets = self
-            .facets
-            .as_deref()
-            .map(bookdb::store::facet::FacetSet::parse)
-            .transpose()
-            .map_err(|e| anyhow::Error::new(bookdb::Error::Usage(format!("--facets: {e}"))))?;
+        opts.facets = self.facets;
         let summary = bookdb::ops::rewrite::migrate(&self.book.book, &opts)?;
         self.job.output.print(&summary)?;
         Ok(ExitCode::SUCCESS)

@@ -59,7 +59,7 @@ impl Args {
             line: self.moves.as_deref(),
             names: Names::CLI,
         };
-        let filter = self.filter.filter()?;
+        let filter = self.filter.filter();
         let by_year = matches!(
             filter.since.or(filter.until),
             Some(bookdb::store::facet::DateBound::Year(_))

@@ -81,10 +81,7 @@ pub fn explore_counting(
     max_moves: usize,
     counting: &Counting,
 ) -> Result<ExplorerAnswer> {
-    counting
-        .filter
-        .check_book(book.facets())
-        .map_err(Error::Usage)?;
+    counting.check_book(book.facets())?;
     let pos = line
         .last()
         .ok_or_else(|| Error::Internal("explore: empty line".into()))?;

@@ -123,6 +123,23 @@ pub struct Counting {
     pub history: Option<bool>,
 }
 
+impl Counting {
+    /// Refuses what the book cannot answer: a filter on a facet it does not keep, or the
+    /// history of a book that keeps no dates (it could only be empty).
+    pub fn check_book(&self, kept: crate::store::facet::FacetSet) -> crate::error::Result<()> {
+        use crate::store::facet::FacetSet;
+        self.filter
+            .check_book(kept)
+            .map_err(crate::error::Error::Usage)?;
+        if self.history.is_some() && !kept.has(FacetSet::MONTH) {
+            return Err(crate::error::Error::Usage(format!(
+                "this book keeps no month facet (it keeps: {kept}), so it has no history to show; rebuild it with `import --facets` including month"
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// The FIDE table of rating differences by percentage score (0–100 %), as lila uses it.
 const DELTAS: [i32; 101] = [
     -800, -677, -589, -538, -501, -470, -444, -422, -401, -383, -366, -351, -336, -322, -309, -296,

@@ -217,10 +217,7 @@ pub fn probe_counting(
     q: &PositionQuery,
     counting: &crate::ops::facets::Counting,
 ) -> Result<PositionAnswer> {
-    counting
-        .filter
-        .check_book(book.facets())
-        .map_err(crate::error::Error::Usage)?;
+    counting.check_book(book.facets())?;
     match game {
         Game::Chess => {
             let mut a = query::probe_line(book, &chess_line(q)?)?;

@@ -6,6 +6,38 @@ use super::entry::{Entry, MoveRec};
 use super::facet::{Cell, CellFilter, CellId, CellStat};
 use super::varint;
 
+impl CellFilter {
+    /// Keeps of `e` what this filter counts: each move's counters become the sums over its
+    /// passing cells (only those cells kept), and moves no counted game played are dropped.
+    /// The empty filter keeps everything as it is.
+    pub fn apply(&self, e: &mut Entry) {
+        if self.is_empty() {
+            return;
+        }
+        for m in &mut e.moves {
+            m.cells.retain(|c| self.passes(c.cell));
+            let mut s = CellStat::default();
+            for c in &m.cells {
+                s.add(c);
+            }
+            m.white = s.white;
+            m.draws = s.draws;
+            m.black = s.black;
+            m.unknown = s.unknown;
+            m.rating_sum = s.rating_sum;
+            m.rating_count = s.rating_count;
+        }
+        e.moves.retain(|m| m.games() > 0);
+    }
+}
+
+/// The opponent's rating sum and count over a move's cells (0, 0 without cells).
+pub fn opponent_ratings(m: &MoveRec) -> (u64, u64) {
+    m.cells.iter().fold((0u64, 0u64), |(s, n), c| {
+        (s.saturating_add(c.opp_sum), n.saturating_add(c.opp_count))
+    })
+}
+
 /// Cell kinds: low nibble the counters (0–3 one game of that result, no rating; 4–7 one
 /// rated game, the rating follows; 8 general: six varints); bits 4–5 the opponent's rating
 /// (0 none, 1 one rating as a zigzag difference from the mover's (needs kind 4–7), 2 one
@@ -341,5 +373,4 @@ pub(crate) mod tests {
             let _ = decode_cells(&data, &mut pos, &mut m);
         }
     }
-
 }

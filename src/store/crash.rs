@@ -68,4 +68,3 @@ pub(crate) fn crash_point(name: &str) {
 #[cfg(not(feature = "failpoints"))]
 #[inline(always)]
 pub(crate) fn crash_point(_name: &str) {}
-

@@ -8,7 +8,6 @@
 
 use std::fmt;
 
-
 /// A cell's identity: `period << 8 | attrs`, with `attrs = speed + 7 · (group + 10 · mode)`.
 /// Ordering cells by id orders them by period first. Id 0 is the all-unknown cell (undated,
 /// unknown speed, unrated, unknown mode), where every count of a book without facets is.
@@ -514,97 +513,6 @@ impl FacetGames {
             }
         }
     }
-}
-
-/// Games counted into a book by speed, rating group and year (`meta` key `facet_games`,
-/// JSON; what `stats` shows): each counted game adds one to its cell's value of each.
-/// Summed over a book's files, carried over by every rewrite and added by merges.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct FacetGames {
-    /// Speed name (or `unknown`) → games.
-    #[serde(default)]
-    pub speed: std::collections::BTreeMap<String, u64>,
-    /// Lower bound of the rating group (or `unrated`) → games.
-    #[serde(default)]
-    pub rating: std::collections::BTreeMap<String, u64>,
-    /// Year (or `undated`) → games.
-    #[serde(default)]
-    pub year: std::collections::BTreeMap<String, u64>,
-}
-
-impl FacetGames {
-    pub fn is_empty(&self) -> bool {
-        self.speed.is_empty() && self.rating.is_empty() && self.year.is_empty()
-    }
-
-    /// Counts `n` games of cell `c`.
-    pub fn add(&mut self, c: Cell, n: u64) {
-        let speed = match c.speed {
-            0 => "unknown".to_string(),
-            s => SPEEDS[usize::from(s - 1).min(5)].to_string(),
-        };
-        let rating = match c.group {
-            0 => "unrated".to_string(),
-            g => RATING_GROUPS[usize::from(g - 1).min(8)].to_string(),
-        };
-        let year = c
-            .period
-            .year()
-            .map_or_else(|| "undated".to_string(), |y| format!("{y:04}"));
-        for (map, k) in [
-            (&mut self.speed, speed),
-            (&mut self.rating, rating),
-            (&mut self.year, year),
-        ] {
-            let v = map.entry(k).or_default();
-            *v = v.saturating_add(n);
-        }
-    }
-
-    pub fn merge(&mut self, o: &FacetGames) {
-        for (mine, theirs) in [
-            (&mut self.speed, &o.speed),
-            (&mut self.rating, &o.rating),
-            (&mut self.year, &o.year),
-        ] {
-            for (k, v) in theirs {
-                let e = mine.entry(k.clone()).or_default();
-                *e = e.saturating_add(*v);
-            }
-        }
-    }
-}
-
-impl CellFilter {
-    /// Keeps of `e` what this filter counts: each move's counters become the sums over its
-    /// passing cells (only those cells kept), and moves no counted game played are dropped.
-    /// The empty filter keeps everything as it is.
-    pub fn apply(&self, e: &mut super::entry::Entry) {
-        if self.is_empty() {
-            return;
-        }
-        for m in &mut e.moves {
-            m.cells.retain(|c| self.passes(c.cell));
-            let mut s = CellStat::default();
-            for c in &m.cells {
-                s.add(c);
-            }
-            m.white = s.white;
-            m.draws = s.draws;
-            m.black = s.black;
-            m.unknown = s.unknown;
-            m.rating_sum = s.rating_sum;
-            m.rating_count = s.rating_count;
-        }
-        e.moves.retain(|m| m.games() > 0);
-    }
-}
-
-/// The opponent's rating sum and count over a move's cells (0, 0 without cells).
-pub fn opponent_ratings(m: &MoveRec) -> (u64, u64) {
-    m.cells.iter().fold((0u64, 0u64), |(s, n), c| {
-        (s.saturating_add(c.opp_sum), n.saturating_add(c.opp_count))
-    })
 }
 
 #[cfg(test)]

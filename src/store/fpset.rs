@@ -437,17 +437,18 @@ pub(crate) fn copy_game_fingerprints(
     txn: &redb::WriteTransaction,
     sources: &[Arc<redb::ReadOnlyDatabase>],
 ) -> crate::store::error::Result<()> {
+    use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
     let mut tables = Vec::new();
     for src in sources {
         let rtxn = src.begin_read()?;
-        match rtxn.open_table(crate::store::book::schema::GAMES) {
+        match rtxn.open_table(GAMES) {
             Ok(t) if t.len()? > 0 => tables.push(t),
             Ok(_) | Err(redb::TableError::TableDoesNotExist(_)) => {}
             Err(e) => return Err(e.into()),
         }
     }
     if !tables.is_empty() {
-        let mut g = txn.open_table(crate::store::book::schema::GAMES)?;
+        let mut g = txn.open_table(GAMES)?;
         for t in &tables {
             for item in t.iter()? {
                 g.insert(item?.0.value(), ())?;

@@ -20,10 +20,10 @@ use error::CodecError;
 
 pub use block::{BlockHeader, BlockView, Compression};
 pub use book::{Book, BookCompression, BookMeta, BookWriter, CacheSizes, LiveBook, WriterOptions};
-pub use entry::{Entry, MoveExtra, MoveRec};
-pub use files::LockWait;
 #[doc(hidden)]
 pub use crash::{CRASH_POINTS, HAS_CRASH_POINTS};
+pub use entry::{Entry, MoveExtra, MoveRec};
+pub use files::LockWait;
 
 /// The book format versions this build writes, and the oldest it reads (through
 /// `bookdb migrate`; every other command reads only the version it writes).

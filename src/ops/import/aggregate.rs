@@ -3,7 +3,7 @@
 //! drains into a [`SortedAggregate`] stream of entries in book order.
 
 use crate::ops::pgn::{GameResult, Ply};
-use crate::store::facet::{CellId, CellStat};
+use crate::store::facet::CellId;
 use crate::store::{Entry, MoveRec};
 
 /// Open-addressing table from Zobrist key to the index of the first position with that key.

@@ -177,6 +177,8 @@ fn import_fitted(
 /// all four for chess, none for Othello, whose games carry no tags).
 fn with_book_facets(book_path: &Path, opts: &ImportOptions) -> Result<ImportOptions> {
     use crate::store::facet::FacetSet;
+    // A book of another game is refused first, in the words that say so.
+    check_game(book_path, opts)?;
     let existing = match book_path.exists() {
         true => Some(crate::store::Book::open(book_path, opts.game.codec())?.facets()),
         false => None,

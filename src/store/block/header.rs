@@ -3,8 +3,8 @@
 //! decompressed).
 
 use super::build::Payload;
-use super::{BLOCK_VERSION, BLOCK_VERSION_CELLS};
 use super::decompress::Decompressors;
+use super::{BLOCK_VERSION, BLOCK_VERSION_CELLS};
 use crate::store::error::Corruption;
 
 pub const HEADER_LEN: usize = 24;

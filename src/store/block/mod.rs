@@ -16,10 +16,7 @@ mod view;
 pub use build::{Payload, Prepared, build_payload, build_payload_with, prepare};
 #[doc(hidden)]
 pub use decompress::{Decompressors, PlainDecompressor};
-pub use header::{
-    BlockHeader, Compression, HEADER_LEN, MAX_RAW_LEN,
-    OpenBlock, open_block, seal,
-};
+pub use header::{BlockHeader, Compression, HEADER_LEN, MAX_RAW_LEN, OpenBlock, open_block, seal};
 pub(crate) use view::ColumnRanges;
 pub use view::{BlockView, Keep, RawEntry};
 

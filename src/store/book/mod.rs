@@ -17,7 +17,7 @@ mod live;
 mod open;
 mod options;
 mod reader;
-pub(crate) mod schema;
+mod schema;
 mod seal;
 mod train;
 mod view;

@@ -4,8 +4,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
-
 use super::live::{Manifest, Target, current_generation, publish, segment_path};
 use super::reader::read_generation;
 use super::*;
