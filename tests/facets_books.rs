@@ -1,0 +1,221 @@
+//! Facets through every writer: a book's cells survive delta segments, folds, compaction,
+//! merges of books with different facet sets (a facet one input lacks is unknown in its
+//! counts) and Polyglot imports; totals never change; `verify` passes on each.
+
+mod common;
+use common::*;
+
+use std::path::{Path, PathBuf};
+
+/// Sample games with lichess-style tags (deterministic, no python needed): the sample's games,
+/// each given a date, a time control, both Elos and an Event from its index.
+fn tagged_sample(dir: &Path) -> (PathBuf, PathBuf) {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sample.pgn"),
+    )
+    .unwrap();
+    let tcs = ["60+0", "180+2", "600+5", "1800+0", "-", "?"];
+    let mut games = Vec::new();
+    let mut cur = String::new();
+    for line in text.lines() {
+        if line.starts_with("[Event ") && !cur.trim().is_empty() {
+            games.push(std::mem::take(&mut cur));
+        }
+        let drop = [
+            "[Event ",
+            "[Date ",
+            "[UTCDate ",
+            "[WhiteElo ",
+            "[BlackElo ",
+            "[TimeControl ",
+        ];
+        if !drop.iter().any(|d| line.starts_with(d)) {
+            cur.push_str(line);
+            cur.push('\n');
+        }
+    }
+    games.push(cur);
+    let tagged: Vec<String> = games
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let elo = 1500 + (i * 37 % 1100);
+            let tags = format!(
+                "[Event \"{} game\"]\n[UTCDate \"{}.{:02}.01\"]\n[TimeControl \"{}\"]\n[WhiteElo \"{}\"]\n[BlackElo \"{}\"]\n",
+                if i % 3 == 0 { "Casual" } else { "Rated" },
+                2015 + i % 9,
+                1 + i % 12,
+                tcs[i % tcs.len()],
+                elo,
+                elo + 40
+            );
+            format!("{tags}{g}")
+        })
+        .collect();
+    let half = tagged.len() / 2;
+    let (a, b) = (dir.join("a.pgn"), dir.join("b.pgn"));
+    std::fs::write(&a, tagged[..half].concat()).unwrap();
+    std::fs::write(&b, tagged[half..].concat()).unwrap();
+    (a, b)
+}
+
+fn dump_facets(book: &Path) -> String {
+    bookdb(["dump", "--facets", "--book", s(book)]).ok()
+}
+
+fn probe(book: &Path, filters: &[&str]) -> serde_json::Value {
+    let mut args = vec!["probe", "--json", "--book", s(book)];
+    args.extend(filters);
+    bookdb(&args).json()
+}
+
+#[test]
+fn cells_survive_segments_folds_and_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = tagged_sample(dir.path());
+    let whole = dir.path().join("whole.book");
+    Bookdb::import(&[&a, &b], &whole).arg("--quiet").ok();
+    // The second half goes to a delta segment of a book of the first.
+    let live = dir.path().join("live.book");
+    Bookdb::import(&[&a], &live).arg("--quiet").ok();
+    Bookdb::import(&[&b], &live).arg("--quiet").ok();
+    let st: serde_json::Value = bookdb(["stats", "--json", "--book", s(&live)]).json();
+    assert_eq!(st["segments"], 1, "{st}");
+    assert_eq!(
+        st["facets"],
+        serde_json::json!(["month", "speed", "rating", "mode"])
+    );
+    assert_eq!(dump_facets(&live), dump_facets(&whole), "a segment's cells");
+    let filters = [
+        "--speeds",
+        "blitz,rapid",
+        "--ratings",
+        "1600,1800",
+        "--since",
+        "2017-03",
+    ];
+    assert_eq!(probe(&live, &filters), probe(&whole, &filters));
+    assert_ne!(probe(&whole, &filters)["moves"], serde_json::json!([]));
+    verify(&live);
+    // Games by facet are summed over the base and its segment.
+    let sw: serde_json::Value = bookdb(["stats", "--json", "--book", s(&whole)]).json();
+    assert_eq!(st["facet_games"], sw["facet_games"]);
+    bookdb(["compact", "--quiet", "--book", s(&live)]).ok();
+    assert_eq!(
+        dump_facets(&live),
+        dump_facets(&whole),
+        "compaction's cells"
+    );
+    verify(&live);
+}
+
+#[test]
+fn merging_books_with_other_facet_sets_keeps_every_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = tagged_sample(dir.path());
+    let months = dir.path().join("months.book");
+    let speeds = dir.path().join("speeds.book");
+    let plain = dir.path().join("plain.book");
+    Bookdb::import(&[&a], &months)
+        .args(["--quiet", "--facets", "month"])
+        .ok();
+    Bookdb::import(&[&b], &speeds)
+        .args(["--quiet", "--facets", "speed,rating"])
+        .ok();
+    Bookdb::import(&[&a, &b], &plain)
+        .args(["--quiet", "--facets", "none"])
+        .ok();
+    let merged = dir.path().join("merged.book");
+    bookdb([
+        "merge",
+        "--quiet",
+        s(&months),
+        s(&speeds),
+        "--out",
+        s(&merged),
+    ])
+    .ok();
+    verify(&merged);
+    // Totals: the merge of the halves is the plain book of both.
+    assert_eq!(dump(&merged), dump(&plain));
+    let st: serde_json::Value = bookdb(["stats", "--json", "--book", s(&merged)]).json();
+    assert_eq!(
+        st["facets"],
+        serde_json::json!(["month", "speed", "rating"])
+    );
+    // A facet an input lacks is unknown in its counts: speeds count only the second half's
+    // games, months only the first half's.
+    let blitz = ["--speeds", "blitz"];
+    assert_eq!(
+        probe(&merged, &blitz)["moves"],
+        probe(&speeds, &blitz)["moves"]
+    );
+    let since = ["--since", "2016-01"];
+    assert_eq!(
+        probe(&merged, &since)["moves"],
+        probe(&months, &since)["moves"]
+    );
+    // Modes were kept by neither: refused.
+    bookdb(["probe", "--book", s(&merged), "--modes", "rated"]).fails_with(1);
+    // With a facet-less book: its games are in the all-unknown cell.
+    let all = dir.path().join("all.book");
+    bookdb(["merge", "--quiet", s(&merged), s(&plain), "--out", s(&all)]).ok();
+    verify(&all);
+    assert_eq!(
+        probe(&all, &blitz)["moves"],
+        probe(&speeds, &blitz)["moves"]
+    );
+    let unfiltered = probe(&all, &[]);
+    let twice = probe(&plain, &[]);
+    for (m, t) in unfiltered["moves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(twice["moves"].as_array().unwrap())
+    {
+        assert_eq!(m["uci"], t["uci"]);
+        assert_eq!(
+            m["games"].as_u64().unwrap(),
+            2 * t["games"].as_u64().unwrap()
+        );
+    }
+}
+
+#[test]
+fn a_book_keeps_the_facets_it_was_created_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = tagged_sample(dir.path());
+    let book = dir.path().join("b.book");
+    Bookdb::import(&[&a], &book)
+        .args(["--quiet", "--facets", "speed"])
+        .ok();
+    // Later imports follow the book; asking for others is refused and changes nothing.
+    let err = Bookdb::import(&[&b], &book)
+        .args(["--quiet", "--facets", "month"])
+        .fails_with(1);
+    assert!(err.contains("keeps the facets speed"), "{err}");
+    Bookdb::import(&[&b], &book).arg("--quiet").ok();
+    let st: serde_json::Value = bookdb(["stats", "--json", "--book", s(&book)]).json();
+    assert_eq!(st["facets"], serde_json::json!(["speed"]));
+    // Unknown facet names are argument errors.
+    Bookdb::import(&[&b], &dir.path().join("x.book"))
+        .args(["--facets", "elo"])
+        .fails_with(2);
+    // A Polyglot import into a faceted book: its moves have no cells; verify passes, and the
+    // unfiltered answer counts them.
+    let bin = dir.path().join("b.bin");
+    bookdb([
+        "export",
+        "--book",
+        s(&book),
+        "--format",
+        "polyglot",
+        "--out",
+        s(&bin),
+    ])
+    .ok();
+    let pg = dir.path().join("pg.book");
+    Bookdb::import(&[&a], &pg).arg("--quiet").ok();
+    bookdb(["import-polyglot", s(&bin), "--book", s(&pg)]).ok();
+    verify(&pg);
+}
