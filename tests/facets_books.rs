@@ -198,7 +198,7 @@ fn a_book_keeps_the_facets_it_was_created_with() {
     let st: serde_json::Value = bookdb(["stats", "--json", "--book", s(&book)]).json();
     assert_eq!(st["facets"], serde_json::json!(["speed"]));
     // Unknown facet names are argument errors.
-    Bookdb::import(&[&b], &dir.path().join("x.book"))
+    Bookdb::import(&[&b], dir.path().join("x.book"))
         .args(["--facets", "elo"])
         .fails_with(2);
     // A Polyglot import into a faceted book: its moves have no cells; verify passes, and the
