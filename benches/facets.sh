@@ -55,7 +55,7 @@ pairs() { "$BOOKDB" stats --json --book "$tmp/$1" | python3 -c 'import json,sys;
 # probe_us NAME QUERY: median microseconds of /lichess?QUERY over 200 requests to a server.
 probe_us() {
   local name=$1 q=$2 port
-  "$BOOKDB" serve --book "$tmp/$name" --listen 127.0.0.1:0 2> "$tmp/serve.log" &
+  "$BOOKDB" serve --book "$tmp/$name" --listen 127.0.0.1:0 > "$tmp/serve.log" 2>&1 &
   local pid=$!
   for _ in $(seq 100); do
     port=$(grep -o '127.0.0.1:[0-9]*' "$tmp/serve.log" | head -1 | cut -d: -f2) && [ -n "$port" ] && break

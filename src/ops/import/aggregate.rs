@@ -80,6 +80,68 @@ impl KeyTable {
 }
 
 const NONE: u32 = u32::MAX;
+
+/// (position, move, cell) → move record, for books with facets: a position's moves then have
+/// a record per cell, thousands at the start position (one per month and speed), too many to
+/// find by walking the position's list. Open addressing over record indices + 1 (0 = empty),
+/// matched exactly against the record's fields, so a hash collision never merges two cells.
+#[derive(Default)]
+struct CellTable {
+    slots: Vec<u32>,
+    len: usize,
+}
+
+#[inline]
+fn cell_hash(pos: u32, mv: u16, cell: u32) -> u64 {
+    let mut h = u64::from(pos).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        ^ (u64::from(mv) << 40 | u64::from(cell)).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+    h ^= h >> 31;
+    h = h.wrapping_mul(0x1656_67b1_9e37_79f9);
+    h ^ (h >> 29)
+}
+
+impl CellTable {
+    /// The record of (pos, mv, cell) in `moves`, if any; else the slot where it goes.
+    fn find(&self, moves: &[AggMove], pos: u32, mv: u16, cell: u32) -> Result<u32, usize> {
+        let mask = self.slots.len() - 1;
+        let mut i = (cell_hash(pos, mv, cell) as usize) & mask;
+        loop {
+            match self.slots[i] {
+                0 => return Err(i),
+                v => {
+                    let m = &moves[(v - 1) as usize];
+                    if m.pos == pos && m.mv == mv && m.cell == cell {
+                        return Ok(v - 1);
+                    }
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Makes room for one more record (load factor at most 3/4), rehashing `moves`' records.
+    fn reserve_one(&mut self, moves: &[AggMove]) {
+        if self.slots.is_empty() || (self.len + 1) * 4 > self.slots.len() * 3 {
+            let size = (self.slots.len() * 2).max(1 << 12);
+            self.slots = vec![0; size];
+            let mask = size - 1;
+            for (idx, m) in moves.iter().enumerate().filter(|(_, m)| m.cell != NO_CELL) {
+                let mut i = (cell_hash(m.pos, m.mv, m.cell) as usize) & mask;
+                while self.slots[i] != 0 {
+                    i = (i + 1) & mask;
+                }
+                self.slots[i] = idx as u32 + 1;
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        if self.len > 0 {
+            self.slots.fill(0);
+            self.len = 0;
+        }
+    }
+}
 /// The cell of a game counted without facets (no cell id is this large).
 const NO_CELL: u32 = u32::MAX;
 
@@ -107,6 +169,8 @@ struct AggMove {
     /// The game's cell ([`NO_CELL`]: the book keeps no facets); a move has one record per
     /// cell it was played in.
     cell: u32,
+    /// The position this record belongs to (for [`CellTable`]'s exact match).
+    pos: u32,
     /// The last game (aggregator-local number) that counted this move: a game counts each
     /// (position, move) pair once.
     last_game: u32,
@@ -119,6 +183,8 @@ struct AggMove {
 /// an exact estimate of the memory in use.
 pub struct Aggregator {
     map: KeyTable,
+    /// Books with facets: the move records by (position, move, cell).
+    cells: CellTable,
     positions: Vec<AggPos>,
     moves: Vec<AggMove>,
     arena: Vec<u8>,
@@ -154,6 +220,7 @@ impl Aggregator {
     pub fn with_capacity(positions: usize) -> Aggregator {
         Aggregator {
             map: KeyTable::with_capacity(positions),
+            cells: CellTable::default(),
             positions: Vec::with_capacity(positions),
             moves: Vec::with_capacity(positions + positions / 8),
             arena: Vec::with_capacity(positions * TYPICAL_PACKED),
@@ -172,6 +239,7 @@ impl Aggregator {
         let slack = BATCH_PLIES;
         Aggregator {
             map: KeyTable::with_capacity(Self::capacity_for(budget).min(MAX_INITIAL_POSITIONS)),
+            cells: CellTable::default(),
             positions: Vec::with_capacity(budget / POS_OVERHEAD + slack),
             moves: Vec::with_capacity(budget / MOVE_BYTES + slack),
             arena: Vec::with_capacity(budget + slack * TYPICAL_PACKED),
@@ -295,11 +363,21 @@ impl Aggregator {
         cell: u32,
     ) {
         let p = self.position(ply, known) as usize;
-        let mut m = self.positions[p].first_move;
-        while m != NONE
-            && (self.moves[m as usize].mv != ply.mv || self.moves[m as usize].cell != cell)
-        {
-            m = self.moves[m as usize].next;
+        let mut m = NONE;
+        if cell == NO_CELL {
+            m = self.positions[p].first_move;
+            while m != NONE && self.moves[m as usize].mv != ply.mv {
+                m = self.moves[m as usize].next;
+            }
+        } else {
+            self.cells.reserve_one(&self.moves);
+            match self.cells.find(&self.moves, p as u32, ply.mv, cell) {
+                Ok(found) => m = found,
+                Err(slot) => {
+                    self.cells.slots[slot] = self.moves.len() as u32 + 1;
+                    self.cells.len += 1;
+                }
+            }
         }
         if m == NONE {
             m = self.moves.len() as u32;
@@ -310,6 +388,7 @@ impl Aggregator {
                 rating_count: 0,
                 opp_count: 0,
                 cell,
+                pos: p as u32,
                 last_game: 0,
                 next: self.positions[p].first_move,
                 mv: ply.mv,
@@ -336,7 +415,10 @@ impl Aggregator {
 
     /// Heap bytes in use (exact up to allocator rounding and unused capacity).
     pub(crate) fn bytes(&self) -> usize {
-        self.positions.len() * POS_OVERHEAD + self.arena.len() + self.moves.len() * MOVE_BYTES
+        self.positions.len() * POS_OVERHEAD
+            + self.arena.len()
+            + self.moves.len() * MOVE_BYTES
+            + self.cells.slots.len() * std::mem::size_of::<u32>()
     }
 
     /// True when the memory budget is used up, or a 32-bit index or counter is past half its
@@ -400,6 +482,7 @@ impl Aggregator {
     /// Empties the aggregator, keeping its allocations for the next round.
     pub(crate) fn clear(&mut self) {
         self.map.clear();
+        self.cells.clear();
         self.positions.clear();
         self.moves.clear();
         self.arena.clear();
