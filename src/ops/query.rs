@@ -325,6 +325,21 @@ impl ProbeAnswer {
                 m.avg_rating.map_or("-".to_string(), |r| r.to_string()),
             );
         }
+        if let Some(h) = &self.history {
+            let _ = writeln!(
+                s,
+                "\n{:<8} {:>7} {:>7} {:>7}",
+                "history", "white", "draws", "black"
+            );
+            for p in h {
+                let when = match (&p.month, p.year) {
+                    (Some(m), _) => m.clone(),
+                    (None, Some(y)) => format!("{y:04}"),
+                    (None, None) => "?".into(),
+                };
+                let _ = writeln!(s, "{when:<8} {:>7} {:>7} {:>7}", p.white, p.draws, p.black);
+            }
+        }
         if self.same_key_others > 0 {
             let _ = writeln!(
                 s,

@@ -16,16 +16,7 @@ impl CellFilter {
         }
         for m in &mut e.moves {
             m.cells.retain(|c| self.passes(c.cell));
-            let mut s = CellStat::default();
-            for c in &m.cells {
-                s.add(c);
-            }
-            m.white = s.white;
-            m.draws = s.draws;
-            m.black = s.black;
-            m.unknown = s.unknown;
-            m.rating_sum = s.rating_sum;
-            m.rating_count = s.rating_count;
+            set_totals(m);
         }
         e.moves.retain(|m| m.games() > 0);
     }
@@ -277,12 +268,8 @@ pub(crate) fn decode_cells(data: &[u8], pos: &mut usize, m: &mut MoveRec) -> Opt
     same.then_some(())
 }
 
-/// Sets a move's totals to the sum of its cells (tests build moves from cells).
-#[cfg(test)]
+/// Sets a move's six counters to the sums over its cells (zero without cells).
 pub(crate) fn set_totals(m: &mut MoveRec) {
-    if m.cells.is_empty() {
-        return;
-    }
     let mut s = CellStat::default();
     for c in &m.cells {
         s.add(c);
