@@ -1056,22 +1056,6 @@ fn faceted_answers_match_the_oracle() {
     rep.finish("facets: bookdb vs the oracle");
 }
 
-fn berserk_python() -> Option<String> {
-    let ok = Command::new("python3")
-        .args(["-c", "import berserk"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok {
-        return Some("python3".into());
-    }
-    assert!(
-        !peers_required(),
-        "berserk not importable and BOOKDB_REQUIRE_PEERS=1 (pip install berserk)"
-    );
-    eprintln!("SKIP: the berserk lichess client is not installed (pip install berserk)");
-    None
-}
-
 /// berserk's `get_lichess_games(speeds=["blitz"], ratings=["2200"], since="2020-01",
 /// until="2022-12", history=True)` and `get_masters_games(since=1990, until=2005)` (as written,
 /// so 12 moves at most, and with moves=100) return what the oracle says.

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::server::{Server, enc};
 use common::{
-    Bookdb, bookdb, copy_in, dump, peers_required, s, sample_halves, sample_pgn, stats, verify,
+    Bookdb, berserk_python, bookdb, copy_in, dump, s, sample_halves, sample_pgn, stats, verify,
 };
 use serde_json::Value;
 
@@ -214,22 +214,6 @@ fn san_ratings_and_opening_names() {
             assert_eq!(m["san"], "Qh5#");
         }
     }
-}
-
-fn berserk_python() -> Option<String> {
-    let ok = Command::new("python3")
-        .args(["-c", "import berserk"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok {
-        return Some("python3".into());
-    }
-    assert!(
-        !peers_required(),
-        "berserk not importable and BOOKDB_REQUIRE_PEERS=1 (pip install berserk)"
-    );
-    eprintln!("SKIP: the berserk lichess client is not installed (pip install berserk)");
-    None
 }
 
 #[test]

@@ -88,6 +88,19 @@ fn put_opp(out: &mut Vec<u8>, c: &CellStat, okind: u8) {
     }
 }
 
+/// A cell's counter kind and opponent kind, the smallest that hold it.
+fn kinds(c: &CellStat) -> (u8, u8) {
+    let kind = counter_kind(
+        c.white,
+        c.draws,
+        c.black,
+        c.unknown,
+        c.rating_sum,
+        c.rating_count,
+    );
+    (kind, opp_kind(c, kind))
+}
+
 /// Appends the cells of one move: `n` (varint; 0 = no cells), then for one cell its period
 /// (varint), attrs (u8), opponent kind (u8) and opponent values (its counters are the move's);
 /// for several, per cell: period delta from the previous cell (varint), attrs, kind (u8),
@@ -97,15 +110,7 @@ pub(crate) fn encode_cells(m: &MoveRec, out: &mut Vec<u8>) {
     if let [c] = m.cells.as_slice() {
         varint::put(out, u64::from(c.cell.0 >> 8));
         out.push(c.cell.0 as u8);
-        let kind = counter_kind(
-            c.white,
-            c.draws,
-            c.black,
-            c.unknown,
-            c.rating_sum,
-            c.rating_count,
-        );
-        let ok = opp_kind(c, kind);
+        let (_, ok) = kinds(c);
         out.push(ok);
         put_opp(out, c, ok);
         return;
@@ -116,15 +121,7 @@ pub(crate) fn encode_cells(m: &MoveRec, out: &mut Vec<u8>) {
         varint::put(out, period - prev.min(period));
         prev = period;
         out.push(c.cell.0 as u8);
-        let kind = counter_kind(
-            c.white,
-            c.draws,
-            c.black,
-            c.unknown,
-            c.rating_sum,
-            c.rating_count,
-        );
-        let ok = opp_kind(c, kind);
+        let (kind, ok) = kinds(c);
         out.push(kind | ok << 4);
         match kind {
             0..=3 => {}

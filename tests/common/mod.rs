@@ -12,6 +12,24 @@ pub fn peers_required() -> bool {
     std::env::var("BOOKDB_REQUIRE_PEERS").is_ok_and(|v| v.trim() == "1")
 }
 
+/// A Python interpreter that can import the berserk lichess client, or `None` after printing
+/// a SKIP line (a failure when peers are required).
+pub fn berserk_python() -> Option<String> {
+    let ok = Command::new("python3")
+        .args(["-c", "import berserk"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        return Some("python3".into());
+    }
+    assert!(
+        !peers_required(),
+        "berserk not importable and BOOKDB_REQUIRE_PEERS=1 (pip install berserk)"
+    );
+    eprintln!("SKIP: the berserk lichess client is not installed (pip install berserk)");
+    None
+}
+
 /// A Python interpreter that can import python-chess, or `None` after printing a SKIP line
 /// (a failure when peers are required). `$BOOKDB_PYTHON` is tried first.
 pub fn python_chess() -> Option<String> {
