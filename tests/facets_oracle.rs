@@ -1,4 +1,4 @@
-//! Facets (DESIGN.md §8) judged by an independent oracle: `tests/scripts/facet_oracle.py` counts
+//! Facets (docs/CONTRACT.md §3, docs/FORMAT.md §12) judged by an independent oracle: `tests/scripts/facet_oracle.py` counts
 //! the same games with python-chess, written from the design brief alone, and answers the same
 //! queries; bookdb's `probe --json`, `GET /lichess` and `GET /masters` must agree with it field
 //! by field (totals, per move white/draws/black/unknown, SAN, `averageRating`,

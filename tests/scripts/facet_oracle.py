@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An independent oracle for bookdb's facets (DESIGN.md §2 "Counting a game" and §8 "Facets"),
+"""An independent oracle for bookdb's facets (docs/CONTRACT.md §2 "Counting a game"; the facet rules of docs/FORMAT.md §12),
 written from the design brief alone with python-chess; it shares no code with bookdb.
 
 usage: facet_oracle.py PGN... [--max-ply N] [--queries FILE|-] [--self-check] [--cells]

@@ -13,7 +13,7 @@ const POLL_MS = 3000;
 const BOOK_WAIT_MS = 1500;
 const SVG_NS = "http://www.w3.org/2000/svg";
 
-// The facets a book may keep (DESIGN.md §8) and the values of their filters, in lichess's order.
+// The facets a book may keep (docs/FORMAT.md §12, docs/CONTRACT.md §3) and the values of their filters, in lichess's order.
 const FACETS = ["month", "speed", "rating", "mode"];
 const SPEEDS = ["ultraBullet", "bullet", "blitz", "rapid", "classical", "correspondence"];
 const SPEED_NAMES = {
@@ -385,7 +385,7 @@ async function refreshBook(follow) {
     const { body } = await fetchJson("/v1/book");
     const g = String(body.served_generation);
     renderBookInfo(body);
-    // A server that does not say keeps all four (DESIGN.md §8).
+    // A server that does not say keeps all four (docs/FORMAT.md §12, docs/CONTRACT.md §3).
     const kept = Array.isArray(body.facets) ? body.facets : FACETS;
     const before = facetsKey();
     bookFacets = new Set(kept.filter((f) => FACETS.includes(f)));
