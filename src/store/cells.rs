@@ -3,7 +3,7 @@
 //! ratings over a move's cells.
 
 use super::entry::{Entry, MoveRec};
-use super::facet::{Cell, CellFilter, CellId, CellStat};
+use super::facet::{CellFilter, CellId, CellStat, MAX_YEAR};
 use super::varint;
 
 impl CellFilter {
@@ -27,6 +27,19 @@ pub fn opponent_ratings(m: &MoveRec) -> (u64, u64) {
     m.cells.iter().fold((0u64, 0u64), |(s, n), c| {
         (s.saturating_add(c.opp_sum), n.saturating_add(c.opp_count))
     })
+}
+
+/// The largest period code (December of `MAX_YEAR`) and the end of the attrs range
+/// (docs/FORMAT.md §12.2).
+const MAX_PERIOD_CODE: u64 = 1 + 13 * MAX_YEAR as u64 + 12;
+const ATTRS_END: u8 = 7 * 10 * 3;
+
+/// The id of a stored (period, attrs), if it is one `Cell::from_id` accepts (checked without
+/// building the cell: this runs for every cell a query reads).
+#[inline]
+fn cell_id(period: u64, attrs: u8) -> Option<CellId> {
+    (period <= MAX_PERIOD_CODE && attrs < ATTRS_END)
+        .then(|| CellId((period as u32) << 8 | u32::from(attrs)))
 }
 
 /// Cell kinds: low nibble the counters (0–3 one game of that result, no rating; 4–7 one
@@ -178,11 +191,7 @@ pub(crate) fn decode_cells(data: &[u8], pos: &mut usize, m: &mut MoveRec) -> Opt
     if n > (data.len().saturating_sub(*pos) / 3) as u64 + 1 {
         return None;
     }
-    let id = |period: u64, attrs: u8| -> Option<CellId> {
-        let period = u16::try_from(period).ok()?;
-        let id = CellId(u32::from(period) << 8 | u32::from(attrs));
-        Cell::from_id(id).map(|_| id)
-    };
+    let id = cell_id;
     if n == 1 {
         let period = varint::get(data, pos)?;
         let attrs = *data.get(*pos)?;
@@ -282,7 +291,22 @@ pub(crate) fn set_totals(m: &mut MoveRec) {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::store::facet::{MAX_YEAR, Period, merge_cells};
+    use crate::store::facet::{Cell, MAX_YEAR, Period, merge_cells};
+
+    #[test]
+    fn the_quick_id_check_is_from_id() {
+        for period in 0..=MAX_PERIOD_CODE + 20 {
+            for attrs in 0..=255u8 {
+                let full = Cell::from_id(CellId((period as u32) << 8 | u32::from(attrs)));
+                assert_eq!(
+                    cell_id(period, attrs).is_some(),
+                    full.is_some(),
+                    "{period} {attrs}"
+                );
+            }
+        }
+        assert!(cell_id(u64::from(u16::MAX) + 1, 0).is_none());
+    }
     use proptest::prelude::*;
 
     pub(crate) fn arb_cell() -> impl Strategy<Value = CellStat> {

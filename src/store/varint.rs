@@ -12,9 +12,27 @@ pub fn put(out: &mut Vec<u8>, mut v: u64) {
 
 /// Reads one varint at `*pos`, advancing it. `None` on truncation or overflow (> 10 bytes or
 /// bits beyond 64).
-#[inline]
+#[inline(always)]
 #[doc(hidden)]
 pub fn get(data: &[u8], pos: &mut usize) -> Option<u64> {
+    // Most values in a block are below 2^14 (counts, ratings): one or two bytes, no loop.
+    match data.get(*pos..*pos + 2) {
+        Some(&[b0, b1]) if b0 < 0x80 => {
+            let _ = b1;
+            *pos += 1;
+            Some(u64::from(b0))
+        }
+        Some(&[b0, b1]) if b1 < 0x80 => {
+            *pos += 2;
+            Some(u64::from(b0 & 0x7f) | u64::from(b1) << 7)
+        }
+        _ => get_long(data, pos),
+    }
+}
+
+/// [`get`] for a value of three bytes or more, or near the end of `data`.
+#[inline(never)]
+fn get_long(data: &[u8], pos: &mut usize) -> Option<u64> {
     let mut v: u64 = 0;
     let mut shift = 0u32;
     loop {
@@ -69,6 +87,20 @@ mod tests {
                 prop_assert_eq!(get(&buf, &mut pos), Some(v));
             }
             prop_assert_eq!(pos, buf.len());
+        }
+
+        #[test]
+        fn the_short_paths_read_what_the_loop_reads(
+            data in proptest::collection::vec(any::<u8>(), 0..12),
+            start in 0usize..13,
+        ) {
+            let (mut a, mut b) = (start, start);
+            let fast = get(&data, &mut a);
+            let slow = get_long(&data, &mut b);
+            prop_assert_eq!(fast, slow);
+            if fast.is_some() {
+                prop_assert_eq!(a, b);
+            }
         }
 
         #[test]

@@ -1,0 +1,53 @@
+//! Development tool: the cost of one explorer query at a position, in process (no HTTP), for
+//! a book with facets against one without: `facetprobe BOOK [FILTER...]` where a filter is
+//! `speeds=blitz`, `ratings=2000`, `since=2015-01`, `until=2019-12`.
+use bookdb::ops::explorer::explore_counting;
+use bookdb::ops::facets::Counting;
+use bookdb::store::Book;
+use bookdb::store::facet::{CellFilter, DateBound};
+use std::time::Instant;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let path = args.next().expect("usage: facetprobe BOOK [FILTER...]");
+    let mut filter = CellFilter::default();
+    for a in args {
+        let (k, v) = a.split_once('=').expect("FILTER is key=value");
+        match k {
+            "speeds" => filter.speeds = Some(CellFilter::parse_speeds(v).expect("speeds")),
+            "ratings" => filter.groups = Some(CellFilter::parse_ratings(v).expect("ratings")),
+            "since" => filter.since = Some(DateBound::parse(v).expect("since")),
+            "until" => filter.until = Some(DateBound::parse(v).expect("until")),
+            _ => panic!("unknown filter {k}"),
+        }
+    }
+    let book = Book::open(std::path::Path::new(&path), bookdb::chess_codec()).expect("open");
+    let counting = Counting {
+        filter,
+        history: None,
+    };
+    let line = vec![shakmaty::Chess::default()];
+    let start = bookdb::chess::PosState::from_chess(&line[0]).pack().0;
+    if let Some(e) = book.lookup(&start).expect("lookup") {
+        let cells: usize = e.moves.iter().map(|m| m.cells.len()).sum();
+        println!("start position: {} moves, {cells} cells", e.moves.len());
+    }
+    let mut ns = Vec::new();
+    let mut total = 0;
+    for i in 0..2200 {
+        let t = Instant::now();
+        let a = explore_counting(&book, &line, 12, &counting).expect("query");
+        let e = t.elapsed().as_nanos() as f64;
+        total += a.white;
+        if i >= 200 {
+            ns.push(e);
+        }
+    }
+    ns.sort_by(f64::total_cmp);
+    println!(
+        "median {:.1} us  p90 {:.1} us  (white total {})",
+        ns[ns.len() / 2] / 1e3,
+        ns[ns.len() * 9 / 10] / 1e3,
+        total / 2200
+    );
+}
