@@ -144,7 +144,7 @@ impl JobArgs {
     }
 }
 
-/// The facet filters of `probe` and `export` (DESIGN §8): a cell counts when it passes every
+/// The facet filters of `probe` and `export` (docs/FORMAT.md §12): a cell counts when it passes every
 /// filter given. Values are checked as arguments (exit 2 for one that does not parse).
 #[derive(clap::Args, Clone, Debug, Default)]
 pub(crate) struct FilterArgs {

@@ -88,7 +88,7 @@ pub fn explore_counting(
     // Found by its coded bytes (no position in the book is decoded) and moves, as `probe`
     // finds it; a key-only entry has no position and is not answered by position.
     let state = PosState::from_chess(pos);
-    let mut entry = book.lookup(&state.pack().0)?;
+    let mut entry = book.lookup_read(&state.pack().0, counting.cell_read())?;
     if let Some(e) = &mut entry {
         counting.filter.apply(e);
     }

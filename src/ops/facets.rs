@@ -1,4 +1,4 @@
-//! A game's cell, read from its PGN tags as DESIGN §8 fixes it: period (`UTCDate`, else
+//! A game's cell, read from its PGN tags as docs/FORMAT.md §12 fixes it: period (`UTCDate`, else
 //! `Date`), speed (`TimeControl`), rating group (the mean of both Elos) and mode (`Event`).
 
 use serde::Serialize;
@@ -124,6 +124,17 @@ pub struct Counting {
 }
 
 impl Counting {
+    /// What a lookup must keep of a move's cells to answer this: the passing cells under a
+    /// filter, every cell for an unfiltered history, only the totals otherwise.
+    pub fn cell_read(&self) -> crate::store::cells::CellRead<'_> {
+        use crate::store::cells::CellRead;
+        match (self.filter.is_empty(), self.history) {
+            (false, _) => CellRead::Passing(&self.filter),
+            (true, Some(_)) => CellRead::All,
+            (true, None) => CellRead::Totals,
+        }
+    }
+
     /// Refuses what the book cannot answer: a filter on a facet it does not keep, or the
     /// history of a book that keeps no dates (it could only be empty).
     pub fn check_book(&self, kept: crate::store::facet::FacetSet) -> crate::error::Result<()> {
@@ -184,7 +195,7 @@ pub struct HistoryPoint {
     pub black: u64,
 }
 
-/// The history of a position (DESIGN §8), from its entry already filtered: by month (cells of
+/// The history of a position (docs/FORMAT.md §12), from its entry already filtered: by month (cells of
 /// a known month) or by year (`by_year`: cells of a known year), every period from `since`
 /// (else the first with games) to `until` (else the last with games), zero-filled.
 pub fn history(

@@ -220,8 +220,7 @@ pub fn probe_counting(
     counting.check_book(book.facets())?;
     match game {
         Game::Chess => {
-            let mut a = query::probe_line(book, &chess_line(q)?)?;
-            a.count(counting);
+            let a = query::probe_line_counting(book, &chess_line(q)?, counting)?;
             Ok(PositionAnswer::Chess(a))
         }
         Game::Othello { canonical } => Ok(PositionAnswer::Othello(othello_query::probe(

@@ -7,6 +7,7 @@ use shakmaty::san::SanPlus;
 use crate::chess::openings::{Opening, name_along, name_of};
 use crate::chess::{PosState, legal_move, move_uci, to_hex};
 use crate::error::{Error, Result};
+use crate::store::cells::CellRead;
 use crate::store::{Book, Entry, MoveRec};
 
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
@@ -206,10 +207,16 @@ pub struct ProbeAnswer {
 }
 
 pub fn probe(book: &Book, pos: &Chess) -> Result<ProbeAnswer> {
+    probe_read(book, pos, CellRead::All)
+}
+
+/// [`probe`] keeping of each move's cells what `read` asks for (the answer's counts are
+/// then those `read` selects).
+fn probe_read(book: &Book, pos: &Chess, read: CellRead) -> Result<ProbeAnswer> {
     let state = PosState::from_chess(pos);
     let packed = state.pack().0;
     let key = state.key();
-    let mut all = book.get(key)?;
+    let mut all = book.get_read(key, read)?;
     let idx = all
         .iter()
         .position(|e| e.pos.as_deref() == Some(&packed[..]));
@@ -226,10 +233,20 @@ pub fn probe(book: &Book, pos: &Chess) -> Result<ProbeAnswer> {
 
 /// [`probe`] of the last position of `line`, named by the last named position along it.
 pub fn probe_line(book: &Book, line: &[Chess]) -> Result<ProbeAnswer> {
+    probe_line_counting(book, line, &crate::ops::facets::Counting::default())
+}
+
+/// [`probe_line`] over the cells `counting` selects, with the history if it asks for it.
+pub fn probe_line_counting(
+    book: &Book,
+    line: &[Chess],
+    counting: &crate::ops::facets::Counting,
+) -> Result<ProbeAnswer> {
     let pos = line
         .last()
         .ok_or_else(|| Error::Internal("probe_line: empty line".into()))?;
-    let mut answer = probe(book, pos)?;
+    let mut answer = probe_read(book, pos, counting.cell_read())?;
+    answer.count(counting);
     answer.opening = name_along(line.iter()).cloned();
     Ok(answer)
 }

@@ -3,7 +3,7 @@
 //! ratings over a move's cells.
 
 use super::entry::{Entry, MoveRec};
-use super::facet::{CellFilter, CellId, CellStat, MAX_YEAR};
+use super::facet::{ATTRS_END, CellFilter, CellId, CellMatcher, CellStat, MAX_YEAR};
 use super::varint;
 
 impl CellFilter {
@@ -29,16 +29,14 @@ pub fn opponent_ratings(m: &MoveRec) -> (u64, u64) {
     })
 }
 
-/// The largest period code (December of `MAX_YEAR`) and the end of the attrs range
-/// (docs/FORMAT.md §12.2).
+/// The largest period code (December of `MAX_YEAR`, docs/FORMAT.md §12.2).
 const MAX_PERIOD_CODE: u64 = 1 + 13 * MAX_YEAR as u64 + 12;
-const ATTRS_END: u8 = 7 * 10 * 3;
 
 /// The id of a stored (period, attrs), if it is one `Cell::from_id` accepts (checked without
 /// building the cell: this runs for every cell a query reads).
 #[inline]
 fn cell_id(period: u64, attrs: u8) -> Option<CellId> {
-    (period <= MAX_PERIOD_CODE && attrs < ATTRS_END)
+    (period <= MAX_PERIOD_CODE && usize::from(attrs) < ATTRS_END)
         .then(|| CellId((period as u32) << 8 | u32::from(attrs)))
 }
 
@@ -156,6 +154,7 @@ pub(crate) fn encode_cells(m: &MoveRec, out: &mut Vec<u8>) {
     }
 }
 
+#[inline(always)]
 fn get_opp(data: &[u8], pos: &mut usize, c: &mut CellStat, okind: u8) -> Option<()> {
     match okind {
         0 => {}
@@ -178,14 +177,78 @@ fn get_opp(data: &[u8], pos: &mut usize, c: &mut CellStat, okind: u8) -> Option<
     Some(())
 }
 
+/// What a read keeps of each move's cells. Every mode checks the bytes as fully as the others
+/// (kinds, order, ids, that the cells add up to the move's counters).
+#[derive(Clone, Copy, Debug, Default)]
+pub enum CellRead<'f> {
+    /// Every cell (rewrites, `dump --facets`, verify).
+    #[default]
+    All,
+    /// The cells `filter` counts; the move's counters become their sums (what
+    /// [`CellFilter::apply`] does afterwards, without building the other cells).
+    Passing(&'f CellFilter),
+    /// No cells, only their totals: one all-unknown cell carrying the opponent's ratings
+    /// (an unfiltered answer without history needs nothing else).
+    Totals,
+}
+
 /// Decodes the cells of move `m` (whose totals are already read) at `*pos` into `m.cells`.
 /// `None` on malformed bytes: an unknown kind, cells out of order or repeated, an id no cell
 /// has, a cell without games, or cells whose counters do not add up to the move's.
 pub(crate) fn decode_cells(data: &[u8], pos: &mut usize, m: &mut MoveRec) -> Option<()> {
+    read_cells(data, pos, m, CellRead::All).map(|_| ())
+}
+
+/// [`decode_cells`] keeping what `read` asks for; returns how many cells were stored.
+pub(crate) fn read_cells(
+    data: &[u8],
+    pos: &mut usize,
+    m: &mut MoveRec,
+    read: CellRead,
+) -> Option<u64> {
+    let totals = m.unknown_cell();
+    let mut cells = std::mem::take(&mut m.cells);
+    cells.clear();
+    let n = match read {
+        CellRead::All => walk_cells(data, pos, &totals, |c| cells.push(c))?,
+        CellRead::Passing(filter) => {
+            let mut matcher = CellMatcher::new(filter);
+            let n = walk_cells(data, pos, &totals, |c| {
+                if matcher.passes(c.cell) {
+                    cells.push(c);
+                }
+            })?;
+            m.cells = cells;
+            if n > 0 {
+                set_totals(m);
+            }
+            return Some(n);
+        }
+        CellRead::Totals => {
+            let mut sum = CellStat::default();
+            let n = walk_cells(data, pos, &totals, |c| sum.add(&c))?;
+            if n > 0 {
+                cells.push(sum);
+            }
+            n
+        }
+    };
+    m.cells = cells;
+    Some(n)
+}
+
+/// Walks the cells of a move whose counters are `totals` (docs/FORMAT.md §12.3), handing each
+/// to `sink` in id order; returns their number. `None` on malformed bytes (see
+/// [`decode_cells`]).
+fn walk_cells(
+    data: &[u8],
+    pos: &mut usize,
+    totals: &CellStat,
+    mut sink: impl FnMut(CellStat),
+) -> Option<u64> {
     let n = varint::get(data, pos)?;
-    m.cells.clear();
     if n == 0 {
-        return Some(());
+        return Some(0);
     }
     // Every cell takes at least three bytes.
     if n > (data.len().saturating_sub(*pos) / 3) as u64 + 1 {
@@ -197,7 +260,7 @@ pub(crate) fn decode_cells(data: &[u8], pos: &mut usize, m: &mut MoveRec) -> Opt
         let attrs = *data.get(*pos)?;
         let ok = *data.get(*pos + 1)?;
         *pos += 2;
-        let mut c = m.unknown_cell();
+        let mut c = *totals;
         c.cell = id(period, attrs)?;
         if ok > 3 || (ok == 1 && c.rating_count != 1) {
             return None;
@@ -206,12 +269,13 @@ pub(crate) fn decode_cells(data: &[u8], pos: &mut usize, m: &mut MoveRec) -> Opt
         if c.games() == 0 {
             return None;
         }
-        m.cells.push(c);
-        return Some(());
+        sink(c);
+        return Some(1);
     }
     let mut prev = 0u64;
+    let mut last: Option<CellId> = None;
     let mut sum = CellStat::default();
-    for i in 0..n {
+    for _ in 0..n {
         let period = prev.checked_add(varint::get(data, pos)?)?;
         prev = period;
         let attrs = *data.get(*pos)?;
@@ -223,12 +287,13 @@ pub(crate) fn decode_cells(data: &[u8], pos: &mut usize, m: &mut MoveRec) -> Opt
         };
         match kind & 0x0f {
             k @ 0..=7 => {
-                match k & 3 {
-                    0 => c.white = 1,
-                    1 => c.draws = 1,
-                    2 => c.black = 1,
-                    _ => c.unknown = 1,
-                }
+                // One game of result k & 3 (white, draw, black, unknown), without branching
+                // on a result the data makes unpredictable.
+                let r = k & 3;
+                c.white = u64::from(r == 0);
+                c.draws = u64::from(r == 1);
+                c.black = u64::from(r == 2);
+                c.unknown = u64::from(r == 3);
                 if k >= 4 {
                     c.rating_sum = varint::get(data, pos)?;
                     c.rating_count = 1;
@@ -249,13 +314,13 @@ pub(crate) fn decode_cells(data: &[u8], pos: &mut usize, m: &mut MoveRec) -> Opt
             return None;
         }
         get_opp(data, pos, &mut c, ok)?;
-        if c.games() == 0 || (i > 0 && m.cells.last().is_some_and(|p| p.cell >= c.cell)) {
+        if c.games() == 0 || last.is_some_and(|p| p >= c.cell) {
             return None;
         }
+        last = Some(c.cell);
         sum.add(&c);
-        m.cells.push(c);
+        sink(c);
     }
-    let totals = m.unknown_cell();
     let same = (
         sum.white,
         sum.draws,
@@ -271,7 +336,7 @@ pub(crate) fn decode_cells(data: &[u8], pos: &mut usize, m: &mut MoveRec) -> Opt
         totals.rating_sum,
         totals.rating_count,
     );
-    same.then_some(())
+    same.then_some(n)
 }
 
 /// Sets a move's six counters to the sums over its cells (zero without cells).
@@ -375,10 +440,73 @@ pub(crate) mod tests {
         }
 
         #[test]
+        fn each_read_mode_keeps_what_it_says(
+            m in arb_move(),
+            speeds in proptest::option::of(0u8..=127),
+            groups in proptest::option::of(0u16..=1023),
+            modes in proptest::option::of(0u8..=7),
+            since in proptest::option::of((0u16..=5000, 0u8..=12)),
+            until in proptest::option::of((0u16..=5000, 0u8..=12)),
+        ) {
+            use crate::store::facet::DateBound;
+            let bound = |(y, mo): (u16, u8)| match mo {
+                0 => DateBound::Year(y),
+                mo => DateBound::Month(y, mo),
+            };
+            let filter = CellFilter {
+                speeds,
+                groups,
+                modes,
+                since: since.map(bound),
+                until: until.map(bound),
+            };
+            let mut out = Vec::new();
+            encode_cells(&m, &mut out);
+            let read = |mode: CellRead| {
+                let mut back = MoveRec { cells: Vec::new(), ..m.clone() };
+                let mut pos = 0;
+                let n = read_cells(&out, &mut pos, &mut back, mode);
+                (n, pos, back)
+            };
+            // Passing: what decoding everything and then applying the filter keeps.
+            let mut expected = Entry { key: 0, pos: None, coded: None, moves: vec![m.clone()] };
+            filter.apply(&mut expected);
+            let (n, pos, mut back) = read(CellRead::Passing(&filter));
+            prop_assert_eq!(n, Some(m.cells.len() as u64));
+            prop_assert_eq!(pos, out.len());
+            if m.cells.is_empty() {
+                prop_assert_eq!(&back, &m);
+            } else {
+                let mut got = Entry { key: 0, pos: None, coded: None, moves: vec![back.clone()] };
+                filter.apply(&mut got);
+                prop_assert_eq!(&got, &expected);
+                back.cells.retain(|c| filter.passes(c.cell));
+                prop_assert_eq!(back.cells.len(), got.moves.first().map_or(0, |g| g.cells.len()));
+            }
+            // Totals: the move's counters and one cell with all the opponent's ratings.
+            let (n, pos, back) = read(CellRead::Totals);
+            prop_assert_eq!(n, Some(m.cells.len() as u64));
+            prop_assert_eq!(pos, out.len());
+            prop_assert_eq!(opponent_ratings(&back), opponent_ratings(&m));
+            prop_assert_eq!(back.cells.len(), usize::from(!m.cells.is_empty()));
+            prop_assert_eq!(
+                (back.white, back.draws, back.black, back.unknown, back.rating_sum, back.rating_count),
+                (m.white, m.draws, m.black, m.unknown, m.rating_sum, m.rating_count)
+            );
+        }
+
+        #[test]
         fn garbage_cells_never_panic(data in proptest::collection::vec(any::<u8>(), 0..64), w in 0u64..5) {
             let mut m = MoveRec { white: w, ..Default::default() };
             let mut pos = 0;
             let _ = decode_cells(&data, &mut pos, &mut m);
+            // The other read modes walk the same bytes with the same checks.
+            let all_ok = decode_cells(&data, &mut 0, &mut m.clone()).is_some();
+            let filter = CellFilter { speeds: Some(8), ..CellFilter::default() };
+            for mode in [CellRead::Totals, CellRead::Passing(&filter)] {
+                let mut m2 = MoveRec { white: w, ..Default::default() };
+                prop_assert_eq!(read_cells(&data, &mut 0, &mut m2, mode).is_some(), all_ok);
+            }
         }
     }
 }

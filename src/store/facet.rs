@@ -4,7 +4,7 @@
 //! entries by them.
 //!
 //! The store knows cells only as these numbers; reading them from a game's tags is
-//! `ops::facets`' job (DESIGN §8).
+//! `ops::facets`' job (docs/FORMAT.md §12).
 
 use std::fmt;
 
@@ -102,7 +102,7 @@ impl Cell {
     /// The facets of a stored id; `None` for an id no cell has.
     pub fn from_id(id: CellId) -> Option<Cell> {
         let attrs = id.0 & 0xff;
-        if attrs >= 7 * 10 * 3 || id.0 >> 24 != 0 {
+        if attrs >= ATTRS_END as u32 || id.0 >> 24 != 0 {
             return None;
         }
         Some(Cell {
@@ -323,7 +323,7 @@ impl fmt::Display for DateBound {
     }
 }
 
-/// Which cells a query counts (DESIGN §8): a cell counts when it passes every filter given;
+/// Which cells a query counts (docs/FORMAT.md §12): a cell counts when it passes every filter given;
 /// an unknown value never passes a filter on its facet. The empty filter counts every cell.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CellFilter {
@@ -428,6 +428,11 @@ impl CellFilter {
         let Some(c) = Cell::from_id(id) else {
             return false;
         };
+        self.attrs_pass(c) && self.period_passes(c.period)
+    }
+
+    /// Whether a cell of `c`'s speed, group and mode passes (its period aside).
+    fn attrs_pass(&self, c: Cell) -> bool {
         let bit8 = |m: Option<u8>, v: u8| m.is_none_or(|m| v != 0 && m & (1 << v) != 0);
         if !bit8(self.speeds, c.speed) || !bit8(self.modes, c.mode) {
             return false;
@@ -437,7 +442,12 @@ impl CellFilter {
         {
             return false;
         }
-        let date_ok = |b: DateBound, after: bool| match (b, c.period) {
+        true
+    }
+
+    /// Whether a cell of this period passes `since` and `until`.
+    fn period_passes(&self, period: Period) -> bool {
+        let date_ok = |b: DateBound, after: bool| match (b, period) {
             (_, Period::Undated) => false,
             (DateBound::Month(..), Period::Year(_)) => false,
             (DateBound::Month(y, m), Period::Month(cy, cm)) => {
@@ -453,6 +463,64 @@ impl CellFilter {
             }
         };
         self.since.is_none_or(|b| date_ok(b, true)) && self.until.is_none_or(|b| date_ok(b, false))
+    }
+}
+
+/// A [`CellFilter`] prepared for deciding many cells, as a query reads a move's cells: the
+/// speed, group and mode by a table of every attrs value, the dates once per period (a move's
+/// cells come in period order). Decides exactly as [`CellFilter::passes`].
+pub(crate) struct CellMatcher<'f> {
+    filter: &'f CellFilter,
+    attrs: [bool; ATTRS_END],
+    dated: bool,
+    last: Option<(u16, bool)>,
+}
+
+/// The number of attrs values (`speed + 7 · (group + 10 · mode)`).
+pub(crate) const ATTRS_END: usize = 7 * 10 * 3;
+
+impl<'f> CellMatcher<'f> {
+    pub(crate) fn new(filter: &'f CellFilter) -> CellMatcher<'f> {
+        let mut attrs = [false; ATTRS_END];
+        for (a, pass) in attrs.iter_mut().enumerate() {
+            let c = Cell {
+                period: Period::Undated,
+                speed: (a % 7) as u8,
+                group: ((a / 7) % 10) as u8,
+                mode: (a / 70) as u8,
+            };
+            *pass = filter.is_empty() || filter.attrs_pass(c);
+        }
+        CellMatcher {
+            filter,
+            attrs,
+            dated: filter.since.is_some() || filter.until.is_some(),
+            last: None,
+        }
+    }
+
+    pub(crate) fn passes(&mut self, id: CellId) -> bool {
+        if !self
+            .attrs
+            .get((id.0 & 0xff) as usize)
+            .copied()
+            .unwrap_or(false)
+            || id.0 >> 24 != 0
+        {
+            return false;
+        }
+        if !self.dated {
+            return true;
+        }
+        let code = (id.0 >> 8) as u16;
+        match self.last {
+            Some((p, ok)) if p == code => ok,
+            _ => {
+                let ok = Period::from_code(code).is_some_and(|p| self.filter.period_passes(p));
+                self.last = Some((code, ok));
+                ok
+            }
+        }
     }
 }
 

@@ -16,9 +16,8 @@ pub fn put(out: &mut Vec<u8>, mut v: u64) {
 #[doc(hidden)]
 pub fn get(data: &[u8], pos: &mut usize) -> Option<u64> {
     // Most values in a block are below 2^14 (counts, ratings): one or two bytes, no loop.
-    match data.get(*pos..*pos + 2) {
-        Some(&[b0, b1]) if b0 < 0x80 => {
-            let _ = b1;
+    match data.get(*pos..pos.wrapping_add(2)) {
+        Some(&[b0, _]) if b0 < 0x80 => {
             *pos += 1;
             Some(u64::from(b0))
         }

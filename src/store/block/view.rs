@@ -7,6 +7,7 @@ use super::{
     BLOCK_VERSION_CELLS, COLUMNS, FLAG_CELLS, FLAG_EXTRA, FLAG_KEY_ONLY, FLAG_RAW_MOVES,
     KIND_EXTRA, KIND_GENERAL, V1_COLUMNS,
 };
+use crate::store::cells::CellRead;
 use crate::store::entry::{Entry, MoveExtra, MoveRec};
 use crate::store::error::Corruption;
 use crate::store::{PositionCodec, PositionModel, varint};
@@ -24,6 +25,13 @@ pub struct Keep {
     /// Positions also come back as stored (`Entry::coded`); only for a writer that codes
     /// with this block's model.
     pub(crate) coded: bool,
+}
+
+/// How one entry is decoded: what is kept as stored, and what of each move's cells.
+#[derive(Clone, Copy, Debug, Default)]
+struct DecodeAs<'f> {
+    keep: Keep,
+    cells: CellRead<'f>,
 }
 
 /// A parsed view of an opened block: column slices, validated for size.
@@ -172,7 +180,11 @@ impl<'a> BlockView<'a> {
         let mut out = Vec::with_capacity(self.count);
         let mut cur = Cursor::default();
         for i in 0..self.count {
-            out.push(self.decode_at_known(i, &mut cur, codec, model, None, keep)?);
+            let how = DecodeAs {
+                keep,
+                cells: CellRead::All,
+            };
+            out.push(self.decode_at_known(i, &mut cur, codec, model, None, how)?);
         }
         self.check_consumed(&cur)?;
         Ok(out)
@@ -185,6 +197,17 @@ impl<'a> BlockView<'a> {
         codec: &dyn PositionCodec,
         model: &dyn PositionModel,
     ) -> Result<Vec<Entry>, Corruption> {
+        self.find_read(key, codec, model, CellRead::All)
+    }
+
+    /// [`BlockView::find`] keeping of each move's cells what `read` asks for.
+    pub(crate) fn find_read(
+        &self,
+        key: u64,
+        codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
+        read: CellRead,
+    ) -> Result<Vec<Entry>, Corruption> {
         let frag = key as u8;
         let mut out = Vec::new();
         let mut cur = Cursor::default();
@@ -194,7 +217,11 @@ impl<'a> BlockView<'a> {
                 continue;
             }
             self.seek(&mut cur, at, i)?;
-            let e = self.decode_at(i, &mut cur, codec, model)?;
+            let how = DecodeAs {
+                keep: Keep::default(),
+                cells: read,
+            };
+            let e = self.decode_at_known(i, &mut cur, codec, model, None, how)?;
             at = i + 1;
             if e.key == key {
                 out.push(e);
@@ -212,11 +239,12 @@ impl<'a> BlockView<'a> {
         codec: &dyn PositionCodec,
         model: &dyn PositionModel,
     ) -> Result<Option<Entry>, Corruption> {
-        self.find_coded_known(key, coded, None, codec, model)
+        self.find_coded_known(key, coded, None, codec, model, CellRead::All)
     }
 
     /// As [`BlockView::find_coded`]; with `pos` (the position `coded` encodes, with key `key`)
-    /// the matching entry's position is not decoded again.
+    /// the matching entry's position is not decoded again. Of each move's cells it keeps what
+    /// `read` asks for.
     pub(crate) fn find_coded_known(
         &self,
         key: u64,
@@ -224,6 +252,7 @@ impl<'a> BlockView<'a> {
         pos: Option<&[u8]>,
         codec: &dyn PositionCodec,
         model: &dyn PositionModel,
+        read: CellRead,
     ) -> Result<Option<Entry>, Corruption> {
         let frag = key as u8;
         let mut cur = Cursor::default();
@@ -249,7 +278,10 @@ impl<'a> BlockView<'a> {
                     codec,
                     model,
                     pos.map(|p| (key, p)),
-                    Keep::default(),
+                    DecodeAs {
+                        keep: Keep::default(),
+                        cells: read,
+                    },
                 )?;
                 return Ok((e.key == key).then_some(e));
             }
@@ -325,13 +357,15 @@ impl<'a> BlockView<'a> {
         Ok(bytes)
     }
 
-    /// Reads the cells of entry `i`'s moves (when its flags say it has them) into `moves`.
+    /// Reads the cells of entry `i`'s moves (when its flags say it has them) into `moves`, as
+    /// `read` asks.
     fn read_cells(
         &self,
         cur: &mut Cursor,
         flags: u8,
         moves: &mut [MoveRec],
         i: usize,
+        read: CellRead,
     ) -> Result<(), Corruption> {
         if flags & FLAG_CELLS == 0 {
             return Ok(());
@@ -340,7 +374,7 @@ impl<'a> BlockView<'a> {
         let mut at = 0;
         let mut any = false;
         for m in moves.iter_mut() {
-            crate::store::cells::decode_cells(bytes, &mut at, m).ok_or_else(|| {
+            let n = crate::store::cells::read_cells(bytes, &mut at, m, read).ok_or_else(|| {
                 Corruption::Entry {
                     block_key: self.block_key,
                     index: i,
@@ -350,7 +384,7 @@ impl<'a> BlockView<'a> {
                     ),
                 }
             })?;
-            any |= !m.cells.is_empty();
+            any |= n > 0;
         }
         if at != bytes.len() || !any {
             return Err(self.bad(format!("cell bytes of entry {i} do not match its moves")));
@@ -374,16 +408,6 @@ impl<'a> BlockView<'a> {
         Ok(v)
     }
 
-    fn decode_at(
-        &self,
-        i: usize,
-        cur: &mut Cursor,
-        codec: &dyn PositionCodec,
-        model: &dyn PositionModel,
-    ) -> Result<Entry, Corruption> {
-        self.decode_at_known(i, cur, codec, model, None, Keep::default())
-    }
-
     /// Decodes entry i; `known` is its (key, position) when the caller has already matched
     /// the stored position bytes, which saves decoding the position and recomputing the key.
     fn decode_at_known(
@@ -393,8 +417,9 @@ impl<'a> BlockView<'a> {
         codec: &dyn PositionCodec,
         model: &dyn PositionModel,
         known: Option<(u64, &[u8])>,
-        keep: Keep,
+        how: DecodeAs,
     ) -> Result<Entry, Corruption> {
+        let (keep, read) = (how.keep, how.cells);
         let keep_indices = keep.indices;
         let flags = self.cols[1][i];
         let n = self.move_count(cur, i)?;
@@ -496,7 +521,7 @@ impl<'a> BlockView<'a> {
             return Err(entry_err("move count and moves differ".into()));
         }
         cur.moves += n;
-        self.read_cells(cur, flags, &mut moves, i)?;
+        self.read_cells(cur, flags, &mut moves, i, read)?;
         Ok(Entry {
             coded: stored,
             key,
@@ -631,7 +656,7 @@ impl<'a> BlockView<'a> {
                 moves.push(self.record(&mut cur, kind, mv, idx.is_some(), i)?);
             }
             cur.moves += n;
-            self.read_cells(&mut cur, flags, moves, i)?;
+            self.read_cells(&mut cur, flags, moves, i, CellRead::All)?;
             f(RawEntry {
                 index: i,
                 fragment: self.fragment(i),

@@ -13,6 +13,7 @@ use super::open::{
 };
 use super::*;
 use crate::store::block::{self, BlockView};
+use crate::store::cells::CellRead;
 use crate::store::entry::{Entry, MergeIter};
 use crate::store::error::{Corruption, Error, Result, is_damage};
 use crate::store::{PositionCodec, PositionModel};
@@ -243,9 +244,10 @@ impl BookFile {
     }
 
     /// All entries of this file with this key (more than one only on a key collision), blocks
-    /// and (in books older than version 3) delta tier merged.
-    pub(crate) fn get(&self, key: u64) -> Result<Vec<Entry>> {
-        let blocks = self.get_blocks(key)?;
+    /// and (in books older than version 3) delta tier merged, keeping of each move's cells what
+    /// `read` asks for.
+    pub(crate) fn get_read(&self, key: u64, read: CellRead) -> Result<Vec<Entry>> {
+        let blocks = self.get_blocks_read(key, read)?;
         if self.meta.delta_entries == 0 {
             return Ok(blocks);
         }
@@ -261,9 +263,12 @@ impl BookFile {
     }
 
     /// This file's entry holding exactly this encoded position, blocks and (in books older than
-    /// version 3) delta tier merged.
-    pub(crate) fn lookup(&self, pos: &[u8]) -> Result<Option<Entry>> {
-        let from_blocks = self.lookup_blocks(pos)?;
+    /// version 3) delta tier merged, keeping of each move's cells what `read` asks for (entries
+    /// of the delta tier come with all their cells).
+    pub(crate) fn lookup_read(&self, pos: &[u8], read: CellRead) -> Result<Option<Entry>> {
+        let from_blocks = self
+            .lookup_blocks_inner(pos, read)
+            .map_err(|e| e.in_file(&self.path))?;
         if self.meta.delta_entries == 0 {
             return Ok(from_blocks);
         }
@@ -277,19 +282,20 @@ impl BookFile {
         }
     }
 
-    /// Entries with this key in the blocks only.
-    pub(crate) fn get_blocks(&self, key: u64) -> Result<Vec<Entry>> {
-        self.get_blocks_inner(key)
+    /// Entries with this key in the blocks only, keeping of each move's cells what `read` asks
+    /// for.
+    pub(crate) fn get_blocks_read(&self, key: u64, read: CellRead) -> Result<Vec<Entry>> {
+        self.get_blocks_inner(key, read)
             .map_err(|e| e.in_file(&self.path))
     }
 
-    fn get_blocks_inner(&self, key: u64) -> Result<Vec<Entry>> {
+    fn get_blocks_inner(&self, key: u64, read: CellRead) -> Result<Vec<Entry>> {
         let Some((block_key, blk)) = self.cached_block(key)? else {
             return Ok(Vec::new());
         };
         let view = blk.view(block_key);
         let model = self.model(block_key, blk.model_id)?;
-        Ok(view.find(key, &*self.codec, model)?)
+        Ok(view.find_read(key, &*self.codec, model, read)?)
     }
 
     /// The limit of the cache of opened blocks, bytes.
@@ -346,12 +352,7 @@ impl BookFile {
     }
 
     /// The entry holding exactly this encoded position in the blocks (decodes only that entry).
-    pub(crate) fn lookup_blocks(&self, pos: &[u8]) -> Result<Option<Entry>> {
-        self.lookup_blocks_inner(pos)
-            .map_err(|e| e.in_file(&self.path))
-    }
-
-    fn lookup_blocks_inner(&self, pos: &[u8]) -> Result<Option<Entry>> {
+    fn lookup_blocks_inner(&self, pos: &[u8], read: CellRead) -> Result<Option<Entry>> {
         let key = self.codec.key(pos)?;
         let Some((block_key, blk)) = self.cached_block(key)? else {
             return Ok(None);
@@ -360,7 +361,7 @@ impl BookFile {
         let model = self.model(block_key, blk.model_id)?;
         let mut coded = Vec::with_capacity(32);
         model.encode(pos, &mut coded)?;
-        Ok(view.find_coded_known(key, &coded, Some(pos), &*self.codec, model)?)
+        Ok(view.find_coded_known(key, &coded, Some(pos), &*self.codec, model, read)?)
     }
 
     /// As [`BookFile::lookup_blocks`] without the block cache: reads through redb each time.
@@ -374,7 +375,14 @@ impl BookFile {
                 let model = self.model(block_key, blk.header.model_id)?;
                 let mut coded = Vec::with_capacity(32);
                 model.encode(pos, &mut coded)?;
-                Ok(view.find_coded_known(key, &coded, Some(pos), &*self.codec, model)?)
+                Ok(view.find_coded_known(
+                    key,
+                    &coded,
+                    Some(pos),
+                    &*self.codec,
+                    model,
+                    CellRead::All,
+                )?)
             })?
             .flatten())
     }

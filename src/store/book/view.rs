@@ -11,6 +11,7 @@ use super::live::{Manifest, segment_path};
 use super::*;
 use crate::store::PositionCodec;
 use crate::store::block::Keep;
+use crate::store::cells::CellRead;
 use crate::store::entry::{Entry, MergeIter};
 use crate::store::error::{Corruption, Error, Result};
 
@@ -402,13 +403,22 @@ impl Book {
     /// All entries with this key (more than one only on a key collision), all files merged.
     #[doc(hidden)]
     pub fn get(&self, key: u64) -> Result<Vec<Entry>> {
+        self.get_read(key, CellRead::All)
+    }
+
+    /// [`Book::get`] keeping of each move's cells what `read` asks for: a query that needs
+    /// only some cells, or only their totals, builds no others.
+    pub fn get_read(&self, key: u64, read: CellRead) -> Result<Vec<Entry>> {
         if self.files.len() == 1 {
-            return self.files[0].get(key);
+            return self.files[0].get_read(key, read);
         }
         let parts = self
             .files
             .iter()
-            .map(|f| f.get(key).map(|v| v.into_iter().map(Ok::<_, Error>)))
+            .map(|f| {
+                f.get_read(key, read)
+                    .map(|v| v.into_iter().map(Ok::<_, Error>))
+            })
             .collect::<Result<Vec<_>>>()?;
         MergeIter::new(parts).collect()
     }
@@ -440,9 +450,14 @@ impl Book {
     /// ```
     #[doc(hidden)]
     pub fn lookup(&self, pos: &[u8]) -> Result<Option<Entry>> {
+        self.lookup_read(pos, CellRead::All)
+    }
+
+    /// [`Book::lookup`] keeping of each move's cells what `read` asks for.
+    pub fn lookup_read(&self, pos: &[u8], read: CellRead) -> Result<Option<Entry>> {
         let mut found: Option<Entry> = None;
         for f in &self.files {
-            if let Some(e) = f.lookup(pos)? {
+            if let Some(e) = f.lookup_read(pos, read)? {
                 match &mut found {
                     Some(acc) => acc.merge(e),
                     None => found = Some(e),
