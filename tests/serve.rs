@@ -238,7 +238,7 @@ fn the_berserk_lichess_client_reads_our_answers() {
     let got: Value = serde_json::from_slice(&out.stdout).unwrap();
     let ours = |q: &str| srv.get(q).json();
     assert_eq!(got["masters_start"], ours("/masters"));
-    // berserk sends its filters; the book honours them (DESIGN §8).
+    // berserk sends its filters; the book honours them (docs/FORMAT.md §12).
     assert_eq!(
         got["masters_sicilian"],
         ours("/masters?play=e2e4,c7c5&moves=5&since=1952&until=2024&topGames=4")
