@@ -298,3 +298,116 @@ pub(super) fn seal_segment(
 pub(super) fn segment_cut(entries: &[Entry], seg: usize) -> Option<usize> {
     (seg.max(1)..entries.len()).find(|&i| entries[i - 1].key != entries[i].key)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::block::{BlockView, PlainDecompressor, open_block};
+    use crate::store::entry::MoveRec;
+    use crate::store::facet::{Cell, CellStat, Period};
+
+    /// The sample positions, each with one move of `cells(i)` one-game cells.
+    fn entries(cells: impl Fn(usize) -> usize) -> Vec<Entry> {
+        let codec = crate::chess_codec();
+        let mut v: Vec<Entry> = crate::chess::tests_support::sample_positions()
+            .into_iter()
+            .enumerate()
+            .map(|(i, pos)| {
+                let mut m = MoveRec {
+                    mv: 796 + i as u16,
+                    cells: (0..cells(i))
+                        .map(|j| CellStat {
+                            cell: Cell {
+                                period: Period::Month(1990 + (j / 12) as u16, 1 + (j % 12) as u8),
+                                speed: 1 + (j % 6) as u8,
+                                group: 1 + (i % 9) as u8,
+                                mode: 1,
+                            }
+                            .id(),
+                            white: 1,
+                            rating_sum: 1500 + (i * 7 + j * 13) as u64 % 900,
+                            rating_count: 1,
+                            opp_sum: 1400 + (i * 11 + j * 3) as u64 % 1000,
+                            opp_count: 1,
+                            ..CellStat::default()
+                        })
+                        .collect(),
+                    white: 1,
+                    ..MoveRec::default()
+                };
+                crate::store::cells::set_totals(&mut m);
+                Entry {
+                    coded: None,
+                    key: codec.key(&pos).unwrap(),
+                    pos: Some(pos),
+                    moves: vec![m],
+                }
+            })
+            .collect();
+        v.sort_by(Entry::cmp_id);
+        v
+    }
+
+    fn sealed(entries: &[Entry], limit: usize) -> (Vec<(u64, Vec<u8>)>, Arc<dyn PositionModel>) {
+        let codec = crate::chess_codec();
+        let samples: Vec<&[u8]> = entries.iter().filter_map(|e| e.pos.as_deref()).collect();
+        let model = codec.load_model(&codec.train(&samples).unwrap()).unwrap();
+        let ctx = SealContext {
+            codec,
+            model: model.clone(),
+            model_id: 1,
+            limit,
+            a_per_entry: 3 * 256,
+        };
+        let mut comp = zstd::bulk::Compressor::new(3).unwrap();
+        let out = seal_segment(&ctx, &mut comp, 0, entries, None, &mut Vec::new()).unwrap();
+        (out.blocks, model)
+    }
+
+    /// Every entry comes back once, in order; no key spans two blocks; a block passes the
+    /// limit only when it holds one key; and what did not fit a block went into the next
+    /// one, so the only blocks under half the limit are the segment's last and those just
+    /// before a key too big for any block.
+    #[test]
+    fn blocks_hold_every_entry_and_fill_their_pages() {
+        let codec = crate::chess_codec();
+        for (limit, cells) in [
+            (700, &(|i: usize| (i * 7) % 5) as &dyn Fn(usize) -> usize),
+            (700, &|i: usize| if i % 37 == 5 { 400 } else { i % 3 }),
+            (4048, &|i: usize| (i * 13) % 40),
+            (4048, &|_| 0),
+        ] {
+            let input = entries(cells);
+            let (blocks, model) = sealed(&input, limit);
+            let mut back = Vec::new();
+            let mut small = 0;
+            let mut oversized = 0;
+            for (n, (key, bytes)) in blocks.iter().enumerate() {
+                let blk = open_block(*key, bytes, &PlainDecompressor).unwrap();
+                let view = BlockView::parse(*key, &blk).unwrap();
+                let es = view.entries(&*codec, &*model).unwrap();
+                assert_eq!(es[0].key, *key);
+                if bytes.len() > limit {
+                    assert!(
+                        es.iter().all(|e| e.key == es[0].key),
+                        "oversized with 2 keys"
+                    );
+                    oversized += 1;
+                }
+                if bytes.len() < limit / 2 && n + 1 < blocks.len() {
+                    small += 1;
+                }
+                if let (Some(prev), Some(first)) = (back.last(), es.first()) {
+                    let prev: &Entry = prev;
+                    assert_ne!(prev.key, first.key, "a key spans two blocks");
+                }
+                back.extend(es);
+            }
+            assert_eq!(back, input, "limit {limit}");
+            assert!(
+                small <= oversized,
+                "limit {limit}: {small} small blocks, {oversized} oversized"
+            );
+        }
+    }
+}
