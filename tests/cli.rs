@@ -226,3 +226,93 @@ fn damaged_redb_page_is_an_error_not_a_crash() {
         );
     }
 }
+
+/// `verify --json` of `book` with `extra` arguments: its exit code and its report without the
+/// fields that say how it ran (`threads`, `memory_mib`).
+fn verify_report(book: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let out = bookdb(["verify", "--book", s(book), "--json"])
+        .args(extra)
+        .output();
+    let mut j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "verify --json: {e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let o = j.as_object_mut().unwrap();
+    assert!(
+        o.remove("threads").is_some() && o.remove("memory_mib").is_some(),
+        "{j}"
+    );
+    (out.status.code(), j)
+}
+
+/// `verify --memory` sizes what verify holds, never what it checks: the smallest budget it
+/// takes, on one thread or all, gives the default's report on a sound book, a live book with
+/// segments (merged view recounted) and a damaged copy (the same problems).
+#[test]
+fn verify_with_little_memory_reports_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = sample_book(dir.path());
+    let live_dir = dir.path().join("live");
+    std::fs::create_dir(&live_dir).unwrap();
+    let live = live_dir.join("l.book");
+    book_with_segments(&live, 120, 2, 40);
+    let damaged = dir.path().join("damaged.book");
+    std::fs::copy(&sample, &damaged).unwrap();
+    {
+        use redb::ReadableTable;
+        let def: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("blocks");
+        let db = redb::Database::open(&damaged).unwrap();
+        let t = db.begin_write().unwrap();
+        {
+            let mut table = t.open_table(def).unwrap();
+            let (k, mut v) = {
+                let first = table.iter().unwrap().nth(1).unwrap().unwrap();
+                (first.0.value(), first.1.value().to_vec())
+            };
+            let at = v.len() / 2;
+            v[at] ^= 0x5a;
+            table.insert(k, v.as_slice()).unwrap();
+        }
+        t.commit().unwrap();
+    }
+    for (book, code) in [(&sample, 0), (&live, 0), (&damaged, 3)] {
+        let (c, default) = verify_report(book, &[]);
+        assert_eq!(c, Some(code), "{}: {default}", book.display());
+        if book == &live {
+            assert_eq!(default["merged_view_checked"], true, "{default}");
+        }
+        for extra in [&["--memory", "32"][..], &["--memory", "32", "--jobs", "1"]] {
+            assert_eq!(
+                verify_report(book, extra),
+                (Some(code), default.clone()),
+                "{} {extra:?}",
+                book.display()
+            );
+        }
+    }
+    let j = bookdb(["verify", "--book", s(&sample), "--json", "--memory", "32"]).json();
+    assert_eq!(j["memory_mib"], 32, "{j}");
+    assert_eq!(j["warnings"], serde_json::json!([]), "{j}");
+}
+
+/// A `--memory` below verify's least is refused before anything is read, as a usage error of
+/// the library (exit code 1, README), with what to give instead.
+#[test]
+fn verify_refuses_too_little_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = sample_book(dir.path());
+    for mib in ["31", "0"] {
+        let err = bookdb(["verify", "--book", s(&book), "--memory", mib]).fails_with(1);
+        assert!(
+            err.contains(&format!("--memory {mib} MiB is too little for verify"))
+                && err.contains("32 MiB or more"),
+            "{err}"
+        );
+    }
+    let err = bookdb(["verify", "--book", s(&book), "--memory", "31", "--json"]).fails_with(1);
+    assert!(err.contains("\"kind\":\"usage\""), "{err}");
+    // Not a number is clap's (exit code 2).
+    bookdb(["verify", "--book", s(&book), "--memory", "lots"]).fails_with(2);
+}

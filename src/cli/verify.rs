@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use bookdb::ops::verify::{self, VerifyOptions};
+use bookdb::ops::verify::{self, DEFAULT_VERIFY_MEMORY_MIB, VerifyOptions};
 
 use super::args::{BookArg, Output};
 
@@ -21,6 +21,10 @@ pub(crate) struct Args {
     /// Threads that check blocks (default: every core).
     #[arg(long)]
     jobs: Option<usize>,
+    /// Memory budget in MiB (at least 32): redb's caches and the blocks in flight are sized
+    /// from it, so peak RSS stays within it plus a constant whatever the book's size.
+    #[arg(long, value_name = "MiB", default_value_t = DEFAULT_VERIFY_MEMORY_MIB)]
+    memory: usize,
     #[command(flatten)]
     pub(crate) output: Output,
 }
@@ -30,6 +34,7 @@ impl Args {
         let mut opts = VerifyOptions {
             since: self.since,
             redb_check: !self.no_redb_check,
+            memory_mib: self.memory,
             ..Default::default()
         };
         if let Some(j) = self.jobs {
@@ -37,6 +42,10 @@ impl Args {
         }
         let report = verify::verify_with(&self.book.book, &opts)?;
         if !self.output.json {
+            // In the JSON report otherwise; --quiet keeps warnings (args.rs).
+            for w in &report.warnings {
+                eprintln!("warning: {w}");
+            }
             for p in &report.problems {
                 eprintln!("FAIL {p}");
             }

@@ -1,8 +1,8 @@
-//! The memory budget of an import (`--memory`), fitted to the machine: a budget larger than
-//! the memory this process can have is capped (with a warning in the summary), so that an
-//! absurd value neither aborts the import on a failed allocation nor drives the machine into
-//! swap or the OOM killer. The budget is an upper bound: what the import touches grows with
-//! what it reads (see `Aggregator::for_budget`).
+//! The memory budget of an import (`--memory`, and `verify --memory`), fitted to the machine: a
+//! budget larger than the memory this process can have is capped (with a warning in the
+//! summary), so that an absurd value neither aborts the import on a failed allocation nor
+//! drives the machine into swap or the OOM killer. The budget is an upper bound: what the
+//! import touches grows with what it reads (see `Aggregator::for_budget`).
 
 /// The share of the machine's memory an import may budget for at most.
 const MACHINE_SHARE_NUM: u64 = 3;
@@ -10,7 +10,7 @@ const MACHINE_SHARE_DEN: u64 = 4;
 
 /// The memory this process can use: the physical memory (`sysconf(_SC_PHYS_PAGES)`), or the
 /// limit of its control group (cgroup v2 `memory.max`) if lower. `None` if neither is known.
-pub(super) fn machine_memory_bytes() -> Option<u64> {
+pub(crate) fn machine_memory_bytes() -> Option<u64> {
     // SAFETY: sysconf(3) takes an integer name and touches no memory of ours.
     let (pages, page) = unsafe {
         (
@@ -31,7 +31,7 @@ pub(super) fn machine_memory_bytes() -> Option<u64> {
 /// `--memory` in MiB fitted to a machine with `machine` bytes of memory (`None`: unknown):
 /// at most three quarters of it (and at least 1 MiB). Returns the budget and, if it was
 /// capped, the warning that says so.
-pub(super) fn fit_budget(memory_mib: usize, machine: Option<u64>) -> (usize, Option<String>) {
+pub(crate) fn fit_budget(memory_mib: usize, machine: Option<u64>) -> (usize, Option<String>) {
     let asked = memory_mib.max(1);
     let Some(machine) = machine else {
         // Unknown: still bounded so that the byte counts derived from it cannot overflow.

@@ -19,7 +19,7 @@
 mod aggregate;
 mod apply;
 mod coordinator;
-mod memory;
+pub(crate) mod memory;
 mod options;
 mod plan;
 mod record;

@@ -136,6 +136,9 @@ impl Default for CacheSizes {
     }
 }
 
+/// redb's cache of the private copy that [`BookFile::redb_integrity`] checks.
+pub(crate) const CHECK_COPY_CACHE_BYTES: usize = 16 << 20;
+
 /// Default size of the block cache of a [`Book`].
 pub(crate) const DEFAULT_CACHE_BYTES: usize = 64 << 20;
 

@@ -70,20 +70,22 @@ impl BookFile {
 
     /// Runs `work` on every stored block of this file — (first key, stored bytes) — on
     /// `threads` threads while the calling thread reads the blocks from redb in key order,
-    /// and hands the results to `fold` in key order, as they come. At most
-    /// [`FOLD_WINDOW_PER_THREAD`] × `threads` blocks are read ahead of the last one folded
-    /// (their bytes and results are all that is held), so memory does not grow with the file.
-    /// For `verify`, whose work per block (decompressing, decoding and checking every entry) is
-    /// far more than reading it. An error of `fold` stops the walk and is returned.
+    /// and hands the results to `fold` in key order, as they come. At most `window` blocks
+    /// (at least one; `verify` takes [`FOLD_WINDOW_PER_THREAD`] × `threads`, or fewer to stay
+    /// within its `--memory`) are read ahead of the last one folded (their bytes and results
+    /// are all that is held), so memory does not grow with the file. For `verify`, whose work
+    /// per block (decompressing, decoding and checking every entry) is far more than reading
+    /// it. An error of `fold` stops the walk and is returned.
     #[doc(hidden)]
     pub fn par_fold_blocks<T: Send>(
         &self,
         threads: usize,
+        window: usize,
         work: impl Fn(u64, &[u8]) -> T + Sync,
         mut fold: impl FnMut(T) -> Result<()>,
     ) -> Result<()> {
         let threads = threads.max(1);
-        let window = threads * FOLD_WINDOW_PER_THREAD;
+        let window = window.max(1);
         let work = &work;
         std::thread::scope(|s| {
             let (tx, rx) = crossbeam_channel::bounded::<(usize, u64, Vec<u8>)>(window);
@@ -300,7 +302,7 @@ impl Iterator for BookIter<'_> {
 }
 
 /// Blocks a [`BookFile::par_fold_blocks`] walk may read ahead of its fold, per thread.
-pub const FOLD_WINDOW_PER_THREAD: usize = 8;
+pub(crate) const FOLD_WINDOW_PER_THREAD: usize = 8;
 
 /// The results of a parallel walk put back in block order.
 struct InOrder<T> {

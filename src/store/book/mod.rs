@@ -26,6 +26,7 @@ mod writer;
 pub use cache::CacheSizes;
 pub(crate) use cache::*;
 pub(crate) use fold::*;
+pub(crate) use iter::FOLD_WINDOW_PER_THREAD;
 pub use live::Manifest;
 pub(crate) use live::lock_for_writing;
 pub(crate) use open::looks_like_damaged_book;

@@ -447,6 +447,17 @@ impl BookFile {
     /// redb found the file damaged; `Err`: the copy could not be made (I/O).
     #[doc(hidden)]
     pub fn redb_integrity(&self, scratch: &Path) -> Result<Option<String>> {
+        self.redb_integrity_with(scratch, CHECK_COPY_CACHE_BYTES)
+    }
+
+    /// [`BookFile::redb_integrity`] with redb's cache of the private copy at `cache_bytes`
+    /// (`verify --memory` sizes it).
+    #[doc(hidden)]
+    pub fn redb_integrity_with(
+        &self,
+        scratch: &Path,
+        cache_bytes: usize,
+    ) -> Result<Option<String>> {
         use std::sync::atomic::{AtomicBool, Ordering};
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let dir = scratch.join(format!(
@@ -489,7 +500,7 @@ impl BookFile {
             let flag = repaired.clone();
             shield("checking the file's redb integrity", || {
                 let mut db = match redb::Builder::new()
-                    .set_cache_size(16 << 20)
+                    .set_cache_size(cache_bytes)
                     .set_repair_callback(move |_| flag.store(true, Ordering::Relaxed))
                     .open(&copy)
                 {

@@ -7,6 +7,10 @@
 //! thread runs redb's own integrity check on a private copy of each file. Each position is
 //! decoded once, straight to its state, and checked there (its key, its legality, its moves
 //! against one generation of its legal moves).
+//!
+//! What it holds is sized by `--memory` ([`VerifyBudget`]), whatever the book's size: redb's read
+//! caches of the files, the private copy's cache for redb's check and the window of blocks in
+//! flight (docs/PERFORMANCE.md, "verify's memory").
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -19,7 +23,10 @@ use crate::ops::game::Game;
 use crate::othello::{Board, square_name};
 use crate::store::block::{BlockHeader, BlockView, HEADER_LEN, RawEntry};
 use crate::store::book::BookFile;
-use crate::store::{BookMeta, Entry, MoveRec};
+use crate::store::{BookMeta, CacheSizes, Entry, MoveRec};
+
+mod budget;
+pub use budget::{DEFAULT_VERIFY_MEMORY_MIB, MIN_VERIFY_MEMORY_MIB, VerifyBudget};
 
 /// What `verify` checks and how.
 #[derive(Clone, Debug)]
@@ -33,6 +40,9 @@ pub struct VerifyOptions {
     pub threads: usize,
     /// Where the private copies for redb's check go (the system's temporary directory).
     pub scratch: PathBuf,
+    /// What verify may hold, in MiB (`--memory`; at least [`MIN_VERIFY_MEMORY_MIB`]): shared
+    /// out by [`VerifyBudget`].
+    pub memory_mib: usize,
 }
 
 impl Default for VerifyOptions {
@@ -42,6 +52,7 @@ impl Default for VerifyOptions {
             redb_check: true,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             scratch: std::env::temp_dir(),
+            memory_mib: DEFAULT_VERIFY_MEMORY_MIB,
         }
     }
 }
@@ -83,6 +94,11 @@ pub struct VerifyReport {
     pub redb_integrity_checked: bool,
     /// Threads that checked blocks.
     pub threads: usize,
+    /// The memory budget used, in MiB: `--memory`, capped at three quarters of what the
+    /// machine has.
+    pub memory_mib: usize,
+    /// What verify did differently from what was asked (a `--memory` capped).
+    pub warnings: Vec<String>,
 }
 
 impl VerifyReport {
@@ -128,13 +144,21 @@ pub fn verify_with(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport> {
         }
         .into());
     }
-    let (game, book) = Game::open(path)?;
+    let (budget, memory_mib, memory_warning) = VerifyBudget::for_book(path, opts.memory_mib)?;
+    // Verify reads each block once, so the cache of opened blocks is off.
+    let caches = CacheSizes {
+        redb_bytes: budget.redb_per_file,
+        block_bytes: 0,
+    };
+    let (game, book) = Game::open_with_caches(path, caches)?;
     let mut report = VerifyReport {
         book: path.display().to_string(),
         generation: book.generation(),
         since: opts.since,
         threads: opts.threads.max(1),
         redb_integrity_checked: opts.redb_check,
+        memory_mib,
+        warnings: memory_warning.into_iter().collect(),
         ..VerifyReport::default()
     };
     let manifest = crate::store::book::Manifest::path_of(path);
@@ -157,13 +181,22 @@ pub fn verify_with(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport> {
             s.spawn(|| {
                 checked
                     .iter()
-                    .map(|f| Ok((file_name(f.path()), f.redb_integrity(&opts.scratch)?)))
+                    .map(|f| {
+                        let found = f.redb_integrity_with(&opts.scratch, budget.check_copy)?;
+                        Ok((file_name(f.path()), found))
+                    })
                     .collect::<Result<Vec<_>>>()
             })
         });
         let files: Result<Vec<_>> = checked
             .iter()
-            .map(|f| Ok((file_name(f.path()), verify_file(f, game, report.threads)?)))
+            .map(|f| {
+                let window = budget.window_blocks(f.meta(), report.threads);
+                Ok((
+                    file_name(f.path()),
+                    verify_file(f, game, report.threads, window)?,
+                ))
+            })
             .collect();
         let redb = redb.map(|h| {
             h.join().unwrap_or_else(|_| {
@@ -373,7 +406,7 @@ struct BlockSum {
 
 /// Checks one file of a book: block checksums and headers, every entry decodes, keys recompute
 /// to the stored fragments, order, legality, and the file's own counters.
-fn verify_file(file: &BookFile, game: Game, threads: usize) -> Result<VerifyReport> {
+fn verify_file(file: &BookFile, game: Game, threads: usize, window: usize) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
     let mut counted = BookMeta::default();
     let mut last: Option<(u64, Pos)> = None;
@@ -413,6 +446,7 @@ fn verify_file(file: &BookFile, game: Game, threads: usize) -> Result<VerifyRepo
     };
     file.par_fold_blocks(
         threads,
+        window,
         |key, bytes| check_block(file, game, key, bytes),
         fold,
     )?;
