@@ -72,8 +72,7 @@ impl Node {
             eprintln!("SKIP: {NODE} missing (apt-get install nodejs)");
             return None;
         }
-        let module =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("src/server/page/chess-rules.js");
+        let module = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/server/page/chess-rules.js");
         let mut child = Command::new(NODE)
             .args(["-e", DRIVER])
             .arg(module)
@@ -190,9 +189,7 @@ fn games(text: &str) -> Vec<(Option<String>, Vec<String>, String)> {
             .split_whitespace()
             .map(strip_move_number)
             .filter(|t| {
-                !t.is_empty()
-                    && !t.starts_with('$')
-                    && !["1-0", "0-1", "1/2-1/2", "*"].contains(t)
+                !t.is_empty() && !t.starts_with('$') && !["1-0", "0-1", "1/2-1/2", "*"].contains(t)
             })
             .map(str::to_string)
             .collect();
@@ -226,11 +223,7 @@ fn replay(fen: Option<&str>, sans: &[String]) -> (Vec<Chess>, Vec<String>) {
     let mut positions = vec![pos.clone()];
     let mut ucis = Vec::new();
     for s in sans {
-        let Some(m) = s
-            .parse::<San>()
-            .ok()
-            .and_then(|san| san.to_move(&pos).ok())
-        else {
+        let Some(m) = s.parse::<San>().ok().and_then(|san| san.to_move(&pos).ok()) else {
             break;
         };
         ucis.push(m.to_uci(CastlingMode::Standard).to_string());
@@ -249,7 +242,10 @@ const PERFT: [(&str, &[u64]); 6] = [
         "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
         &[48, 2039, 97862],
     ),
-    ("8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1", &[14, 191, 2812]),
+    (
+        "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1",
+        &[14, 191, 2812],
+    ),
     (
         "r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1",
         &[6, 264, 9467],
