@@ -2,7 +2,8 @@
 //! client of `tests/common/browser.rs`): pieces moved on the board by real pointer input
 //! (click a piece then a square, and drags with a mouse and with touch), a game that castles
 //! both ways (the king two squares, and the king onto its rook), on the board both ways up,
-//! leaves the book and goes on, and promotions chosen in the page's dialog. At every step the
+//! leaves the book and goes on, promotions chosen in the page's dialog (by pointer and by key),
+//! and a move made with the keyboard alone (arrow keys and Enter on the focused board). At every step the
 //! page is checked against the server: the moves table equals `/lichess`, the page's FEN is the
 //! server's, and each move's SAN is the one the server gives where the book has the move. Then
 //! the SAN breadcrumbs of a linked line, the opening search by name and by ECO code with the
@@ -415,6 +416,29 @@ fn playing_on_the_board_in_a_real_browser() {
     expect_play(&b, &srv, None, &najdorf, &najdorf_san);
     let v = shown(&b);
     assert!(v["opening"].as_str().unwrap().starts_with("B90"), "{v}");
+    // Keyboard only on the board: the first arrow shows the cursor on the last move's square
+    // (a6); → × 5 and ↓ × 5 reach f1, Enter picks the bishop up, ↑ ← reach e2, Enter puts it
+    // down.
+    b.js("document.getElementById('board').focus()", json!([]));
+    let mut keys = vec![RIGHT; 6];
+    keys.extend([DOWN; 5]);
+    keys.extend([ENTER, UP, LEFT]);
+    b.keys(&keys);
+    let v = wait_view(&b, "the bishop's squares", |v| {
+        v["targets"] == json!(["a6", "b5", "c4", "d3", "e2"])
+    });
+    assert_eq!(
+        v["play"],
+        json!(najdorf.join(",")),
+        "the keys stepped the line"
+    );
+    b.keys(&[ENTER]);
+    let mut be2 = najdorf.to_vec();
+    be2.push("f1e2");
+    let mut be2_san = najdorf_san.to_vec();
+    be2_san.push("Be2");
+    expect_play(&b, &srv, None, &be2, &be2_san);
+
     // The route behind the search.
     let r = srv.get("/v1/openings?q=najdorf&limit=1").json();
     assert_eq!(r["openings"].as_array().unwrap().len(), 1);

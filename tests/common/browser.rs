@@ -333,5 +333,6 @@ pub fn save_screenshot(png: &[u8], tmp: &Path, name: &str, docs: bool) {
 pub const LEFT: &str = "\u{E012}";
 pub const RIGHT: &str = "\u{E014}";
 pub const DOWN: &str = "\u{E015}";
+pub const UP: &str = "\u{E013}";
 pub const ENTER: &str = "\u{E007}";
 pub const TAB: &str = "\u{E004}";

@@ -2,8 +2,9 @@
 // and lets the user move: click a piece then a highlighted square, or drag it there (pointer
 // events: mouse, pen and touch alike). Only legal moves are offered (chess-rules.js); a king
 // castles by going two squares or onto its rook; a pawn reaching the last rank asks which
-// piece it becomes. The board tells its owner the move chosen and never changes the position
-// itself.
+// piece it becomes. With the keyboard: Tab to the board, the arrow keys move a cursor, Enter or
+// Space picks a piece up and puts it down, Escape lets go. The board tells its owner the move
+// chosen and never changes the position itself.
 "use strict";
 
 (function (root) {
@@ -93,6 +94,8 @@
     let selected = -1;
     let drag = null; // {from, x, y, moved, id, ghost}
     let promo = null; // the promotion chooser element
+    let cursor = -1; // the keyboard's square, -1 until the keyboard is used
+    el.tabIndex = 0;
 
     const flipped = () => orientation === "black";
 
@@ -150,6 +153,7 @@
         rect.setAttribute("aria-label", name + (p ? " " + pieceName(p) : ""));
         if (last.includes(sq)) svg("rect", { x, y, width: 10, height: 10, fill: "var(--last-move)", class: "mark" }, root);
         if (sq === selected) svg("rect", { x, y, width: 10, height: 10, class: "mark selected" }, root);
+        if (sq === cursor) svg("rect", { x: x + 0.4, y: y + 0.4, width: 9.2, height: 9.2, class: "mark cursor" }, root);
         if (pos && p && p.toLowerCase() === "k" && (p === "K") === (pos.turn === "w") && C.inCheck(pos)) {
           svg("circle", { cx: x + 5, cy: y + 5, r: 5, class: "mark check" }, root);
         }
@@ -231,6 +235,7 @@
           closePromotion();
           selected = -1;
           render();
+          el.focus({ preventScroll: true });
           onMove(m);
         });
         box.append(b);
@@ -241,6 +246,7 @@
           e.stopPropagation();
           closePromotion();
           render();
+          el.focus({ preventScroll: true });
         }
       });
       box.addEventListener("pointerdown", (e) => e.stopPropagation());
@@ -254,8 +260,64 @@
       promo = null;
     }
 
+    function describe() {
+      const fenText = pos ? C.toFen(pos) : "";
+      let t = `Chess board, ${orientation} at the bottom: ${fenText}`;
+      if (cursor >= 0) {
+        const p = pieceAt(cursor);
+        t += `. On ${C.sqName(cursor)}${p ? ", " + pieceName(p) : ""}`;
+        if (selected >= 0) t += `; ${pieceName(pieceAt(selected))} on ${C.sqName(selected)} picked up`;
+      }
+      el.setAttribute("aria-label", t);
+    }
+
+    el.addEventListener("keydown", (e) => {
+      if (!pos || promo || e.altKey || e.ctrlKey || e.metaKey) return;
+      const up = flipped() ? -1 : 1;
+      const moves = { ArrowUp: [0, up], ArrowDown: [0, -up], ArrowRight: [up, 0], ArrowLeft: [-up, 0] };
+      if (cursor < 0 && (moves[e.key] || e.key === "Enter" || e.key === " ")) {
+        // The keyboard starts on the last move's square, else the king's pawn of the side to move.
+        cursor = last.length ? last[1] : pos.turn === "w" ? 12 : 52;
+        if (moves[e.key]) {
+          e.preventDefault();
+          e.stopPropagation();
+          render();
+          describe();
+          return;
+        }
+      }
+      if (moves[e.key]) {
+        const [df, dr] = moves[e.key];
+        const f = (cursor & 7) + df;
+        const r = (cursor >> 3) + dr;
+        if (f >= 0 && f < 8 && r >= 0 && r < 8) cursor = f + 8 * r;
+      } else if (e.key === "Enter" || e.key === " ") {
+        if (selected >= 0 && cursor !== selected && choose(selected, cursor)) {
+          e.preventDefault();
+          e.stopPropagation();
+          return;
+        }
+        const p = pos.board[cursor];
+        const mine = p && (p === p.toUpperCase()) === (pos.turn === "w");
+        selected = mine && selected !== cursor && legal.some((m) => m.from === cursor) ? cursor : -1;
+      } else if (e.key === "Escape" && selected >= 0) {
+        selected = -1;
+      } else return;
+      e.preventDefault();
+      e.stopPropagation();
+      render();
+      describe();
+    });
+    el.addEventListener("blur", () => {
+      if (cursor >= 0) {
+        cursor = -1;
+        render();
+      }
+    });
+
     el.addEventListener("pointerdown", (e) => {
       if (!pos || promo || (e.button !== undefined && e.button > 0)) return;
+      cursor = -1;
       const sq = squareAt(e);
       if (sq < 0) return;
       e.preventDefault();
@@ -314,6 +376,7 @@
         selected = -1;
         drag = null;
         promo = null;
+        if (cursor >= 0 && last.length) cursor = last[1];
         render();
         el.setAttribute("aria-label", `Chess board, ${orientation} at the bottom: ${p ? C.toFen(p) : fen}`);
       },
