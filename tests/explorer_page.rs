@@ -1,6 +1,6 @@
 //! The explorer page at `/` in a real browser: Debian's headless Chromium, driven through
-//! chromedriver with the W3C WebDriver protocol (a small HTTP client over `std::net`, no new
-//! dependency). The page is served by the real binary on a book of the sample's first half; the
+//! chromedriver with the W3C WebDriver protocol (`tests/common/browser.rs`: a small HTTP client
+//! over `std::net`, no new dependency; playing on the board is `tests/explorer_board.rs`). The page is served by the real binary on a book of the sample's first half; the
 //! test clicks through a line and at every step checks the moves table (SAN, games) and the board
 //! against the `/lichess` answer it fetches itself, then the URL, the breadcrumbs, back/forward,
 //! the arrow keys, keyboard-only play (Tab to a row, Enter), a bad FEN (the server's error is
