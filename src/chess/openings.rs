@@ -81,6 +81,56 @@ fn parse_line(line: &str) -> Option<(Opening, Chess)> {
     Some((opening, pos))
 }
 
+/// One line of the table as shipped: ECO, name, the SAN moves (`1. e4 c5`) and the same
+/// moves in UCI, in file order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Line {
+    pub eco: &'static str,
+    pub name: &'static str,
+    pub pgn: &'static str,
+    pub uci: Vec<String>,
+}
+
+/// Every line of the table (built once, on first use; lines that do not replay are left out).
+pub fn lines() -> &'static [Line] {
+    static LINES: OnceLock<Vec<Line>> = OnceLock::new();
+    LINES.get_or_init(|| {
+        let mut out = Vec::new();
+        for text in TABLES {
+            for line in text.lines().skip(1) {
+                let mut cols = line.split('\t');
+                let (Some(eco), Some(name), Some(pgn)) = (cols.next(), cols.next(), cols.next())
+                else {
+                    continue;
+                };
+                let mut pos = Chess::default();
+                let mut uci = Vec::new();
+                let ok = pgn
+                    .split_whitespace()
+                    .filter(|t| !t.ends_with('.'))
+                    .all(|tok| {
+                        let Some(m) = tok.parse::<San>().ok().and_then(|s| s.to_move(&pos).ok())
+                        else {
+                            return false;
+                        };
+                        uci.push(m.to_uci(shakmaty::CastlingMode::Standard).to_string());
+                        pos.play_unchecked(m);
+                        true
+                    });
+                if ok {
+                    out.push(Line {
+                        eco,
+                        name,
+                        pgn,
+                        uci,
+                    });
+                }
+            }
+        }
+        out
+    })
+}
+
 /// The name of `pos` itself, if the table names it.
 pub fn name_of(pos: &Chess) -> Option<&'static Opening> {
     let named = table().get(&polyglot_key(pos))?;
@@ -138,6 +188,24 @@ mod tests {
         let o = name_along(line.iter()).unwrap();
         assert_eq!(o.eco, "B20");
         assert!(name_along([Chess::default()].iter()).is_none());
+    }
+
+    #[test]
+    fn lines_carry_their_moves_in_uci() {
+        let all = lines();
+        assert!(all.len() > 3_000);
+        let najdorf = all
+            .iter()
+            .find(|l| l.name == "Sicilian Defense: Najdorf Variation")
+            .unwrap();
+        assert_eq!(najdorf.eco, "B90");
+        assert_eq!(najdorf.uci.len(), 10);
+        assert_eq!(najdorf.uci[..2], ["e2e4", "c7c5"]);
+        let castles = all.iter().find(|l| l.pgn.contains("O-O")).unwrap();
+        assert!(
+            castles.uci.iter().any(|u| u == "e1g1" || u == "e8g8"),
+            "{castles:?}"
+        );
     }
 
     #[test]

@@ -8,11 +8,12 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 /// Routes, as `route` labels; anything else is `other`.
-pub const ROUTES: [&str; 10] = [
+pub const ROUTES: [&str; 11] = [
     "/masters",
     "/lichess",
     "/v1/position",
     "/v1/book",
+    "/v1/openings",
     "/v1/import",
     "/health",
     "/metrics",

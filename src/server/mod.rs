@@ -9,6 +9,7 @@ pub mod admin;
 pub mod error;
 mod listen;
 pub mod metrics;
+mod openings;
 mod options;
 pub mod page;
 pub mod params;

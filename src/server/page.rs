@@ -18,13 +18,16 @@ use super::error::ApiError;
 /// The page; `{{v}}` stands for the assets' version.
 const INDEX: &str = include_str!("page/index.html");
 
-/// The assets: (file name, content type, contents).
-const ASSETS: [(&str, &str, &str); 3] = [
-    (
-        "explorer.js",
-        "text/javascript; charset=utf-8",
-        include_str!("page/explorer.js"),
-    ),
+/// The assets: (file name, content type, contents). The scripts, in the order the page loads
+/// them: the rules of chess, the chess board, the search / paste / copy tools, the Othello page,
+/// the facet filters and chart, and the explorer that ties them together.
+const ASSETS: [(&str, &str, &str); 8] = [
+    js("chess-rules.js", include_str!("page/chess-rules.js")),
+    js("board.js", include_str!("page/board.js")),
+    js("tools.js", include_str!("page/tools.js")),
+    js("othello.js", include_str!("page/othello.js")),
+    js("facets.js", include_str!("page/facets.js")),
+    js("explorer.js", include_str!("page/explorer.js")),
     (
         "explorer.css",
         "text/css; charset=utf-8",
@@ -36,6 +39,10 @@ const ASSETS: [(&str, &str, &str); 3] = [
         include_str!("page/favicon.svg"),
     ),
 ];
+
+const fn js(name: &'static str, body: &'static str) -> (&'static str, &'static str, &'static str) {
+    (name, "text/javascript; charset=utf-8", body)
+}
 
 /// The page with its assets' version filled in (computed once).
 fn page() -> &'static str {

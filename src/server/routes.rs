@@ -20,6 +20,7 @@ use tracing::Level;
 use super::admin;
 use super::error::{ApiError, json_error, json_ok};
 use super::metrics::{BookGauges, route_index};
+use super::openings;
 use super::options::MAX_HEAD;
 use super::page;
 use super::params;
@@ -49,6 +50,7 @@ fn routes() -> Router<Arc<AppState>> {
         .route("/lichess", get(explorer))
         .route("/v1/position", get(position))
         .route("/v1/book", get(book))
+        .route("/v1/openings", get(openings::openings))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .route("/", get(page::index))
@@ -190,7 +192,7 @@ async fn not_found(uri: Uri) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
         format!(
-            "no route {}: the routes are / (the explorer page), /masters, /lichess, /v1/position, /v1/book, /health, /metrics and POST /v1/import",
+            "no route {}: the routes are / (the explorer page), /masters, /lichess, /v1/position, /v1/book, /v1/openings, /health, /metrics and POST /v1/import",
             clip_path(uri.path())
         ),
     )

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod browser;
 mod run;
 pub use run::*;
 
