@@ -348,7 +348,7 @@ mod tests {
         v
     }
 
-    fn sealed(entries: &[Entry], limit: usize) -> (Vec<(u64, Vec<u8>)>, Arc<dyn PositionModel>) {
+    fn sealed(entries: &[Entry], limit: usize) -> (SealedSegment, Arc<dyn PositionModel>) {
         let codec = crate::chess_codec();
         let samples: Vec<&[u8]> = entries.iter().filter_map(|e| e.pos.as_deref()).collect();
         let model = codec.load_model(&codec.train(&samples).unwrap()).unwrap();
@@ -361,7 +361,7 @@ mod tests {
         };
         let mut comp = zstd::bulk::Compressor::new(3).unwrap();
         let out = seal_segment(&ctx, &mut comp, 0, entries, None, &mut Vec::new()).unwrap();
-        (out.blocks, model)
+        (out, model)
     }
 
     /// Every entry comes back once, in order; no key spans two blocks; a block passes the
@@ -378,7 +378,8 @@ mod tests {
             (4048, &|_| 0),
         ] {
             let input = entries(cells);
-            let (blocks, model) = sealed(&input, limit);
+            let (segment, model) = sealed(&input, limit);
+            let blocks = segment.blocks;
             let mut back = Vec::new();
             let mut small = 0;
             let mut oversized = 0;
