@@ -504,6 +504,229 @@ fn playing_on_the_board_in_a_real_browser() {
     );
     assert_eq!(scroll, json!(0), "horizontal scroll at phone width");
     shot(&b, "explorer-move-phone.png");
+
+    // The out-of-book, promotion and search states at a 375 px phone width.
+    b.window_size(375, 812);
+    b.goto(&format!("{base}/?play={}", play.join(",")));
+    expect_play(&b, &srv, None, &play, &sans);
+    assert_eq!(
+        b.js(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth",
+            json!([])
+        ),
+        json!(0),
+        "horizontal scroll at 375 px"
+    );
+    shot(&b, "explorer-out-of-book-phone.png");
+    b.goto(&format!("{base}/?fen={}", enc(fen)));
+    expect_play(&b, &srv, Some(fen), &[], &[]);
+    click_square(&b, "b7");
+    click_square(&b, "b8");
+    wait_view(&b, "the promotion dialog", |v| {
+        v["promotion"] == json!(true)
+    });
+    shot(&b, "explorer-promotion-phone.png");
+    b.goto(&format!("{base}/"));
+    expect_play(&b, &srv, None, &[], &[]);
+    b.keys(&["/"]);
+    b.keys(&["N", "a", "j", "d", "o", "r", "f"]);
+    wait_for("the search results", || {
+        b.js(
+            "return document.querySelector('#opening-results [role=option][aria-selected=true]') ? true : null",
+            json!([]),
+        )
+        .as_bool()
+    });
+    shot(&b, "explorer-search-phone.png");
+}
+
+/// WCAG 2 contrast ratios of the W/D/B bar's black segment against what touches it (the draw
+/// and white segments, the bar's frame) and of the frame and the segment against the panel,
+/// from the colours Chromium computes.
+const CONTRAST: &str = r#"
+const rgb = (c) => (c.match(/[0-9.]+/g) || []).slice(0, 3).map(Number);
+const lum = (c) => {
+    const [r, g, b] = rgb(c).map((v) => { v /= 255; return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+};
+const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+const bar = document.querySelector('#moves .bar');
+const bg = (sel) => getComputedStyle(bar.querySelector(sel)).backgroundColor;
+const black = bg('.b');
+const frame = getComputedStyle(bar).borderTopColor;
+const panel = getComputedStyle(document.querySelector('.explorer-col')).backgroundColor;
+return {
+    black, panel, frame,
+    draw: ratio(black, bg('.d')), white: ratio(black, bg('.w')), frame_ratio: ratio(black, frame),
+    frame_panel: ratio(frame, panel), black_panel: ratio(black, panel),
+    text: ratio(black, getComputedStyle(bar.querySelector('.b')).color),
+    dark: matchMedia('(prefers-color-scheme: dark)').matches,
+};
+"#;
+
+/// What has the focus, and its outline as computed.
+fn focused(b: &Browser) -> Value {
+    b.js(
+        r#"
+        const e = document.activeElement;
+        if (!e || e === document.body) return null;
+        const cs = getComputedStyle(e);
+        return {
+            key: e.id || (e.tagName + ':' + (e.dataset.uci || e.dataset.idx || e.dataset.speed || e.dataset.rating || e.dataset.mode || e.textContent.trim().slice(0, 20))),
+            outline: cs.outlineStyle, width: parseFloat(cs.outlineWidth), color: cs.outlineColor,
+            focusVisible: e.matches(':focus-visible'),
+        };
+        "#,
+        json!([]),
+    )
+}
+
+#[test]
+fn keyboard_focus_names_and_contrast_in_a_real_browser() {
+    if !have_browser() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let book = tmp.path().join("a11y.book");
+    Bookdb::import(&[sample_pgn()], &book).arg("--quiet").ok();
+    let srv = Server::start(&book, &[]);
+    let base = format!("http://{}", srv.addr);
+    let b = Browser::start();
+    b.goto(&format!("{base}/?play=e2e4"));
+    expect_play(&b, &srv, None, &["e2e4"], &["e4"]);
+
+    // Tab goes through every control of the page, each with a visible outline.
+    b.js(
+        "document.activeElement && document.activeElement.blur()",
+        json!([]),
+    );
+    let mut reached: Vec<String> = Vec::new();
+    for _ in 0..200 {
+        b.keys(&[TAB]);
+        let Some(f) = Some(focused(&b)).filter(|f| !f.is_null()) else {
+            continue;
+        };
+        let key = f["key"].as_str().unwrap().to_string();
+        // Back at the first control: round. (A month field takes a Tab per part.)
+        if reached.len() > 1 && reached[0] == key {
+            break;
+        }
+        if reached.contains(&key) {
+            continue;
+        }
+        assert_eq!(f["focusVisible"], json!(true), "{f}");
+        assert!(
+            f["outline"] != json!("none") && f["width"].as_f64().unwrap() >= 2.0,
+            "no visible focus on {f}"
+        );
+        reached.push(key);
+    }
+    let controls = b.js(
+        r#"
+        return Array.from(document.querySelectorAll('a[href], button, input, summary, [tabindex]'))
+            .filter(e => e.tabIndex >= 0 && !e.disabled && e.getClientRects().length > 0
+                && getComputedStyle(e).visibility !== 'hidden')
+            .map(e => e.id || (e.tagName + ':' + (e.dataset.uci || e.dataset.idx || e.dataset.speed || e.dataset.rating || e.dataset.mode || e.textContent.trim().slice(0, 20))));
+        "#,
+        json!([]),
+    );
+    let controls: Vec<String> = serde_json::from_value(controls).unwrap();
+    eprintln!("Tab reached {} controls: {reached:?}", reached.len());
+    assert!(controls.len() > 10, "{controls:?}");
+    for c in &controls {
+        assert!(reached.contains(c), "Tab never reached {c}: {reached:?}");
+    }
+    for must in ["board", "flip", "fen", "copy-pgn", "opening-search"] {
+        assert!(reached.iter().any(|r| r == must), "{must}: {reached:?}");
+    }
+    assert!(
+        reached.iter().any(|r| r.starts_with("TR:")),
+        "no table row: {reached:?}"
+    );
+
+    // Squares are read by their name and piece (Chromium's own accessibility name and role).
+    for (sq, name) in [
+        ("e4", "e4 white pawn"),
+        ("g1", "g1 white knight"),
+        ("e8", "e8 black king"),
+        ("e5", "e5"),
+    ] {
+        let el = b.find(&format!("#board rect[data-square={sq}]"));
+        let label = b.call("GET", &format!("/element/{el}/computedlabel"), None);
+        let role = b.call("GET", &format!("/element/{el}/computedrole"), None);
+        assert_eq!(label, json!(name), "{sq}");
+        // ARIA's img role, which Chromium now names "image".
+        assert!(
+            role == json!("img") || role == json!("image"),
+            "{sq}: {role}"
+        );
+    }
+    // A move made with the keys is announced in the live region. Black to move: the first
+    // arrow shows the cursor on e4 (the last move's square), → → ↑ × 4 reach g8, Enter picks
+    // the knight up, ↓ ↓ ← reach f6, Enter puts it down.
+    b.js("document.getElementById('board').focus()", json!([]));
+    b.keys(&[RIGHT, RIGHT, RIGHT, UP, UP, UP, UP, ENTER]);
+    let v = wait_view(&b, "the knight's squares", |v| {
+        v["targets"] == json!(["f6", "h6"])
+    });
+    assert_eq!(v["play"], json!("e2e4"));
+    let el = b.find("#board rect[data-square=f6]");
+    assert_eq!(
+        b.call("GET", &format!("/element/{el}/computedlabel"), None),
+        json!("f6, a legal move")
+    );
+    b.keys(&[DOWN, DOWN, LEFT, ENTER]);
+    expect_play(&b, &srv, None, &["e2e4", "g8f6"], &["e4", "Nf6"]);
+    let said = wait_for("the announcement", || {
+        let t = b.js(
+            "const a = document.getElementById('announce'); return a.getAttribute('aria-live') === 'polite' ? a.textContent : null",
+            json!([]),
+        );
+        t.as_str().filter(|t| !t.is_empty()).map(str::to_string)
+    });
+    assert_eq!(said, "played Nf6");
+    // A move from the table too.
+    b.js(
+        "document.querySelector('#moves tbody tr').focus()",
+        json!([]),
+    );
+    let san = b.js("return document.activeElement.dataset.san", json!([]));
+    b.keys(&[ENTER]);
+    wait_for("the table move's announcement", || {
+        (b.js(
+            "return document.getElementById('announce').textContent",
+            json!([]),
+        ) == json!(format!("played {}", san.as_str().unwrap())))
+        .then_some(())
+    });
+
+    // The bar's black segment stands off its neighbours and the panel by 3:1 or more, in the
+    // light and the dark scheme.
+    b.goto(&format!("{base}/"));
+    expect_play(&b, &srv, None, &[], &[]);
+    let mut panels = Vec::new();
+    for scheme in ["light", "dark"] {
+        b.cdp(
+            "Emulation.setEmulatedMedia",
+            json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
+        );
+        let c = b.js(CONTRAST, json!([]));
+        assert_eq!(c["dark"], json!(scheme == "dark"), "{c}");
+        for k in ["draw", "white", "frame_ratio"] {
+            assert!(c[k].as_f64().unwrap() >= 3.0, "{scheme}: {k} {c}");
+        }
+        // The segment touches the frame, the frame the panel: one of the two steps is 3:1 when
+        // the segment itself is not 3:1 off the panel.
+        assert!(
+            c["black_panel"].as_f64().unwrap() >= 3.0 || c["frame_panel"].as_f64().unwrap() >= 3.0,
+            "{scheme}: {c}"
+        );
+        assert!(c["text"].as_f64().unwrap() >= 4.5, "{scheme}: {c}");
+        eprintln!("{scheme}: {c}");
+        panels.push(c["panel"].clone());
+    }
+    assert_ne!(panels[0], panels[1], "the dark scheme did not apply");
+    b.cdp("Emulation.setEmulatedMedia", json!({"features": []}));
 }
 
 #[test]
@@ -625,6 +848,67 @@ fn the_othello_page_in_a_real_browser() {
     assert!(v["opening"].as_str().unwrap().contains("game over"), "{v}");
     assert!(v["status"].as_str().unwrap().contains("black wins"), "{v}");
     assert!(v["targets"].as_array().unwrap().is_empty());
+
+    // The keyboard: Tab reaches the board (after the brand link), the first arrow shows the
+    // cursor on the first legal square (d3), ← ↓ reach c4, Enter plays it.
+    b.goto(&format!("{base}/"));
+    expect(None, &[]);
+    b.js(
+        "document.activeElement && document.activeElement.blur()",
+        json!([]),
+    );
+    b.keys(&[TAB, TAB]);
+    let f = b.js(
+        "const e = document.activeElement; const cs = getComputedStyle(e);
+         return [e.id, e.matches(':focus-visible'), cs.outlineStyle, parseFloat(cs.outlineWidth)]",
+        json!([]),
+    );
+    assert_eq!(f[0], json!("board"), "{f}");
+    assert_eq!(f[1], json!(true), "{f}");
+    assert!(
+        f[2] != json!("none") && f[3].as_f64().unwrap() >= 2.0,
+        "{f}"
+    );
+    b.keys(&[RIGHT]);
+    let label = b.js(
+        "return document.getElementById('board').getAttribute('aria-label')",
+        json!([]),
+    );
+    assert!(
+        label.as_str().unwrap().contains("On d3, a legal move"),
+        "{label}"
+    );
+    let el = b.find("#board rect[data-square=d4]");
+    assert_eq!(
+        b.call("GET", &format!("/element/{el}/computedlabel"), None),
+        json!("d4 white")
+    );
+    b.keys(&[LEFT, DOWN]);
+    let cursor = b.js(
+        "const c = document.querySelector('#board .mark.cursor'); const r = document.querySelector('#board rect[data-square=c4]');
+         return c && r ? [c.getAttribute('x') - r.getAttribute('x'), c.getAttribute('y') - r.getAttribute('y')] : null",
+        json!([]),
+    );
+    let near = |v: &Value| v.as_f64().is_some_and(|d| d.abs() < 1.0);
+    assert!(
+        near(&cursor[0]) && near(&cursor[1]),
+        "the cursor is not on c4: {cursor}"
+    );
+    b.keys(&[ENTER]);
+    expect(None, &["c4"]);
+    assert_eq!(
+        b.js(
+            "return document.getElementById('announce').textContent",
+            json!([])
+        ),
+        json!("played c4")
+    );
+    // The keys went to the board, not to the line (← did not step back).
+    assert_eq!(
+        b.js("return document.activeElement.id", json!([])),
+        json!("board")
+    );
+
     b.window_size(390, 844);
     b.goto(&format!("{base}/?play=f5,d6"));
     expect(None, &["f5", "d6"]);

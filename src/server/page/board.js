@@ -61,7 +61,7 @@
     const detail = white ? "#1a1a1a" : "#e8e8e8";
     const g = svg("g", Object.assign({
       transform: `translate(${x - 0.6} ${y - 0.6}) scale(${11.2 / 45})`,
-      "stroke-linejoin": "round", "stroke-linecap": "round", class: "piece",
+      "stroke-linejoin": "round", "stroke-linecap": "round", class: "piece", "aria-hidden": "true",
     }, extra || {}), parent);
     for (const [kind, d] of PIECES[ch.toLowerCase()]) {
       if (kind === "dot") {
@@ -150,18 +150,23 @@
           x, y, width: 10, height: 10, fill: light ? "var(--light-sq)" : "var(--dark-sq)",
           "data-square": name, "data-shade": light ? "light" : "dark",
         }, root);
-        rect.setAttribute("aria-label", name + (p ? " " + pieceName(p) : ""));
-        if (last.includes(sq)) svg("rect", { x, y, width: 10, height: 10, fill: "var(--last-move)", class: "mark" }, root);
-        if (sq === selected) svg("rect", { x, y, width: 10, height: 10, class: "mark selected" }, root);
-        if (sq === cursor) svg("rect", { x: x + 0.4, y: y + 0.4, width: 9.2, height: 9.2, class: "mark cursor" }, root);
+        // Each square is read as its name and what stands on it ("e4 white pawn"), and whether
+        // the piece picked up can go there; the marks, pieces and coordinates are not read.
+        rect.setAttribute("role", "img");
+        rect.setAttribute("aria-label", name + (p ? " " + pieceName(p) : "") +
+          (sq === selected ? ", picked up" : targets.has(sq) ? ", a legal move" : ""));
+        const hidden = { "aria-hidden": "true" };
+        if (last.includes(sq)) svg("rect", { x, y, width: 10, height: 10, fill: "var(--last-move)", class: "mark", ...hidden }, root);
+        if (sq === selected) svg("rect", { x, y, width: 10, height: 10, class: "mark selected", ...hidden }, root);
+        if (sq === cursor) svg("rect", { x: x + 0.4, y: y + 0.4, width: 9.2, height: 9.2, class: "mark cursor", ...hidden }, root);
         if (pos && p && p.toLowerCase() === "k" && (p === "K") === (pos.turn === "w") && C.inCheck(pos)) {
-          svg("circle", { cx: x + 5, cy: y + 5, r: 5, class: "mark check" }, root);
+          svg("circle", { cx: x + 5, cy: y + 5, r: 5, class: "mark check", ...hidden }, root);
         }
         const col = flipped() ? 7 - file : file;
         const row = flipped() ? rank - 1 : 8 - rank;
         const coordFill = light ? "var(--dark-sq)" : "var(--light-sq)";
-        if (col === 0) svg("text", { x: 0.6, y: row * 10 + 3, class: "coord", fill: coordFill }, root).textContent = String(rank);
-        if (row === 7) svg("text", { x: col * 10 + 8.1, y: 79.3, class: "coord", fill: coordFill }, root).textContent = FILES[file];
+        if (col === 0) svg("text", { x: 0.6, y: row * 10 + 3, class: "coord", fill: coordFill, ...hidden }, root).textContent = String(rank);
+        if (row === 7) svg("text", { x: col * 10 + 8.1, y: 79.3, class: "coord", fill: coordFill, ...hidden }, root).textContent = FILES[file];
       }
       for (let sq = 0; sq < 64; sq++) {
         const p = pieceAt(sq);
@@ -174,8 +179,8 @@
         const [x, y] = squareXY(t);
         const capture = pieceAt(t) !== null;
         svg("circle", capture
-          ? { cx: x + 5, cy: y + 5, r: 4.4, class: "target capture", "data-target": C.sqName(t) }
-          : { cx: x + 5, cy: y + 5, r: 1.6, class: "target", "data-target": C.sqName(t) }, root);
+          ? { cx: x + 5, cy: y + 5, r: 4.4, class: "target capture", "data-target": C.sqName(t), "aria-hidden": "true" }
+          : { cx: x + 5, cy: y + 5, r: 1.6, class: "target", "data-target": C.sqName(t), "aria-hidden": "true" }, root);
       }
       if (drag && drag.moved) {
         const r = el.getBoundingClientRect();

@@ -274,7 +274,14 @@ function base() {
   return pending || state;
 }
 
+// Says `text` in the page's aria-live region (read by screen readers, not shown).
+function announce(text) {
+  const el = document.getElementById("announce");
+  if (el) el.textContent = text;
+}
+
 function playMove(uci, san) {
+  announce("played " + (san || uci));
   const s = cloneState(state);
   // Playing the line's next move keeps the rest of the line; another move replaces it.
   if (s.line[s.idx] && s.line[s.idx].uci === uci) {

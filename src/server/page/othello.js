@@ -99,6 +99,8 @@
     let generation = null;
     let flipped = false;
     let seq = 0;
+    let cursor = -1; // the keyboard's square, -1 until the keyboard is used
+    let shown = { b: null, moves: [], last: -1 }; // what the board shows
     try { flipped = localStorage.getItem("bookdb-othello-flipped") === "true"; } catch (_) { /* off */ }
 
     document.body.classList.add("othello");
@@ -113,7 +115,7 @@
     const head = els.moves.tHead.rows[0].cells;
     head[2].textContent = "Black / Draw / White";
     document.querySelector(".help").innerHTML =
-      "Click a marked square or a move (or press <kbd>Enter</kbd> on it) to play it · <kbd>←</kbd> <kbd>→</kbd> step through the line · <kbd>f</kbd> flips the board";
+      "Click a marked square or a move (or press <kbd>Enter</kbd> on it) to play it (on the focused board: arrow keys and <kbd>Enter</kbd>) · <kbd>←</kbd> <kbd>→</kbd> step through the line · <kbd>f</kbd> flips the board";
 
     function fromUrl() {
       const q = new URLSearchParams(location.search);
@@ -165,6 +167,8 @@
     }
 
     function playMove(mv) {
+      const say = document.getElementById("announce");
+      if (say) say.textContent = "played " + mv;
       const s = { board: state.board, line: state.line.slice(0, state.idx), idx: state.idx };
       if (state.line[state.idx] === mv) s.line = state.line.slice();
       else s.line.push(mv);
@@ -190,6 +194,7 @@
 
     function renderBoard(b, last, live) {
       const moves = b && live ? legal(b) : [];
+      shown = { b, moves, last };
       const rootEl = svg("svg", { viewBox: "0 0 80 80", class: "othello-board", "data-orientation": flipped ? "flipped" : "standard" });
       for (let sq = 0; sq < 64; sq++) {
         const f = sq & 7;
@@ -198,20 +203,25 @@
         const y = (flipped ? 7 - r : r) * 10;
         const cell = b ? b.cells[sq] : "-";
         const rect = svg("rect", { x, y, width: 10, height: 10, class: "cell", "data-square": sqName(sq) }, rootEl);
-        rect.setAttribute("aria-label", sqName(sq) + (cell === "X" ? " black" : cell === "O" ? " white" : ""));
-        if (sq === last) svg("rect", { x, y, width: 10, height: 10, class: "mark last" }, rootEl);
+        rect.setAttribute("role", "img");
+        rect.setAttribute("aria-label", sqName(sq) + (cell === "X" ? " black" : cell === "O" ? " white" : "") +
+          (moves.includes(sq) ? ", a legal move" : ""));
+        const hidden = { "aria-hidden": "true" };
+        if (sq === last) svg("rect", { x, y, width: 10, height: 10, class: "mark last", ...hidden }, rootEl);
         if (cell !== "-") {
-          svg("circle", { cx: x + 5, cy: y + 5, r: 4.1, class: "disc " + (cell === "X" ? "black" : "white"), "data-disc": cell, "data-at": sqName(sq) }, rootEl);
+          svg("circle", { cx: x + 5, cy: y + 5, r: 4.1, class: "disc " + (cell === "X" ? "black" : "white"), "data-disc": cell, "data-at": sqName(sq), ...hidden }, rootEl);
         } else if (moves.includes(sq)) {
-          svg("circle", { cx: x + 5, cy: y + 5, r: 1.4, class: "target", "data-target": sqName(sq) }, rootEl);
+          svg("circle", { cx: x + 5, cy: y + 5, r: 1.4, class: "target", "data-target": sqName(sq), ...hidden }, rootEl);
         }
+        if (sq === cursor) svg("rect", { x: x + 0.4, y: y + 0.4, width: 9.2, height: 9.2, class: "mark cursor", ...hidden }, rootEl);
       }
       for (let i = 0; i < 8; i++) {
         const p = (flipped ? 7 - i : i) * 10;
-        svg("text", { x: p + 8.2, y: 79.3, class: "coord" }, rootEl).textContent = "abcdefgh"[i];
-        svg("text", { x: 0.6, y: p + 3, class: "coord" }, rootEl).textContent = String(i + 1);
+        svg("text", { x: p + 8.2, y: 79.3, class: "coord", "aria-hidden": "true" }, rootEl).textContent = "abcdefgh"[i];
+        svg("text", { x: 0.6, y: p + 3, class: "coord", "aria-hidden": "true" }, rootEl).textContent = String(i + 1);
       }
       els.board.replaceChildren(rootEl);
+      describe();
       els.board.onclick = (e) => {
         const t = e.target.closest("[data-square]") || e.target;
         const sq = t.dataset ? sqOf(t.dataset.square || t.dataset.target || "") : -1;
@@ -219,6 +229,49 @@
       };
       els.board.onpointerdown = null;
     }
+
+    // The board's name: the position, and with the keyboard in use the cursor's square.
+    function describe() {
+      const b = shown.b;
+      let t = "Othello board" + (b ? `, ${b.turn === "X" ? "black" : "white"} to move` : "");
+      if (cursor >= 0 && b) {
+        const c = b.cells[cursor];
+        t += `. On ${sqName(cursor)}${c === "X" ? ", black" : c === "O" ? ", white" : ""}` +
+          (shown.moves.includes(cursor) ? ", a legal move (Enter plays it)" : "");
+      }
+      els.board.setAttribute("aria-label", t);
+    }
+
+    // The keyboard on the focused board, as on the chess board: the arrow keys move a cursor
+    // (from the last move's square, else the first legal one), Enter or Space plays there.
+    els.board.addEventListener("keydown", (e) => {
+      if (e.altKey || e.ctrlKey || e.metaKey || !shown.b) return;
+      const s = flipped ? -1 : 1;
+      const steps = { ArrowUp: [0, -s], ArrowDown: [0, s], ArrowRight: [s, 0], ArrowLeft: [-s, 0] };
+      const step = steps[e.key];
+      const play = e.key === "Enter" || e.key === " ";
+      if (!step && !play) return;
+      e.preventDefault();
+      e.stopPropagation();
+      if (cursor < 0) {
+        cursor = shown.last >= 0 ? shown.last : shown.moves.length ? shown.moves[0] : 27;
+        if (step) return render();
+      }
+      if (step) {
+        const f = (cursor & 7) + step[0];
+        const r = (cursor >> 3) + step[1];
+        if (f >= 0 && f < 8 && r >= 0 && r < 8) cursor = f + 8 * r;
+        render();
+      } else if (shown.moves.includes(cursor)) {
+        playMove(sqName(cursor));
+      }
+    });
+    els.board.addEventListener("blur", () => {
+      if (cursor >= 0) {
+        cursor = -1;
+        render();
+      }
+    });
 
     function renderLine(r) {
       els.line.textContent = "";
