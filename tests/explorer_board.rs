@@ -517,6 +517,11 @@ fn playing_on_the_board_in_a_real_browser() {
         json!(0),
         "horizontal scroll at 375 px"
     );
+    // The board above is the desktop shot's; in view, the line and "not in the book".
+    b.js(
+        "document.getElementById('opening').scrollIntoView()",
+        json!([]),
+    );
     shot(&b, "explorer-out-of-book-phone.png");
     b.goto(&format!("{base}/?fen={}", enc(fen)));
     expect_play(&b, &srv, Some(fen), &[], &[]);
@@ -537,6 +542,10 @@ fn playing_on_the_board_in_a_real_browser() {
         )
         .as_bool()
     });
+    b.js(
+        "document.getElementById('opening-search-box').scrollIntoView()",
+        json!([]),
+    );
     shot(&b, "explorer-search-phone.png");
 }
 
@@ -723,6 +732,9 @@ fn keyboard_focus_names_and_contrast_in_a_real_browser() {
         );
         assert!(c["text"].as_f64().unwrap() >= 4.5, "{scheme}: {c}");
         eprintln!("{scheme}: {c}");
+        if scheme == "dark" {
+            shot(&b, "explorer-dark-desktop.png");
+        }
         panels.push(c["panel"].clone());
     }
     assert_ne!(panels[0], panels[1], "the dark scheme did not apply");
