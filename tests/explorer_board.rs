@@ -590,21 +590,10 @@ fn focused(b: &Browser) -> Value {
     )
 }
 
-#[test]
-fn keyboard_focus_names_and_contrast_in_a_real_browser() {
-    if !have_browser() {
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let book = tmp.path().join("a11y.book");
-    Bookdb::import(&[sample_pgn()], &book).arg("--quiet").ok();
-    let srv = Server::start(&book, &[]);
-    let base = format!("http://{}", srv.addr);
-    let b = Browser::start();
-    b.goto(&format!("{base}/?play=e2e4"));
-    expect_play(&b, &srv, None, &["e2e4"], &["e4"]);
-
-    // Tab goes through every control of the page, each with a visible outline.
+/// Tabs once round the page from nothing focused, checking that each control reached shows a
+/// focus (`:focus-visible` with an outline of 2 px or more) and that every visible control is
+/// reached; the controls reached, in order.
+fn tab_round(b: &Browser) -> Vec<String> {
     b.js(
         "document.activeElement && document.activeElement.blur()",
         json!([]),
@@ -612,7 +601,7 @@ fn keyboard_focus_names_and_contrast_in_a_real_browser() {
     let mut reached: Vec<String> = Vec::new();
     for _ in 0..200 {
         b.keys(&[TAB]);
-        let Some(f) = Some(focused(&b)).filter(|f| !f.is_null()) else {
+        let Some(f) = Some(focused(b)).filter(|f| !f.is_null()) else {
             continue;
         };
         let key = f["key"].as_str().unwrap().to_string();
@@ -641,10 +630,29 @@ fn keyboard_focus_names_and_contrast_in_a_real_browser() {
     );
     let controls: Vec<String> = serde_json::from_value(controls).unwrap();
     eprintln!("Tab reached {} controls: {reached:?}", reached.len());
-    assert!(controls.len() > 10, "{controls:?}");
+    assert!(controls.len() > 5, "{controls:?}");
     for c in &controls {
         assert!(reached.contains(c), "Tab never reached {c}: {reached:?}");
     }
+    reached
+}
+
+#[test]
+fn keyboard_focus_names_and_contrast_in_a_real_browser() {
+    if !have_browser() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let book = tmp.path().join("a11y.book");
+    Bookdb::import(&[sample_pgn()], &book).arg("--quiet").ok();
+    let srv = Server::start(&book, &[]);
+    let base = format!("http://{}", srv.addr);
+    let b = Browser::start();
+    b.goto(&format!("{base}/?play=e2e4"));
+    expect_play(&b, &srv, None, &["e2e4"], &["e4"]);
+
+    // Tab goes through every control of the page, each with a visible outline.
+    let reached = tab_round(&b);
     for must in ["board", "flip", "fen", "copy-pgn", "opening-search"] {
         assert!(reached.iter().any(|r| r == must), "{must}: {reached:?}");
     }
@@ -876,6 +884,12 @@ fn the_othello_page_in_a_real_browser() {
         json!([]),
     );
     assert_eq!(f[0], json!("board"), "{f}");
+    let reached = tab_round(&b);
+    for must in ["board", "flip", "fen"] {
+        assert!(reached.iter().any(|r| r == must), "{must}: {reached:?}");
+    }
+    assert!(reached.iter().any(|r| r.starts_with("TR:")), "{reached:?}");
+    b.js("document.getElementById('board').focus()", json!([]));
     assert_eq!(f[1], json!(true), "{f}");
     assert!(
         f[2] != json!("none") && f[3].as_f64().unwrap() >= 2.0,
