@@ -128,16 +128,6 @@ fn wait_view(b: &Browser, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
     }
 }
 
-fn lichess(srv: &Server, fen: Option<&str>, play: &[&str]) -> Value {
-    let mut q = format!("/lichess?moves=50&play={}", play.join(","));
-    if let Some(f) = fen {
-        q.push_str(&format!("&fen={}", enc(f)));
-    }
-    let r = srv.get(&q);
-    assert_eq!(r.status, 200, "{q}: {}", r.body);
-    r.json()
-}
-
 fn rows(a: &Value, key: &str, label: &str) -> Value {
     Value::Array(
         a["moves"]
@@ -165,7 +155,7 @@ fn expect_play(
     play: &[&str],
     sans: &[&str],
 ) -> Value {
-    let a = lichess(srv, fen, play);
+    let a = srv.lichess(fen, play);
     let want_rows = rows(&a, "uci", "san");
     let want_play = if play.is_empty() {
         Value::Null
@@ -185,7 +175,7 @@ fn expect_play(
         "the page's FEN and the server's"
     );
     for i in 0..play.len() {
-        let before = lichess(srv, fen, &play[..i]);
+        let before = srv.lichess(fen, &play[..i]);
         if let Some(m) = before["moves"]
             .as_array()
             .unwrap()

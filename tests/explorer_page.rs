@@ -75,17 +75,6 @@ fn rows_of(v: &Value) -> Vec<Row> {
         .collect()
 }
 
-/// `/lichess` for `play` (as the page asks it: 50 moves at most, no filters).
-fn api(srv: &Server, fen: Option<&str>, play: &[String]) -> Value {
-    let mut q = format!("/lichess?moves=50&play={}", play.join(","));
-    if let Some(f) = fen {
-        q.push_str(&format!("&fen={}", enc(f)));
-    }
-    let r = srv.get(&q);
-    assert_eq!(r.status, 200, "{q}: {}", r.body);
-    r.json()
-}
-
 fn api_rows(a: &Value) -> Vec<Row> {
     a["moves"]
         .as_array()
@@ -121,7 +110,7 @@ fn pieces_of(fen: &str) -> String {
 /// Waits until the page shows the position after `play` as the API answers it: the table (SAN
 /// and games per row), the board, the URL and the breadcrumbs. Returns the API's answer.
 fn expect_position(b: &Browser, srv: &Server, play: &[String]) -> Value {
-    let a = api(srv, None, play);
+    let a = srv.lichess(None, play);
     let want = api_rows(&a);
     let want_pieces = pieces_of(a["fen"].as_str().unwrap());
     let want_search = if play.is_empty() {
@@ -223,7 +212,7 @@ fn the_explorer_page_in_a_real_browser() {
     let mut play: Vec<String> = Vec::new();
     let mut sans: Vec<String> = Vec::new();
     for step in 0..6 {
-        let a = api(&srv, None, &play);
+        let a = srv.lichess(None, &play);
         let rows = api_rows(&a);
         if rows.is_empty() {
             break;
@@ -320,7 +309,7 @@ fn the_explorer_page_in_a_real_browser() {
     // An unknown position: "not in the book", no empty table.
     let unknown = "4k3/8/8/8/8/8/8/R3K3 w Q - 0 1";
     assert!(
-        api(&srv, Some(unknown), &[])["moves"]
+        srv.lichess(Some(unknown), &[] as &[&str])["moves"]
             .as_array()
             .unwrap()
             .is_empty()
@@ -344,7 +333,7 @@ fn the_explorer_page_in_a_real_browser() {
     let before = expect_position(&b, &srv, show);
     Bookdb::import(&[&second], &book).arg("--quiet").ok();
     let after = wait_for("the server to serve the new games", || {
-        let a = api(&srv, None, show);
+        let a = srv.lichess(None, show);
         (a != before).then_some(a)
     });
     assert_ne!(
@@ -607,13 +596,13 @@ fn the_explorer_filters_in_a_real_browser() {
     let srv = Server::start(&book, &[]);
     let base = format!("http://{}", srv.addr);
     // A line of two moves: the main move and its main reply.
-    let m0 = api_rows(&api(&srv, None, &[]))[0].0.clone();
-    let m1 = api_rows(&api(&srv, None, std::slice::from_ref(&m0)))[0]
+    let m0 = api_rows(&srv.lichess(None, &[] as &[&str]))[0].0.clone();
+    let m1 = api_rows(&srv.lichess(None, std::slice::from_ref(&m0)))[0]
         .0
         .clone();
     let line = vec![m0.clone(), m1.clone()];
     let play = line.join(",");
-    let rows_at = |play: &[String]| api_rows(&api(&srv, None, play));
+    let rows_at = |play: &[String]| api_rows(&srv.lichess(None, play));
 
     let b = Browser::start();
     let history = json!([

@@ -85,6 +85,19 @@ impl Server {
         Server { child, addr, log }
     }
 
+    /// `/lichess` for `play` from `fen` (the start position if none), as the explorer page
+    /// asks it (50 moves at most, no filters); the answer must be 200.
+    pub fn lichess(&self, fen: Option<&str>, play: &[impl AsRef<str>]) -> serde_json::Value {
+        let play: Vec<&str> = play.iter().map(AsRef::as_ref).collect();
+        let mut q = format!("/lichess?moves=50&play={}", play.join(","));
+        if let Some(f) = fen {
+            q.push_str(&format!("&fen={}", enc(f)));
+        }
+        let r = self.get(&q);
+        assert_eq!(r.status, 200, "{q}: {}", r.body);
+        r.json()
+    }
+
     pub fn get(&self, path: &str) -> Resp {
         self.request(
             format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").as_bytes(),
