@@ -22,6 +22,7 @@ pub mod ops;
 pub mod othello;
 pub mod server;
 pub mod store;
+pub mod tt;
 
 pub use error::{Error, Result};
 
