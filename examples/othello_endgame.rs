@@ -203,7 +203,7 @@ fn run<T: SearchTable>(
 fn collisions(stored: &[Board]) {
     let per_m = |n: u64| n as f64 * 1e6 / stored.len().max(1) as f64;
     eprintln!(
-        "collisions over {} stores in 1,024 buckets (per million stores): easyAI's count / evictions of another state",
+        "collisions over {} stores in 1,024 buckets (per million stores): easyAI's count / evictions of another state / buckets used",
         stored.len()
     );
     let strings: Vec<String> = stored.iter().map(|b| b.board_string()).collect();
@@ -220,22 +220,23 @@ fn collisions(stored: &[Board]) {
             }
             slots[s] = Some(i);
         }
-        (counted, evicted)
+        let used = slots.iter().filter(|s| s.is_some()).count();
+        (counted, evicted, used)
     };
     for family in KeyHash::ALL.into_iter().skip(1) {
-        let (c, e) = simulate(&|i| {
+        let (c, e, u) = simulate(&|i| {
             (family_hash(family, strings[i].chars().map(|c| c as u64), Some(1024)) % 1024) as usize
         });
         eprintln!(
-            "  {:<14} {:>10.0} {:>10.0}",
+            "  {:<14} {:>10.0} {:>10.0} {u:>6}",
             family.name(),
             per_m(c),
             per_m(e)
         );
     }
-    let (c, e) = simulate(&|i| (stored[i].tt_key() % 1024) as usize);
+    let (c, e, u) = simulate(&|i| (stored[i].tt_key() % 1024) as usize);
     eprintln!(
-        "  {:<14} {:>10.0} {:>10.0}",
+        "  {:<14} {:>10.0} {:>10.0} {u:>6}",
         "bookdb key",
         per_m(c),
         per_m(e)
