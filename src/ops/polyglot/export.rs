@@ -11,11 +11,10 @@ use serde::Serialize;
 
 use super::bin::{ENTRY_BYTES, PgEntry};
 use super::fmt_reasons;
-use crate::chess::PosState;
-use crate::chess::polyglot::{code_to_pg, raw_pg_from_code};
+use super::weigh::weigh_key;
 use crate::error::{Error, Result};
 use crate::ops::query;
-use crate::store::{Book, Entry, MoveExtra, MoveRec};
+use crate::store::{Book, Entry, MoveRec};
 
 /// `COUNT_MAX` of polyglot's `book_make.c`: counts of a key are halved when one reaches it.
 pub const COUNT_MAX: u64 = 16384;
@@ -147,7 +146,8 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    fn name(self) -> &'static str {
+    /// The reason's name in the export summary's `dropped`.
+    pub fn name(self) -> &'static str {
         match self {
             DropReason::MinGames => "min_games",
             DropReason::ZeroScore => "zero_score",
@@ -158,7 +158,7 @@ impl DropReason {
     }
 }
 
-fn side_dropped(white_to_move: Option<bool>, only: Option<OnlySide>) -> bool {
+pub(super) fn side_dropped(white_to_move: Option<bool>, only: Option<OnlySide>) -> bool {
     matches!(
         (white_to_move, only),
         (Some(false), Some(OnlySide::White)) | (Some(true), Some(OnlySide::Black))
@@ -190,15 +190,6 @@ pub fn make_book_weight(
     Ok(u16::try_from(w).unwrap_or(u16::MAX))
 }
 
-/// One Polyglot move of a key being exported.
-#[derive(Default)]
-struct OutMove {
-    counts: MakeBookCounts,
-    counted: bool,
-    white_to_move: Option<bool>,
-    stored: Option<MoveExtra>,
-}
-
 /// Computes the Polyglot entries of all book entries sharing one key.
 pub(super) fn export_key(
     group: &[Entry],
@@ -209,78 +200,24 @@ pub(super) fn export_key(
         return Ok(Vec::new());
     };
     let key = first.key;
-    let mut moves: BTreeMap<u16, OutMove> = BTreeMap::new();
-    for e in group {
-        let state = match &e.pos {
-            Some(p) => Some(PosState::unpack(p)?),
-            None => None,
-        };
-        let white = state.as_ref().map(|s| !s.black_to_move);
-        for m in &e.moves {
-            let pg = match &state {
-                Some(s) => code_to_pg(m.mv, s),
-                None => raw_pg_from_code(m.mv),
-            };
-            let o = moves.entry(pg).or_default();
-            if o.white_to_move.is_none() {
-                o.white_to_move = white;
-            }
-            if m.games() > 0 {
-                let c = MakeBookCounts::of(m, white.unwrap_or(true));
-                o.counts.n = o.counts.n.saturating_add(c.n);
-                o.counts.sum = o.counts.sum.saturating_add(c.sum);
-                o.counted = true;
-            }
-            if let Some(x) = m.extra {
-                o.stored = Some(match o.stored {
-                    Some(y) => MoveExtra {
-                        weight: x.weight.max(y.weight),
-                        learn: x.learn.max(y.learn),
-                    },
-                    None => x,
-                });
-            }
-        }
-    }
-    let mut counted: Vec<MakeBookCounts> = moves
-        .values()
-        .filter(|o| o.counted)
-        .map(|o| o.counts)
-        .collect();
-    if halve_to_fit(&mut counted) > 0 {
+    let (moves, halved) = weigh_key(group, opts)?;
+    if halved {
         summary.halved_keys += 1;
-        let mut it = counted.into_iter();
-        for o in moves.values_mut().filter(|o| o.counted) {
-            if let Some(c) = it.next() {
-                o.counts = c;
-            }
-        }
     }
     let mut out = Vec::with_capacity(moves.len());
-    for (pg, o) in moves {
-        let learn = o.stored.map_or(0, |x| x.learn);
-        let res = if o.counted {
-            make_book_weight(o.counts, o.white_to_move.unwrap_or(true), opts)
-        } else if o.stored.is_none() {
-            Err(DropReason::NoData)
-        } else if side_dropped(o.white_to_move, opts.only) {
-            Err(DropReason::Side)
-        } else {
-            let w = o.stored.map_or(0, |x| x.weight);
-            Ok(if opts.uniform { w.min(1) } else { w })
-        };
-        match res {
+    for m in moves {
+        match m.weight {
             Ok(weight) => {
-                if o.counted {
+                if m.counted {
                     summary.from_games += 1;
                 } else {
                     summary.from_polyglot += 1;
                 }
                 out.push(PgEntry {
                     key,
-                    mv: pg,
+                    mv: m.pg,
                     weight,
-                    learn,
+                    learn: m.learn,
                 });
             }
             Err(d) => *summary.dropped.entry(d.name().into()).or_default() += 1,
@@ -526,8 +463,10 @@ fn write_file(path: &Path, write_to: &WriteTo<'_>) -> Result<ExportSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chess::PosState;
     use crate::chess::polyglot::pg_encode;
     use crate::chess::{encode_move, parse_move};
+    use crate::store::MoveExtra;
     use shakmaty::Chess;
 
     use crate::chess::tests_support::sq;

@@ -76,6 +76,7 @@
 mod bin;
 mod export;
 mod import;
+mod weigh;
 
 pub use bin::{ENTRY_BYTES, ParsedBin, PgEntry, SENTINEL_KEY, parse_bin, read_bin};
 pub use export::{
@@ -85,6 +86,7 @@ pub use export::{
 pub use import::{
     FileSummary, IMPORT_KEY_PREFIX, PolyglotImportOptions, PolyglotImportSummary, import_polyglot,
 };
+pub use weigh::{WeighedMove, weigh_key};
 
 use std::collections::BTreeMap;
 
