@@ -7,13 +7,15 @@
 
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
+mod canon;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
 use bookdb::ops::game::Game;
 use bookdb::ops::position::{Names, PositionQuery, chess_line, othello_board};
@@ -501,12 +503,32 @@ fn export_polyglot(
     serde_json::to_string(&summary).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
+/// The canonical tagged encoding of `value` (`key`: as a transposition-table key, values
+/// Python holds equal encoded alike); never pickle.
+#[pyfunction]
+#[pyo3(signature = (value, key=false))]
+fn encode<'py>(
+    py: Python<'py>,
+    value: &Bound<'py, PyAny>,
+    key: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
+    Ok(PyBytes::new(py, &canon::encode(value, key)?))
+}
+
+/// The value `data` encodes ([`encode`]'s inverse).
+#[pyfunction]
+fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    canon::decode(py, data)
+}
+
 #[pymodule]
 fn _bookdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyBook>()?;
     m.add_class::<Entries>()?;
     m.add_function(wrap_pyfunction!(import_games, m)?)?;
     m.add_function(wrap_pyfunction!(export_polyglot, m)?)?;
+    m.add_function(wrap_pyfunction!(encode, m)?)?;
+    m.add_function(wrap_pyfunction!(decode, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
