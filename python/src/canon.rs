@@ -123,13 +123,13 @@ impl Encoder {
                 out.extend_from_slice(&k);
                 out.extend_from_slice(&val);
             }
+        } else if v.hasattr("tolist")? && v.hasattr("dtype")? {
+            // numpy: an array (a board) as its nested lists, a scalar as its Python number.
+            self.encode_into(&v.call_method0("tolist")?, out, depth + 1)?;
         } else if v.hasattr("__index__")? {
-            // numpy integers and other int-likes: their int.
+            // Other int-likes: their int.
             let i = v.call_method0("__index__")?;
             encode_int(&i, out)?;
-        } else if v.hasattr("tolist")? && v.hasattr("dtype")? {
-            // A numpy array (a board): its nested lists.
-            self.encode_into(&v.call_method0("tolist")?, out, depth + 1)?;
         } else {
             return Err(PyTypeError::new_err(format!(
                 "{} cannot be stored in a transposition table (None, bool, int, float, str, \
