@@ -65,3 +65,7 @@ def export_polyglot(
     speeds: Optional[str] = None,
     modes: Optional[str] = None,
 ) -> str: ...
+def encode(value: Any, key: bool = False) -> bytes:
+    """The canonical tagged encoding of ``value`` (never pickle)."""
+def decode(data: bytes) -> Any:
+    """The value ``data`` encodes."""
