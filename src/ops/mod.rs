@@ -14,4 +14,5 @@ pub mod progress;
 pub mod query;
 pub mod rewrite;
 pub mod stats;
+pub mod tt;
 pub mod verify;
