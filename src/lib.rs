@@ -24,6 +24,8 @@ pub mod server;
 pub mod store;
 
 pub use error::{Error, Result};
+/// Persistent transposition tables for game searches (docs/FORMAT.md §14).
+pub use store::tt;
 
 use std::sync::Arc;
 

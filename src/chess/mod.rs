@@ -11,6 +11,7 @@ pub(crate) mod packed;
 pub(crate) mod polyglot;
 pub(crate) mod position;
 pub(crate) mod rangecoder;
+mod tt;
 
 #[doc(hidden)]
 pub use model::ChessModel;

@@ -22,6 +22,7 @@ mod pack;
 mod probe;
 mod serve;
 mod stats;
+mod tt;
 mod verify;
 
 #[derive(Parser)]
@@ -59,6 +60,8 @@ pub(crate) enum Cmd {
     Compact(compact::Args),
     /// Bring a book to the current format version.
     Migrate(migrate::Args),
+    /// Inspect, check or compact a persistent transposition table (a `bookdb::tt` file).
+    Tt(tt::Args),
     /// Answer HTTP: the lichess opening explorer's API (/masters, /lichess), /v1/position,
     /// /v1/book, /health, /metrics and (with --admin-token-file) POST /v1/import. Follows
     /// every change other processes make to the book. Logs go to stderr (filter: BOOKDB_LOG,
@@ -86,6 +89,7 @@ impl Cmd {
             Cmd::Compact(a) => a.run(),
             Cmd::Migrate(a) => a.run(),
             Cmd::Serve(a) => a.run(),
+            Cmd::Tt(a) => a.run(),
             Cmd::Completions(a) => a.run(command()),
             Cmd::Man(a) => a.run(command()),
         }
@@ -104,6 +108,7 @@ impl Cmd {
             Cmd::Compact(a) => a.job.output.json,
             Cmd::Migrate(a) => a.job.output.json,
             Cmd::Serve(a) => a.output.json,
+            Cmd::Tt(a) => a.json(),
             Cmd::Dump(_) | Cmd::Pack(_) | Cmd::Completions(_) | Cmd::Man(_) => false,
         }
     }

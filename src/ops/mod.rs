@@ -15,4 +15,5 @@ pub mod query;
 pub mod reader;
 pub mod rewrite;
 pub mod stats;
+pub mod tt;
 pub mod verify;

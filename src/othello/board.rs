@@ -48,7 +48,7 @@ const DIRS: [fn(u64) -> u64; 8] = [
 ];
 
 /// Legal moves of the side owning `me` against `opp`.
-pub(crate) fn moves_of(me: u64, opp: u64) -> u64 {
+pub fn moves_of(me: u64, opp: u64) -> u64 {
     let empty = !(me | opp);
     let mut moves = 0;
     for d in DIRS {
@@ -62,7 +62,7 @@ pub(crate) fn moves_of(me: u64, opp: u64) -> u64 {
 }
 
 /// Discs of `opp` flipped by `me` playing on `sq` (0 if the move flips nothing).
-pub(crate) fn flips(me: u64, opp: u64, sq: u8) -> u64 {
+pub fn flips(me: u64, opp: u64, sq: u8) -> u64 {
     let from = 1u64 << sq;
     let mut all = 0;
     for d in DIRS {

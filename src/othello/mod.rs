@@ -4,10 +4,13 @@
 //! nothing of the chess layer.
 
 pub(crate) mod board;
+pub mod endgame;
 pub(crate) mod error;
+mod tt;
 
 pub use board::{
-    Board, MAX_PACKED, parse_square, square_name, transform, transform_square, untransform_square,
+    Board, MAX_PACKED, flips, moves_of, parse_square, square_name, transform, transform_square,
+    untransform_square,
 };
 pub use error::OthelloError;
 

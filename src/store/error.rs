@@ -77,6 +77,9 @@ pub enum Corruption {
     Manifest(String),
     #[error("database pages: {0}")]
     Storage(String),
+    /// An entry of a transposition-table file (docs/FORMAT.md §14): which key, what is wrong.
+    #[error("table entry {key:016x}: {reason}")]
+    TableEntry { key: u64, reason: String },
 }
 
 /// Errors of the store. Each variant says whose problem it is: the file (`NotABook`,

@@ -13,6 +13,7 @@ pub(crate) mod files;
 pub(crate) mod fpset;
 pub(crate) mod record;
 pub(crate) mod run;
+pub mod tt;
 #[doc(hidden)]
 pub mod varint;
 

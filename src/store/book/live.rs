@@ -200,13 +200,34 @@ pub(super) enum Target {
     },
 }
 
-/// Publishes a finished, durable book file written at `tmp` as `target` says (FORMAT §10.3):
+impl Target {
+    /// What publishing the file means for the book's manifest.
+    pub(super) fn publication(&self) -> Publication<'_> {
+        match self {
+            Target::Base => Publication::Base,
+            Target::Segment { book, manifest, .. } => Publication::Segment { book, manifest },
+        }
+    }
+}
+
+/// What a finished file becomes when it is published (docs/FORMAT.md §10.3): the base at its
+/// own path, or a delta segment of `book` that `manifest` (the new state) lists. Book files
+/// and transposition-table files (§14) are published alike.
+pub(crate) enum Publication<'a> {
+    Base,
+    Segment {
+        book: &'a Path,
+        manifest: &'a Manifest,
+    },
+}
+
+/// Publishes a finished, durable file written at `tmp` as `target` says (FORMAT §10.3):
 /// fsync, rename onto `final_path`, directory fsync, then the manifest and the removal of what
 /// the publication superseded. `generation` is the one written into the file.
-pub(super) fn publish(
+pub(crate) fn publish(
     tmp: &Path,
     final_path: &Path,
-    target: &Target,
+    target: Publication<'_>,
     generation: u64,
 ) -> Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
@@ -219,8 +240,8 @@ pub(super) fn publish(
     // Every file of a book keeps the mode, owner and group of the book's base (a rewrite under
     // another umask or user must not lock out the book's readers).
     let book = match target {
-        Target::Base => final_path,
-        Target::Segment { book, .. } => book.as_path(),
+        Publication::Base => final_path,
+        Publication::Segment { book, .. } => book,
     };
     if let Err(e) = inherit_metadata(book, &f) {
         let _ = std::fs::remove_file(tmp);
@@ -239,7 +260,7 @@ pub(super) fn publish(
     }
     sync_dir(final_path);
     match target {
-        Target::Base => {
+        Publication::Base => {
             crash_point("base-renamed");
             // Readers that find the base newer than the manifest ignore the manifest's
             // segments (§10.4), so this only tidies up.
@@ -253,7 +274,7 @@ pub(super) fn publish(
                 remove_segments_except(final_path, &[]);
             }
         }
-        Target::Segment { book, manifest, .. } => {
+        Publication::Segment { book, manifest } => {
             crash_point("segment-renamed");
             manifest.publish(book)?;
             remove_segments_except(book, &manifest.segments);

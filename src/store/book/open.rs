@@ -170,7 +170,15 @@ pub(super) fn read_header(
 ) -> Result<FileHeader> {
     let get =
         |k: &str| -> Result<Option<Vec<u8>>> { Ok(meta_table.get(k)?.map(|v| v.value().to_vec())) };
-    if get(META_MAGIC)?.as_deref() != Some(MAGIC) {
+    let magic = get(META_MAGIC)?;
+    if magic.as_deref() == Some(crate::store::tt::MAGIC) {
+        return Err(not_a_book(
+            path,
+            "it is a transposition table (bookdb::tt, docs/FORMAT.md §14), not an opening \
+             book; `bookdb tt stats|verify|compact` read it",
+        ));
+    }
+    if magic.as_deref() != Some(MAGIC) {
         if has_book_traces(path) {
             return Err(Error::Corrupt(Corruption::Meta(
                 "the bookdb magic is missing from the meta table the file's tree leads to".into(),

@@ -568,7 +568,12 @@ impl BookWriter {
             let _ = std::fs::remove_file(&self.tmp_path);
             return Err(e.writing(&self.tmp_path));
         }
-        publish(&self.tmp_path, &self.final_path, &self.target, generation)?;
+        publish(
+            &self.tmp_path,
+            &self.final_path,
+            self.target.publication(),
+            generation,
+        )?;
         Ok(self.meta.clone())
     }
 }
