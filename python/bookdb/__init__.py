@@ -20,6 +20,7 @@ import typing
 from typing import Any, Callable, Container, Iterable, Iterator, NamedTuple, Optional, Union
 
 from . import _bookdb
+from .tt import TranspositionTable
 from ._errors import (
     BookBusy,
     BookIOError,
@@ -41,6 +42,7 @@ __all__ = [
     "Position",
     "import_games",
     "export_polyglot",
+    "TranspositionTable",
     "Error",
     "UsageError",
     "InputError",

@@ -8,6 +8,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 mod canon;
+mod table;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -58,11 +59,11 @@ fn py_err(e: bookdb::Error) -> PyErr {
     })
 }
 
-fn usage(message: String) -> PyErr {
+pub(crate) fn usage(message: String) -> PyErr {
     py_err(bookdb::Error::Usage(message))
 }
 
-trait OrPy<T> {
+pub(crate) trait OrPy<T> {
     fn or_py(self) -> PyResult<T>;
 }
 
@@ -525,6 +526,7 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
 fn _bookdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyBook>()?;
     m.add_class::<Entries>()?;
+    m.add_class::<table::PyTable>()?;
     m.add_function(wrap_pyfunction!(import_games, m)?)?;
     m.add_function(wrap_pyfunction!(export_polyglot, m)?)?;
     m.add_function(wrap_pyfunction!(encode, m)?)?;
