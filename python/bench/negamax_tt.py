@@ -44,7 +44,7 @@ def scoring(game):
 kind, path, depth = sys.argv[1], sys.argv[2], int(sys.argv[3])
 t0 = time.perf_counter()
 class Shared(TranspositionTable):
-    """easyAI's table, not deep-copied with every game copy (one dict for the search)."""
+    # easyAI's table, not deep-copied with every game copy (one dict for the search).
     def __deepcopy__(self, memo):
         return self
 
