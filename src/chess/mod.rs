@@ -18,7 +18,7 @@ pub use model::ChessModel;
 pub use packed::{MAX_PACKED, PLANES, PackedPos, PosState, to_hex};
 pub use position::{
     MoveCode, decode_move, encode_move, key_and_pack, legal_move, move_uci, parse_fen, parse_move,
-    polyglot_key,
+    polyglot_key, position_from_bitboards,
 };
 
 use std::sync::Arc;

@@ -326,6 +326,68 @@ pub fn parse_fen(fen: &str) -> Result<Chess, PositionError> {
         .map_err(|e| bad(e.to_string()))
 }
 
+/// A legal position from its bitboards as python-chess's `Board` keeps them: pieces by role
+/// (pawns, knights, bishops, rooks, queens, kings), by colour, the side to move, the rooks that
+/// keep castling rights and the en-passant square (set after every double step). Castling
+/// rights that do not hold and an en-passant square that does not fit are dropped, as
+/// [`parse_fen`] drops them; the Python package reads boards through it.
+pub fn position_from_bitboards(
+    roles: [u64; 6],
+    white: u64,
+    black: u64,
+    white_to_move: bool,
+    castling_rooks: u64,
+    ep_square: Option<u8>,
+) -> Result<Chess, PositionError> {
+    let [pawn, knight, bishop, rook, queen, king] = roles.map(Bitboard);
+    let board = Board::try_from_bitboards(
+        ByRole {
+            pawn,
+            knight,
+            bishop,
+            rook,
+            queen,
+            king,
+        },
+        ByColor {
+            white: Bitboard(white),
+            black: Bitboard(black),
+        },
+    )
+    .map_err(|_| {
+        PositionError::Illegal("the pieces overlap or leave squares without a colour".into())
+    })?;
+    let ep_square = match ep_square {
+        Some(sq) if sq < 64 => Some(Square::new(u32::from(sq))),
+        Some(sq) => {
+            return Err(PositionError::Illegal(format!(
+                "en-passant square {sq} is not a square (0-63)"
+            )));
+        }
+        None => None,
+    };
+    let setup = Setup {
+        board,
+        promoted: Bitboard::EMPTY,
+        pockets: None,
+        turn: if white_to_move {
+            Color::White
+        } else {
+            Color::Black
+        },
+        castling_rights: Bitboard(castling_rooks),
+        ep_square,
+        remaining_checks: None::<ByColor<_>>,
+        halfmoves: 0,
+        fullmoves: std::num::NonZeroU32::MIN,
+    };
+    setup
+        .position::<Chess>(CastlingMode::Standard)
+        .or_else(|e| e.ignore_invalid_castling_rights().map_err(Box::new))
+        .or_else(|e| e.ignore_invalid_ep_square().map_err(Box::new))
+        .map_err(|e| PositionError::Illegal(e.to_string()))
+}
+
 /// Key of a shakmaty position as Polyglot defines it (docs/CONTRACT.md §2): the en-passant
 /// file counts when a pawn of the side to move stands beside the pawn that just made a double
 /// step, whether or not the capture is legal.

@@ -12,6 +12,7 @@ pub mod polyglot;
 pub mod position;
 pub mod progress;
 pub mod query;
+pub mod reader;
 pub mod rewrite;
 pub mod stats;
 pub mod tt;

@@ -490,7 +490,8 @@ mod tests {
     use crate::chess::move_uci;
     use crate::chess::polyglot::pg_encode;
     use crate::chess::tests_support::play;
-    use crate::ops::polyglot::export::{ExportSummary, PolyglotExportOptions, export_key};
+    use crate::ops::polyglot::PolyglotExportOptions;
+    use crate::ops::polyglot::export::{ExportSummary, export_key};
 
     use crate::chess::tests_support::sq;
 

@@ -76,14 +76,16 @@
 mod bin;
 mod export;
 mod import;
+mod weigh;
 
 pub use bin::{ENTRY_BYTES, ParsedBin, PgEntry, SENTINEL_KEY, parse_bin, read_bin};
-pub use export::{
-    COUNT_MAX, DropReason, ExportFormat, ExportSummary, MakeBookCounts, OnlySide,
-    PolyglotExportOptions, export, export_jsonl, export_polyglot, halve_to_fit, make_book_weight,
-};
+pub use export::{ExportFormat, ExportSummary, export, export_jsonl, export_polyglot};
 pub use import::{
     FileSummary, IMPORT_KEY_PREFIX, PolyglotImportOptions, PolyglotImportSummary, import_polyglot,
+};
+pub use weigh::{
+    COUNT_MAX, DropReason, MakeBookCounts, OnlySide, PolyglotExportOptions, WeighedMove,
+    halve_to_fit, make_book_weight, weigh_key,
 };
 
 use std::collections::BTreeMap;
