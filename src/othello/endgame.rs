@@ -216,27 +216,43 @@ fn shallow(me: u64, opp: u64, depth: u32, mut alpha: i32, beta: i32) -> i32 {
     best
 }
 
-/// The moves of `moves` best first by a shallow search of each (the table's move first).
-fn ordered_by_search(
+/// The moves of `moves` sorted by `score` (ascending: least first), the table's move `first`
+/// ahead of all; `score` is given the square and the discs the move leaves (the opponent's,
+/// the mover's). At most 32 moves.
+fn sorted_moves(
     me: u64,
     opp: u64,
     mut moves: u64,
     first: Option<u8>,
-    depth: u32,
     out: &mut [(i32, u8); 32],
+    score: impl Fn(u8, u64, u64) -> i32,
 ) -> usize {
     let mut n = 0;
     while moves != 0 {
         let sq = moves.trailing_zeros() as u8;
         moves &= moves - 1;
         let f = flips(me, opp, sq);
-        let v = shallow(opp & !f, me | f | (1 << sq), depth, -(1 << 20), 1 << 20);
-        // Ascending sort: the opponent's value, least first.
+        let v = score(sq, opp & !f, me | f | (1 << sq));
         out[n] = (if Some(sq) == first { i32::MIN } else { v }, sq);
         n += 1;
     }
     out[..n].sort_unstable();
     n
+}
+
+/// The moves of `moves` best first by a shallow search of each (the table's move first).
+fn ordered_by_search(
+    me: u64,
+    opp: u64,
+    moves: u64,
+    first: Option<u8>,
+    depth: u32,
+    out: &mut [(i32, u8); 32],
+) -> usize {
+    // The opponent's value after the move, least first.
+    sorted_moves(me, opp, moves, first, out, |_, o, m| {
+        shallow(o, m, depth, -(1 << 20), 1 << 20)
+    })
 }
 
 /// Corners, then the other squares, X-squares (diagonal to a corner) last.
@@ -262,34 +278,18 @@ fn final_diff(me: u64, opp: u64) -> i32 {
 
 /// The moves of `moves` in the order to try them: fastest-first (fewest replies for the
 /// opponent; corners ahead, X-squares behind at equal counts), at most 32 of them.
-fn ordered(
-    me: u64,
-    opp: u64,
-    mut moves: u64,
-    first: Option<u8>,
-    out: &mut [(i32, u8); 32],
-) -> usize {
-    let mut n = 0;
-    while moves != 0 {
-        let sq = moves.trailing_zeros() as u8;
-        moves &= moves - 1;
+fn ordered(me: u64, opp: u64, moves: u64, first: Option<u8>, out: &mut [(i32, u8); 32]) -> usize {
+    sorted_moves(me, opp, moves, first, out, |sq, o, m| {
         let bit = 1u64 << sq;
-        let f = flips(me, opp, sq);
-        let replies = moves_of(opp & !f, me | f | bit).count_ones() as i32;
-        let mut score = replies * 4;
+        let replies = moves_of(o, m).count_ones() as i32 * 4;
         if bit & CORNERS != 0 {
-            score -= 3;
+            replies - 3
         } else if bit & X_SQUARES != 0 {
-            score += 3;
+            replies + 3
+        } else {
+            replies
         }
-        if Some(sq) == first {
-            score = i32::MIN;
-        }
-        out[n] = (score, sq);
-        n += 1;
-    }
-    out[..n].sort_unstable();
-    n
+    })
 }
 
 impl<T: SearchTable> Solver<T> {
