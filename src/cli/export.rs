@@ -18,6 +18,12 @@ enum Format {
     /// One JSON line per position, as `dump` prints them.
     #[value(alias = "json")]
     Jsonl,
+    /// The engine evaluations as EPD: per position its deepest result's first line (ce, acd,
+    /// acn, pv; side to move's view, SAN).
+    Epd,
+    /// The engine evaluations as lichess's evaluation export: JSON lines
+    /// {"fen","evals":[{"knodes","depth","pvs":[{"cp"|"mate","line"}]}]}.
+    Evals,
 }
 
 #[derive(clap::Args)]
@@ -59,7 +65,7 @@ impl Args {
             || self.only_white
             || self.only_black
             || self.uniform;
-        if self.format == Format::Jsonl && filtered {
+        if self.format != Format::Polyglot && filtered {
             anyhow::bail!(
                 "--min-games, --min-score, --only-white, --only-black and --uniform apply to --format polyglot only"
             );
@@ -83,6 +89,8 @@ impl Args {
         let format = match self.format {
             Format::Polyglot => ExportFormat::Polyglot,
             Format::Jsonl => ExportFormat::Jsonl,
+            Format::Epd => ExportFormat::Epd,
+            Format::Evals => ExportFormat::Evals,
         };
         let summary =
             bookdb::ops::polyglot::export(&self.book.book, format, &self.out, &self.options()?)?;

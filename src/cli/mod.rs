@@ -13,6 +13,7 @@ mod completions;
 mod dump;
 mod export;
 mod import;
+mod import_evals;
 mod import_polyglot;
 mod man;
 mod merge;
@@ -53,6 +54,8 @@ pub(crate) enum Cmd {
     Export(export::Args),
     /// Import Polyglot .bin books: positions are rebuilt by walking the books' moves.
     ImportPolyglot(import_polyglot::Args),
+    /// Import engine evaluations (EPD with ce/acd/acn/pv, or lichess's evaluation export).
+    ImportEvals(import_evals::Args),
     /// Merge books (statistics add up) into a new book.
     Merge(merge::Args),
     /// Rewrite a book: fold the delta tier into blocks, prune, return space.
@@ -82,6 +85,7 @@ impl Cmd {
             Cmd::Verify(a) => a.run(),
             Cmd::Export(a) => a.run(),
             Cmd::ImportPolyglot(a) => a.run(),
+            Cmd::ImportEvals(a) => a.run(),
             Cmd::Merge(a) => a.run(),
             Cmd::Compact(a) => a.run(),
             Cmd::Migrate(a) => a.run(),
@@ -100,6 +104,7 @@ impl Cmd {
             Cmd::Verify(a) => a.output.json,
             Cmd::Export(a) => a.output.json,
             Cmd::ImportPolyglot(a) => a.output.json,
+            Cmd::ImportEvals(a) => a.output.json,
             Cmd::Merge(a) => a.job.output.json,
             Cmd::Compact(a) => a.job.output.json,
             Cmd::Migrate(a) => a.job.output.json,

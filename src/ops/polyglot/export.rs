@@ -75,7 +75,7 @@ pub struct ExportSummary {
 
 impl std::fmt::Display for ExportSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.format == "jsonl" {
+        if self.format != "polyglot" {
             return write!(
                 f,
                 "{}: {} positions written ({} bytes) in {:.2}s",
@@ -358,6 +358,10 @@ pub fn export_jsonl(
 pub enum ExportFormat {
     Polyglot,
     Jsonl,
+    /// The evaluations as EPD (`ce`, `acd`, `acn`, `pv`).
+    Epd,
+    /// The evaluations as lichess's evaluation export (JSON lines).
+    Evals,
 }
 
 impl std::str::FromStr for ExportFormat {
@@ -433,6 +437,15 @@ pub fn export(
                 let lines = export_jsonl(&book, w, &opts.filter)?;
                 Ok(ExportSummary {
                     format: "jsonl".into(),
+                    keys: lines,
+                    ..Default::default()
+                })
+            }
+            ExportFormat::Epd | ExportFormat::Evals => {
+                let lichess = format == ExportFormat::Evals;
+                let lines = crate::ops::evals::export::export_evals(&book, w, lichess)?;
+                Ok(ExportSummary {
+                    format: if lichess { "evals" } else { "epd" }.into(),
                     keys: lines,
                     ..Default::default()
                 })
