@@ -306,3 +306,74 @@ fn merge_compact_and_folds_keep_the_selected_results() {
         "dump lists it"
     );
 }
+
+/// `/api/cloud-eval` answers as lichess does: the shape, lila's castling notation, the choice
+/// by `multiPv`, 404 with lichess's message on a miss; for a position however it was reached
+/// (another move order, full FEN with move counters).
+#[test]
+fn cloud_eval_answers_as_lichess() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("b.book");
+    Bookdb::import(&[&sample_pgn()], &book).arg("--quiet").ok();
+    bookdb([
+        "import-evals",
+        "--quiet",
+        "--book",
+        s(&book),
+        s(&write(dir.path(), "b.jsonl", &lichess_text())),
+    ])
+    .ok();
+    // 1.d4 Nf6 2.c4 e6 imported; asked for after 1.c4 e6 2.d4 Nf6 (the same position).
+    let qgd = "rnbqkb1r/pppp1ppp/4pn2/8/2PP4/8/PP2PPPP/RNBQKBNR w KQkq -";
+    bookdb([
+        "import-evals",
+        "--quiet",
+        "--book",
+        s(&book),
+        s(&write(
+            dir.path(),
+            "q.epd",
+            &format!("{qgd} ce 35; acd 25; acn 7000; pv Nc3 Bb4;\n"),
+        )),
+    ])
+    .ok();
+    let srv = common::server::Server::start(&book, &[]);
+    let get = |q: &str| srv.get(&format!("/api/cloud-eval?{q}"));
+    let r = get(&format!(
+        "fen={}",
+        common::server::enc(&format!("{ITALIAN} 4 4"))
+    ));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json(),
+        serde_json::json!({"fen": format!("{ITALIAN} 4 4"), "knodes": 9000, "depth": 34,
+            "pvs": [{"moves": "e1h1 g8f6 d2d3", "cp": 41}]})
+    );
+    let two = get(&format!("fen={}&multiPv=2", common::server::enc(ITALIAN))).json();
+    assert_eq!(
+        two["pvs"][1],
+        serde_json::json!({"moves": "c4f7 e8f7", "mate": -7})
+    );
+    // Asking for more lines than any result has: the one with the most lines.
+    let five = get(&format!("fen={}&multiPv=5", common::server::enc(ITALIAN))).json();
+    assert_eq!(five["pvs"].as_array().unwrap().len(), 2);
+    let line = ["c2c4", "e7e6", "d2d4", "g8f6"];
+    let p: serde_json::Value = srv.lichess(None, &line);
+    let fen = p["fen"].as_str().unwrap().to_string();
+    let t = get(&format!("fen={}", common::server::enc(&fen))).json();
+    assert_eq!(t["depth"], 25, "{t}");
+    assert_eq!(t["pvs"][0]["moves"], "b1c3 f8b4");
+    assert_eq!(t["pvs"][0]["cp"], 35);
+    let miss = get(&format!("fen={}", common::server::enc(E4)));
+    assert_eq!(miss.status, 404);
+    assert_eq!(
+        miss.json(),
+        serde_json::json!({"error": "No cloud evaluation available for that position"})
+    );
+    assert_eq!(get("fen=nonsense").status, 400);
+    assert_eq!(get("").status, 400);
+    assert_eq!(
+        get(&format!("fen={}&multiPv=9", common::server::enc(START))).status,
+        400
+    );
+}

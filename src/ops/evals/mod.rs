@@ -4,6 +4,7 @@
 //! EPD and lichess's evaluation export ([`parse`]); `import-evals` ([`import`]); EPD export
 //! ([`export`]).
 
+pub mod cloud;
 pub mod export;
 pub mod import;
 pub mod parse;
@@ -80,7 +81,7 @@ pub fn eval_json(pos: &Chess, r: &EvalResult, castling: Castling) -> EvalJson {
     }
 }
 
-fn pv_json(pos: &Chess, l: &EvalLine, castling: Castling) -> PvJson {
+pub(crate) fn pv_json(pos: &Chess, l: &EvalLine, castling: Castling) -> PvJson {
     let (cp, mate) = score_json(l.score);
     PvJson {
         moves: line_uci(pos, &l.moves, castling).join(" "),
