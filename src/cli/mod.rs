@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+mod analyse;
 mod args;
 mod compact;
 mod completions;
@@ -56,6 +57,9 @@ pub(crate) enum Cmd {
     ImportPolyglot(import_polyglot::Args),
     /// Import engine evaluations (EPD with ce/acd/acn/pv, or lichess's evaluation export).
     ImportEvals(import_evals::Args),
+    /// Run a UCI engine (Stockfish) over the book's positions, most played first; the
+    /// evaluations are kept with the book. Interrupted, the same command resumes.
+    Analyse(analyse::Args),
     /// Merge books (statistics add up) into a new book.
     Merge(merge::Args),
     /// Rewrite a book: fold the delta tier into blocks, prune, return space.
@@ -86,6 +90,7 @@ impl Cmd {
             Cmd::Export(a) => a.run(),
             Cmd::ImportPolyglot(a) => a.run(),
             Cmd::ImportEvals(a) => a.run(),
+            Cmd::Analyse(a) => a.run(),
             Cmd::Merge(a) => a.run(),
             Cmd::Compact(a) => a.run(),
             Cmd::Migrate(a) => a.run(),
@@ -105,6 +110,7 @@ impl Cmd {
             Cmd::Export(a) => a.output.json,
             Cmd::ImportPolyglot(a) => a.output.json,
             Cmd::ImportEvals(a) => a.output.json,
+            Cmd::Analyse(a) => a.job.output.json,
             Cmd::Merge(a) => a.job.output.json,
             Cmd::Compact(a) => a.job.output.json,
             Cmd::Migrate(a) => a.job.output.json,
