@@ -377,3 +377,60 @@ fn cloud_eval_answers_as_lichess() {
         400
     );
 }
+
+/// `export --format polyglot --weights eval`: each move weighted by the evaluation of the
+/// position it leads to, from the mover's point of view (docs/CONTRACT.md §10's rule); moves
+/// whose resulting position has none are left out.
+#[test]
+fn polyglot_weights_follow_the_evaluations() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("b.book");
+    Bookdb::import(&[&sample_pgn()], &book).arg("--quiet").ok();
+    let d4 = "rnbqkbnr/pppppppp/8/8/3P4/8/PPP1PPPP/RNBQKBNR b KQkq -";
+    // After 1.e4 Black to move: ce -50 is +50 for White; after 1.d4, ce 20 is -20 for White.
+    let epd = format!("{E4} ce -50; acd 20; pv c5;\n{d4} ce 20; acd 20; pv Nf6;\n");
+    bookdb([
+        "import-evals",
+        "--quiet",
+        "--book",
+        s(&book),
+        s(&write(dir.path(), "w.epd", &epd)),
+    ])
+    .ok();
+    let bin = dir.path().join("w.bin");
+    let r: serde_json::Value = bookdb([
+        "export",
+        "--json",
+        "--book",
+        s(&book),
+        "--format",
+        "polyglot",
+        "--weights",
+        "eval",
+        "--out",
+        s(&bin),
+    ])
+    .json();
+    assert!(r["dropped"]["no_eval"].as_u64().unwrap() > 0, "{r}");
+    let bytes = std::fs::read(&bin).unwrap();
+    let entries: Vec<(u64, u16, u16)> = bytes
+        .chunks(16)
+        .map(|c| {
+            (
+                u64::from_be_bytes(c[..8].try_into().unwrap()),
+                u16::from_be_bytes([c[8], c[9]]),
+                u16::from_be_bytes([c[10], c[11]]),
+            )
+        })
+        .collect();
+    let weight =
+        |cp: f64| ((1.0 / (1.0 + 10f64.powf(-cp / 400.0))).powi(4) * 10000.0).round() as u16;
+    // Polyglot move codes: e2e4 = to e4 (28) | from e2 (12) << 6; d2d4 = 27 | 11 << 6.
+    assert_eq!(
+        entries,
+        vec![
+            (0x463b_9618_1691_fc9c, 28 | (12 << 6), weight(50.0)),
+            (0x463b_9618_1691_fc9c, 27 | (11 << 6), weight(-20.0)),
+        ]
+    );
+}

@@ -26,6 +26,13 @@ enum Format {
     Evals,
 }
 
+/// The values of `--weights`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Weights {
+    Games,
+    Eval,
+}
+
 #[derive(clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
@@ -51,6 +58,11 @@ pub(crate) struct Args {
     /// Weight 1 for every move (polyglot -uniform).
     #[arg(long)]
     uniform: bool,
+    /// Polyglot weights from the game counts (polyglot make-book's rule) or from the engine
+    /// evaluations of the moves' resulting positions (docs/CONTRACT.md §10; moves without one
+    /// are left out).
+    #[arg(long, value_enum, default_value = "games")]
+    weights: Weights,
     #[command(flatten)]
     filter: super::args::FilterArgs,
     /// (The summary goes to stderr when --out is -.)
@@ -64,10 +76,11 @@ impl Args {
             || self.min_score.is_some()
             || self.only_white
             || self.only_black
-            || self.uniform;
+            || self.uniform
+            || self.weights == Weights::Eval;
         if self.format != Format::Polyglot && filtered {
             anyhow::bail!(
-                "--min-games, --min-score, --only-white, --only-black and --uniform apply to --format polyglot only"
+                "--min-games, --min-score, --only-white, --only-black, --uniform and --weights apply to --format polyglot only"
             );
         }
         Ok(PolyglotExportOptions {
@@ -82,6 +95,7 @@ impl Args {
             },
             uniform: self.uniform,
             filter: self.filter.filter(),
+            weights_eval: self.weights == Weights::Eval,
         })
     }
 

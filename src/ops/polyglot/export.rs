@@ -40,6 +40,9 @@ pub struct PolyglotExportOptions {
     /// The cells counted (`--since --until --speeds --ratings --modes`; both formats): each
     /// move's counts are those of its passing cells, moves without such games left out.
     pub filter: crate::store::facet::CellFilter,
+    /// `--weights eval`: weights from the engine evaluations of the moves' resulting
+    /// positions instead of the game counts (`super::eval_weights`).
+    pub weights_eval: bool,
 }
 
 impl Default for PolyglotExportOptions {
@@ -50,6 +53,7 @@ impl Default for PolyglotExportOptions {
             only: None,
             uniform: false,
             filter: Default::default(),
+            weights_eval: false,
         }
     }
 }
@@ -318,6 +322,12 @@ pub fn export_polyglot(
     for e in book.iter()? {
         let mut e = e?;
         opts.filter.apply(&mut e);
+        if opts.weights_eval {
+            let n = super::eval_weights::apply(book, &mut e)?;
+            if n > 0 {
+                *summary.dropped.entry("no_eval".into()).or_default() += n;
+            }
+        }
         if e.moves.is_empty() {
             continue;
         }
