@@ -128,6 +128,8 @@ struct Subject {
     probes: Vec<String>,
     /// Byte ranges of stored blocks in each file (to name the region a trial hit).
     blocks: BTreeMap<PathBuf, Vec<(u64, u64)>>,
+    /// Byte ranges of the `evals` table's values in each file.
+    evals: BTreeMap<PathBuf, Vec<(u64, u64)>>,
 }
 
 /// Splits a PGN file into games.
@@ -149,6 +151,12 @@ fn games_of(pgn: &Path) -> Vec<Vec<u8>> {
 }
 
 fn subject(name: &'static str, parts: usize) -> Subject {
+    build_subject(name, parts, false)
+}
+
+/// A subject; with `evals`, it also holds engine evaluations ([`add_evaluations`]): a
+/// one-file book is compacted back into one file, a live book gets one more segment.
+fn build_subject(name: &'static str, parts: usize, evals: bool) -> Subject {
     let dir = tempfile::tempdir().unwrap();
     let book = dir.path().join("book");
     let games = games_of(&sample_pgn());
@@ -161,6 +169,13 @@ fn subject(name: &'static str, parts: usize) -> Subject {
             .ok();
         std::fs::remove_file(&pgn).unwrap();
     }
+    if evals {
+        add_evaluations(&book, dir.path());
+    }
+    if evals && parts == 1 {
+        // Folded back into one file: `compact` keeps the evaluations.
+        bookdb(["compact", "--quiet", "--book", s(&book)]).ok();
+    }
     let mut files = vec![book.clone()];
     let mut segs: Vec<PathBuf> = std::fs::read_dir(dir.path())
         .unwrap()
@@ -171,8 +186,8 @@ fn subject(name: &'static str, parts: usize) -> Subject {
     segs.sort();
     assert_eq!(
         segs.len(),
-        parts - 1,
-        "{name}: one segment per import after the first"
+        parts - 1 + usize::from(evals && parts > 1),
+        "{name}: one segment per import after the first (and one of evaluations)"
     );
     files.extend(segs);
     let manifest = book.with_file_name("book.live");
@@ -205,7 +220,12 @@ fn subject(name: &'static str, parts: usize) -> Subject {
     let blocks = files
         .iter()
         .filter(|f| !f.to_string_lossy().ends_with(".live"))
-        .map(|f| (f.clone(), block_ranges(f)))
+        .map(|f| (f.clone(), value_ranges(f, "blocks")))
+        .collect();
+    let evals = files
+        .iter()
+        .filter(|f| !f.to_string_lossy().ends_with(".live"))
+        .map(|f| (f.clone(), value_ranges(f, "evals")))
         .collect();
     Subject {
         name,
@@ -216,21 +236,62 @@ fn subject(name: &'static str, parts: usize) -> Subject {
         fens: fens_file,
         probes,
         blocks,
+        evals,
     }
 }
 
-/// Where each stored block's value lies in the file (found by its unique header bytes).
-fn block_ranges(file: &Path) -> Vec<(u64, u64)> {
+/// Engine evaluations (docs/FORMAT.md §13) of every third position of the book and of one
+/// position it has no games for, imported from EPD, so that damage can hit the `evals` table.
+fn add_evaluations(book: &Path, dir: &Path) {
+    let mut epd = String::new();
+    for (i, line) in dump(book).lines().enumerate().step_by(3) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let fen = v["fen"].as_str().unwrap();
+        let mv = v["moves"][0]["uci"].as_str().unwrap();
+        epd += &format!(
+            "{fen} ce {}; acd {}; acn {}; pv {mv};\n",
+            i % 300,
+            8 + i % 9,
+            1000 * i
+        );
+    }
+    epd += "8/8/8/4k3/8/8/8/4K2R w K - ce 900; acd 30; pv e1g1;\n";
+    let file = dir.join("evals.epd");
+    std::fs::write(&file, epd).unwrap();
+    bookdb(["import-evals", "--quiet", "--book", s(book), s(&file)]).ok();
+    std::fs::remove_file(&file).unwrap();
+}
+
+/// Where each value of a table (`blocks`, `evals`) lies in the file (found by its first
+/// bytes, unique for blocks by their header, for evaluations by their checksum).
+fn value_ranges(file: &Path, table: &str) -> Vec<(u64, u64)> {
     use redb::{ReadableDatabase, ReadableTable};
-    let def: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("blocks");
     let db = redb::ReadOnlyDatabase::open(file).unwrap();
     let txn = db.begin_read().unwrap();
-    let t = txn.open_table(def).unwrap();
+    let values: Vec<Vec<u8>> = if table == "blocks" {
+        let def: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("blocks");
+        match txn.open_table(def) {
+            Ok(t) => t
+                .iter()
+                .unwrap()
+                .map(|i| i.unwrap().1.value().to_vec())
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    } else {
+        let def: redb::TableDefinition<(u64, &[u8]), &[u8]> = redb::TableDefinition::new("evals");
+        match txn.open_table(def) {
+            Ok(t) => t
+                .iter()
+                .unwrap()
+                .map(|i| i.unwrap().1.value().to_vec())
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    };
     let bytes = std::fs::read(file).unwrap();
     let mut out = Vec::new();
-    for item in t.iter().unwrap() {
-        let (_, v) = item.unwrap();
-        let v = v.value();
+    for v in &values {
         let probe = &v[..v.len().min(64)];
         if let Some(at) = memchr::memmem::find(&bytes, probe) {
             out.push((at as u64, (at + v.len()) as u64));
@@ -255,6 +316,12 @@ fn region(subject: &Subject, file: &Path, offset: u64) -> &'static str {
     }
     if offset < PAGE {
         return "redb header page";
+    }
+    if subject.evals[file]
+        .iter()
+        .any(|&(a, b)| offset >= a && offset < b)
+    {
+        return "evals row";
     }
     let in_block = subject.blocks[file]
         .iter()
@@ -511,7 +578,10 @@ fn campaign_size() -> (usize, u64) {
 #[test]
 fn corruption_campaign() {
     let (trials, seed) = campaign_size();
-    let subjects = [subject("one-file book", 1), subject("live book", 3)];
+    let subjects = [
+        build_subject("one-file book", 1, true),
+        build_subject("live book", 3, true),
+    ];
     let mut rng = Rng(seed);
     let mut by_kind: BTreeMap<(Kind, &'static str), Tally> = BTreeMap::new();
     let mut by_region: BTreeMap<(&'static str, &'static str), Tally> = BTreeMap::new();

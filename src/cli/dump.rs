@@ -22,15 +22,16 @@ impl Args {
     pub(crate) fn run(self) -> anyhow::Result<ExitCode> {
         let (game, book) = Game::open(&self.book.book)?;
         with_stdout(|w| {
-            for e in book.iter()? {
-                let e = e?;
-                if game.is_othello() {
-                    serde_json::to_writer(&mut *w, &othello_query::entry_json(&e)?)?;
-                } else if self.facets {
-                    serde_json::to_writer(&mut *w, &query::entry_json_with_cells(&e)?)?;
-                } else {
-                    serde_json::to_writer(&mut *w, &query::entry_json(&e, false)?)?;
+            if game.is_othello() {
+                for e in book.iter()? {
+                    serde_json::to_writer(&mut *w, &othello_query::entry_json(&e?)?)?;
+                    w.write_all(b"\n")?;
                 }
+                return Ok(());
+            }
+            // Positions with engine evaluations are listed too (docs/CONTRACT.md §10).
+            for j in query::dump_json(&book, self.facets)? {
+                serde_json::to_writer(&mut *w, &j?)?;
                 w.write_all(b"\n")?;
             }
             Ok(())

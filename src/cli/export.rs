@@ -18,6 +18,19 @@ enum Format {
     /// One JSON line per position, as `dump` prints them.
     #[value(alias = "json")]
     Jsonl,
+    /// The engine evaluations as EPD: per position its deepest result's first line (ce, acd,
+    /// acn, pv; side to move's view, SAN).
+    Epd,
+    /// The engine evaluations as lichess's evaluation export: JSON lines
+    /// {"fen","evals":[{"knodes","depth","pvs":[{"cp"|"mate","line"}]}]}.
+    Evals,
+}
+
+/// The values of `--weights`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Weights {
+    Games,
+    Eval,
 }
 
 #[derive(clap::Args)]
@@ -45,6 +58,11 @@ pub(crate) struct Args {
     /// Weight 1 for every move (polyglot -uniform).
     #[arg(long)]
     uniform: bool,
+    /// Polyglot weights from the game counts (polyglot make-book's rule) or from the engine
+    /// evaluations of the moves' resulting positions (docs/CONTRACT.md §10; moves without one
+    /// are left out).
+    #[arg(long, value_enum, default_value = "games")]
+    weights: Weights,
     #[command(flatten)]
     filter: super::args::FilterArgs,
     /// (The summary goes to stderr when --out is -.)
@@ -58,10 +76,11 @@ impl Args {
             || self.min_score.is_some()
             || self.only_white
             || self.only_black
-            || self.uniform;
-        if self.format == Format::Jsonl && filtered {
+            || self.uniform
+            || self.weights == Weights::Eval;
+        if self.format != Format::Polyglot && filtered {
             anyhow::bail!(
-                "--min-games, --min-score, --only-white, --only-black and --uniform apply to --format polyglot only"
+                "--min-games, --min-score, --only-white, --only-black, --uniform and --weights apply to --format polyglot only"
             );
         }
         Ok(PolyglotExportOptions {
@@ -76,6 +95,7 @@ impl Args {
             },
             uniform: self.uniform,
             filter: self.filter.filter(),
+            weights_eval: self.weights == Weights::Eval,
         })
     }
 
@@ -83,6 +103,8 @@ impl Args {
         let format = match self.format {
             Format::Polyglot => ExportFormat::Polyglot,
             Format::Jsonl => ExportFormat::Jsonl,
+            Format::Epd => ExportFormat::Epd,
+            Format::Evals => ExportFormat::Evals,
         };
         let summary =
             bookdb::ops::polyglot::export(&self.book.book, format, &self.out, &self.options()?)?;

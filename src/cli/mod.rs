@@ -7,12 +7,14 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+mod analyse;
 mod args;
 mod compact;
 mod completions;
 mod dump;
 mod export;
 mod import;
+mod import_evals;
 mod import_polyglot;
 mod man;
 mod merge;
@@ -54,6 +56,11 @@ pub(crate) enum Cmd {
     Export(export::Args),
     /// Import Polyglot .bin books: positions are rebuilt by walking the books' moves.
     ImportPolyglot(import_polyglot::Args),
+    /// Import engine evaluations (EPD with ce/acd/acn/pv, or lichess's evaluation export).
+    ImportEvals(import_evals::Args),
+    /// Run a UCI engine (Stockfish) over the book's positions, most played first; the
+    /// evaluations are kept with the book. Interrupted, the same command resumes.
+    Analyse(analyse::Args),
     /// Merge books (statistics add up) into a new book.
     Merge(merge::Args),
     /// Rewrite a book: fold the delta tier into blocks, prune, return space.
@@ -85,6 +92,8 @@ impl Cmd {
             Cmd::Verify(a) => a.run(),
             Cmd::Export(a) => a.run(),
             Cmd::ImportPolyglot(a) => a.run(),
+            Cmd::ImportEvals(a) => a.run(),
+            Cmd::Analyse(a) => a.run(),
             Cmd::Merge(a) => a.run(),
             Cmd::Compact(a) => a.run(),
             Cmd::Migrate(a) => a.run(),
@@ -104,6 +113,8 @@ impl Cmd {
             Cmd::Verify(a) => a.output.json,
             Cmd::Export(a) => a.output.json,
             Cmd::ImportPolyglot(a) => a.output.json,
+            Cmd::ImportEvals(a) => a.output.json,
+            Cmd::Analyse(a) => a.job.output.json,
             Cmd::Merge(a) => a.job.output.json,
             Cmd::Compact(a) => a.job.output.json,
             Cmd::Migrate(a) => a.job.output.json,

@@ -1,5 +1,7 @@
 //! Book operations on top of the store: import, probe, dump, stats, verify, the explorer answer.
 
+pub mod analyse;
+pub mod evals;
 pub mod explorer;
 pub mod facets;
 pub mod game;

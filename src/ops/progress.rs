@@ -216,6 +216,21 @@ impl Progress {
         p
     }
 
+    /// A bar over the positions of an `analyse` run, with positions per second.
+    pub(crate) fn analyse(mode: ProgressMode, total: u64) -> Progress {
+        let p = Progress::new(mode);
+        p.bytes.store(false, Ordering::Relaxed);
+        p.bar.set_length(total.max(1));
+        p.bar.set_style(
+            ProgressStyle::with_template(
+                "analyse [{bar:30}] {human_pos}/{human_len} positions, {per_sec}, ETA {eta} {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        p
+    }
+
     /// Counts `n` more entries written by a rewrite.
     pub(crate) fn add(&self, n: u64) {
         self.bar.inc(n);

@@ -65,6 +65,9 @@ pub struct EntryJson {
     /// `probe --history`: the counted games per month (per year when the bounds are years).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) history: Option<Vec<crate::ops::facets::HistoryPoint>>,
+    /// The position's engine evaluations (docs/CONTRACT.md §10), when it has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) evals: Option<Vec<crate::ops::evals::EvalJson>>,
 }
 
 /// One cell of a move (`dump --facets`): its facets (`null` when unknown) and counters.
@@ -189,6 +192,7 @@ pub fn entry_json(e: &Entry, with_san: bool) -> Result<EntryJson> {
         black: None,
         unknown: None,
         history: None,
+        evals: None,
     })
 }
 
@@ -204,6 +208,8 @@ pub struct ProbeAnswer {
     pub opening: Option<Opening>,
     /// The history asked for ([`ProbeAnswer::count`]).
     pub(crate) history: Option<Vec<crate::ops::facets::HistoryPoint>>,
+    /// The position's engine evaluations.
+    pub evals: Option<Vec<crate::store::eval::EvalResult>>,
 }
 
 pub fn probe(book: &Book, pos: &Chess) -> Result<ProbeAnswer> {
@@ -228,6 +234,7 @@ fn probe_read(book: &Book, pos: &Chess, read: CellRead) -> Result<ProbeAnswer> {
         same_key_others: all.len(),
         opening: name_of(pos).cloned(),
         history: None,
+        evals: book.evals(&packed)?,
     })
 }
 
@@ -278,6 +285,7 @@ impl ProbeAnswer {
         let mut j = entry_json(e, true)?;
         j.opening = self.opening.clone();
         j.history = self.history.clone();
+        j.evals = self.evals_json();
         let white_moves = self.state.to_chess().map_or(true, |p| {
             shakmaty::Position::turn(&p) == shakmaty::Color::White
         });
@@ -300,6 +308,23 @@ impl ProbeAnswer {
         Ok(j)
     }
 
+    /// The evaluations as JSON (book notation: castling as the king's two squares).
+    fn evals_json(&self) -> Option<Vec<crate::ops::evals::EvalJson>> {
+        let pos = self.state.to_chess().ok()?;
+        let ev = self.evals.as_ref()?;
+        Some(
+            ev.iter()
+                .map(|r| {
+                    crate::ops::evals::eval_json(
+                        &pos,
+                        r,
+                        crate::ops::evals::Castling::KingTwoSquares,
+                    )
+                })
+                .collect(),
+        )
+    }
+
     /// Human-readable table.
     pub fn table(&self) -> Result<String> {
         use std::fmt::Write;
@@ -315,6 +340,9 @@ impl ProbeAnswer {
             j.key,
             to_hex(&self.state.pack().0)
         );
+        if let (Some(ev), Ok(pos)) = (&self.evals, self.state.to_chess()) {
+            s.push_str(&crate::ops::evals::evals_table(&pos, ev));
+        }
         if j.moves.is_empty() {
             let _ = writeln!(s, "not in book");
             return Ok(s);
@@ -366,4 +394,74 @@ impl ProbeAnswer {
         }
         Ok(s)
     }
+}
+
+/// `dump`: every entry as JSON (`facets`: with its cells), and every position with engine
+/// evaluations (those without games with no moves), in (key, position) order.
+pub fn dump_json(
+    book: &Book,
+    facets: bool,
+) -> Result<impl Iterator<Item = Result<EntryJson>> + '_> {
+    let mut entries = book.iter()?.peekable();
+    let mut evals = book.evals_iter()?.peekable();
+    Ok(std::iter::from_fn(move || {
+        let next_is_eval = match (entries.peek(), evals.peek()) {
+            (Some(Err(_)), _) => false,
+            (_, Some(Err(_))) => true,
+            (Some(Ok(e)), Some(Ok(v))) => {
+                (v.key, Some(v.pos.as_slice())) < (e.key, e.pos.as_deref())
+            }
+            (None, Some(_)) => true,
+            (_, None) => false,
+        };
+        if next_is_eval {
+            return evals.next().map(|v| {
+                let v = v?;
+                let e = Entry {
+                    coded: None,
+                    key: v.key,
+                    pos: Some(v.pos),
+                    moves: Vec::new(),
+                };
+                with_evals(entry_json(&e, false)?, &e, Some(v.results))
+            });
+        }
+        let e = match entries.next()? {
+            Ok(e) => e,
+            Err(err) => return Some(Err(err.into())),
+        };
+        let mine = match evals.peek() {
+            Some(Ok(v)) if v.key == e.key && Some(v.pos.as_slice()) == e.pos.as_deref() => {
+                evals.next().and_then(|v| v.ok()).map(|v| v.results)
+            }
+            _ => None,
+        };
+        let j = match facets {
+            true => entry_json_with_cells(&e),
+            false => entry_json(&e, false),
+        };
+        Some(j.and_then(|j| with_evals(j, &e, mine)))
+    }))
+}
+
+fn with_evals(
+    mut j: EntryJson,
+    e: &Entry,
+    evals: Option<Vec<crate::store::eval::EvalResult>>,
+) -> Result<EntryJson> {
+    if let (Some(ev), Some(p)) = (evals, &e.pos) {
+        let pos = crate::ops::evals::chess_of(p)?;
+        j.evals = Some(
+            ev.iter()
+                .map(|r| {
+                    crate::ops::evals::eval_json(
+                        &pos,
+                        r,
+                        crate::ops::evals::Castling::KingTwoSquares,
+                    )
+                })
+                .collect(),
+        );
+    }
+    Ok(j)
 }

@@ -356,14 +356,16 @@ pub fn migrate(book: &Path, opts: &RewriteOptions) -> Result<MigrateSummary> {
             ),
         });
     }
-    // v1 → v2 → v3 → v4 (migrations/v1-to-v2.md, v2-to-v3.md, v3-to-v4.md): the same
-    // content, the delta tier folded in, rewritten as every whole-book rewrite is (temp file,
-    // fsync, rename), now marked version 4 with a generation and the facets it keeps (every
-    // count so far in the all-unknown cell). Each step only adds or drops tables and meta
-    // keys, so one rewrite from any older version does them all.
+    // v1 → v2 → v3 → v4 → v5 (migrations/v1-to-v2.md, …, v4-to-v5.md): the same content,
+    // the delta tier folded in, rewritten as every whole-book rewrite is (temp file, fsync,
+    // rename), now marked version 5 with a generation, the facets it keeps (from version 3:
+    // every count so far in the all-unknown cell) and an `evals` table (none before 5). Each
+    // step only adds or drops tables and meta keys, so one rewrite from any older version
+    // does them all.
+    // A version-4 book keeps the facets it has (carried over); older ones had none.
     let facets = match opts.facets {
         Some(f) => Some(f),
-        None if game == Game::Chess => Some(crate::store::facet::FacetSet::ALL),
+        None if game == Game::Chess && version < 4 => Some(crate::store::facet::FacetSet::ALL),
         None => None,
     };
     if game != Game::Chess && facets.is_some_and(|f| !f.is_none()) {

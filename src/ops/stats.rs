@@ -41,6 +41,9 @@ pub struct Stats {
     pub facets: Vec<&'static str>,
     /// Games counted with facets, by speed, rating group and year.
     pub facet_games: crate::store::facet::FacetGames,
+    /// Rows of the files' `evals` tables (docs/FORMAT.md §13): positions with engine
+    /// evaluations, a position counted once per file that holds some of its results.
+    pub evaluation_rows: u64,
 }
 
 pub fn stats(path: &Path) -> Result<Stats> {
@@ -81,6 +84,11 @@ pub fn stats_of(path: &Path, game: Game, book: &Book) -> Result<Stats> {
         segment_entries: m.delta_entries,
         facets: book.facets().names(),
         facet_games: book.facet_games(),
+        evaluation_rows: book
+            .files()
+            .iter()
+            .map(|f| f.eval_rows())
+            .sum::<crate::store::error::Result<u64>>()?,
     })
 }
 
@@ -104,6 +112,7 @@ impl fmt::Display for Stats {
         )?;
         writeln!(f, "dictionary        {} bytes", s.dictionary_bytes)?;
         writeln!(f, "--dedupe games    {}", s.dedupe_games)?;
+        writeln!(f, "evaluations       {} rows", s.evaluation_rows)?;
         writeln!(
             f,
             "file              {} bytes ({:.2} per pair)",

@@ -8,12 +8,13 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 /// Routes, as `route` labels; anything else is `other`.
-pub const ROUTES: [&str; 11] = [
+pub const ROUTES: [&str; 12] = [
     "/masters",
     "/lichess",
     "/v1/position",
     "/v1/book",
     "/v1/openings",
+    "/api/cloud-eval",
     "/v1/import",
     "/health",
     "/metrics",

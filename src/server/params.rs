@@ -226,6 +226,37 @@ pub fn position(query: &str) -> Result<PositionParams, ApiError> {
     })
 }
 
+/// `/api/cloud-eval`: `fen` (required) and `multiPv` (default 1; 1 to 5).
+pub struct CloudEvalParams {
+    pub fen: String,
+    pub multi_pv: usize,
+}
+
+/// `/api/cloud-eval`.
+pub fn cloud_eval(query: &str) -> Result<CloudEvalParams, ApiError> {
+    let p = decode(query, &["fen", "multiPv", "variant"])?;
+    if let Some(v) = p.get("variant")
+        && v != "standard"
+    {
+        return Err(ApiError::bad_request(format!(
+            "variant {:?}: this book holds standard chess",
+            clip(v)
+        )));
+    }
+    let fen = p
+        .get("fen")
+        .cloned()
+        .ok_or_else(|| ApiError::bad_request("fen is required".to_string()))?;
+    let multi_pv = match p.get("multiPv") {
+        Some(v) => number("multiPv", v, crate::ops::evals::cloud::MAX_MULTI_PV as u64)?.max(1),
+        None => 1,
+    };
+    Ok(CloudEvalParams {
+        fen,
+        multi_pv: multi_pv as usize,
+    })
+}
+
 /// `POST /v1/import`.
 pub fn import(query: &str) -> Result<ImportParams, ApiError> {
     let p = decode(query, &["maxPly", "minRating", "dedupe", "force"])?;

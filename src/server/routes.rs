@@ -51,6 +51,7 @@ fn routes() -> Router<Arc<AppState>> {
         .route("/v1/position", get(position))
         .route("/v1/book", get(book))
         .route("/v1/openings", get(openings::openings))
+        .route("/api/cloud-eval", get(cloud_eval))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .route("/", get(page::index))
@@ -247,6 +248,27 @@ async fn position(State(s): State<Arc<AppState>>, uri: Uri) -> Result<Response, 
     let book = s.live.snapshot();
     let answer = position::probe(&book, s.game, &p.query())?;
     to_json(&answer.json()?, book.generation())
+}
+
+/// `GET /api/cloud-eval`: lichess's cloud evaluation of a position (docs/CONTRACT.md §10);
+/// 404 with lichess's message when the book has none.
+async fn cloud_eval(State(s): State<Arc<AppState>>, uri: Uri) -> Result<Response, ApiError> {
+    let p = params::cloud_eval(uri.query().unwrap_or(""))?;
+    if s.game != Game::Chess {
+        return Err(ApiError::bad_request(format!(
+            "this server's book holds {} positions; cloud evaluations are for chess books",
+            s.game
+        )));
+    }
+    let pos = crate::chess::parse_fen(&p.fen).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let book = s.live.snapshot();
+    match crate::ops::evals::cloud::cloud_eval(&book, &p.fen, &pos, p.multi_pv)? {
+        Some(answer) => to_json(&answer, book.generation()),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "No cloud evaluation available for that position",
+        )),
+    }
 }
 
 /// `GET /v1/book`: `stats --json` of the state served, and its generation.

@@ -72,6 +72,9 @@ pub enum Corruption {
     Meta(String),
     #[error("delta tier: {0}")]
     Delta(String),
+    /// A row of the `evals` table (docs/FORMAT.md §13): its key and what is wrong.
+    #[error("evaluations of {key:016x}: {reason}")]
+    Eval { key: u64, reason: String },
     /// The live book's manifest (`<book>.live`) or the files it names.
     #[error("manifest: {0}")]
     Manifest(String),

@@ -8,6 +8,7 @@ pub mod cells;
 pub(crate) mod crash;
 pub mod entry;
 pub mod error;
+pub mod eval;
 pub mod facet;
 pub(crate) mod files;
 pub(crate) mod fpset;

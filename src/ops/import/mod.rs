@@ -38,6 +38,7 @@ use state::{ImportState, SKIPPED_LOG, Staging, collect_skipped};
 
 pub use aggregate::{Aggregator, SortedAggregate};
 pub use options::*;
+pub(crate) use plan::fingerprint_file;
 
 /// Imports PGN inputs into the book at `book_path` (created if absent).
 pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Result<ImportSummary> {

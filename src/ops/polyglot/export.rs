@@ -37,7 +37,7 @@ pub struct ExportSummary {
 
 impl std::fmt::Display for ExportSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.format == "jsonl" {
+        if self.format != "polyglot" {
             return write!(
                 f,
                 "{}: {} positions written ({} bytes) in {:.2}s",
@@ -125,6 +125,12 @@ pub fn export_polyglot(
     for e in book.iter()? {
         let mut e = e?;
         opts.filter.apply(&mut e);
+        if opts.weights_eval {
+            let n = super::eval_weights::apply(book, &mut e)?;
+            if n > 0 {
+                *summary.dropped.entry("no_eval".into()).or_default() += n;
+            }
+        }
         if e.moves.is_empty() {
             continue;
         }
@@ -165,6 +171,10 @@ pub fn export_jsonl(
 pub enum ExportFormat {
     Polyglot,
     Jsonl,
+    /// The evaluations as EPD (`ce`, `acd`, `acn`, `pv`).
+    Epd,
+    /// The evaluations as lichess's evaluation export (JSON lines).
+    Evals,
 }
 
 impl std::str::FromStr for ExportFormat {
@@ -240,6 +250,15 @@ pub fn export(
                 let lines = export_jsonl(&book, w, &opts.filter)?;
                 Ok(ExportSummary {
                     format: "jsonl".into(),
+                    keys: lines,
+                    ..Default::default()
+                })
+            }
+            ExportFormat::Epd | ExportFormat::Evals => {
+                let lichess = format == ExportFormat::Evals;
+                let lines = crate::ops::evals::export::export_evals(&book, w, lichess)?;
+                Ok(ExportSummary {
+                    format: if lichess { "evals" } else { "epd" }.into(),
                     keys: lines,
                     ..Default::default()
                 })

@@ -74,6 +74,7 @@
 //! files (or a forced re-import) add up, saturating at 65535; learn keeps the larger value.
 
 mod bin;
+mod eval_weights;
 mod export;
 mod import;
 mod weigh;

@@ -32,6 +32,9 @@ pub struct PolyglotExportOptions {
     /// The cells counted (`--since --until --speeds --ratings --modes`; both formats): each
     /// move's counts are those of its passing cells, moves without such games left out.
     pub filter: crate::store::facet::CellFilter,
+    /// `--weights eval`: weights from the engine evaluations of the moves' resulting
+    /// positions instead of the game counts (`super::eval_weights`).
+    pub weights_eval: bool,
 }
 
 impl Default for PolyglotExportOptions {
@@ -42,6 +45,7 @@ impl Default for PolyglotExportOptions {
             only: None,
             uniform: false,
             filter: Default::default(),
+            weights_eval: false,
         }
     }
 }

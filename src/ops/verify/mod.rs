@@ -26,6 +26,7 @@ use crate::store::book::BookFile;
 use crate::store::{BookMeta, CacheSizes, Entry, MoveRec};
 
 mod budget;
+mod evals;
 pub use budget::{DEFAULT_VERIFY_MEMORY_MIB, MIN_VERIFY_MEMORY_MIB, VerifyBudget};
 
 /// What `verify` checks and how.
@@ -72,6 +73,8 @@ pub struct VerifyReport {
     pub blocks: u64,
     pub entries: u64,
     pub pairs: u64,
+    /// Positions whose engine evaluations were checked (docs/FORMAT.md §13).
+    pub evaluations: u64,
     /// Every failed check, most precise first; empty means the book is sound. Each names the
     /// file it concerns.
     pub problems: Vec<String>,
@@ -116,6 +119,7 @@ impl VerifyReport {
         self.blocks += sub.blocks;
         self.entries += sub.entries;
         self.pairs += sub.pairs;
+        self.evaluations += sub.evaluations;
         self.problems_total += sub.problems_total - sub.problems.len() as u64;
         for p in sub.problems {
             self.problem(format!("{prefix}{p}"));
@@ -296,11 +300,12 @@ impl fmt::Display for VerifyReport {
         }
         write!(
             f,
-            "{}: {} blocks, {} entries, {} pairs checked; {}",
+            "{}: {} blocks, {} entries, {} pairs, {} evaluated positions checked; {}",
             r.book,
             r.blocks,
             r.entries,
             r.pairs,
+            r.evaluations,
             if r.ok() {
                 "OK".to_string()
             } else {
@@ -450,6 +455,9 @@ fn verify_file(file: &BookFile, game: Game, threads: usize, window: usize) -> Re
         |key, bytes| check_block(file, game, key, bytes),
         fold,
     )?;
+    let ev = evals::check_evals(file, game);
+    report.evaluations += ev.evaluations;
+    ev.problems.into_iter().for_each(|p| report.problem(p));
     let meta = file.meta();
     counted.games = meta.games;
     if *meta != counted {

@@ -8,6 +8,8 @@
 //! instead rewrites the base with everything folded in; the base grew by at least an eighth
 //! since the last such rewrite, so that cost is amortized over the entries added meanwhile.
 
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use super::live::Manifest;
@@ -179,4 +181,63 @@ pub(crate) fn fold_segments(book: &Book, keep: usize, opts: &WriterOptions) -> R
     w.set_view(book.meta().clone())?;
     w.finish()?;
     Ok(chosen.len())
+}
+
+/// What [`publish_evals`] adds to a book.
+pub(crate) struct NewEvals {
+    /// Evaluations by (key, packed position); each set kept by the selector.
+    pub(crate) evals: BTreeMap<(u64, Vec<u8>), Vec<crate::store::eval::EvalResult>>,
+    /// Import records of the inputs they came from (key → record bytes).
+    pub(crate) imports: Vec<(String, Vec<u8>)>,
+    /// The facets a new book keeps (when `book` is `None`).
+    pub(crate) facets: crate::store::facet::FacetSet,
+}
+
+/// Publishes `new` into the book at `path`: as a delta segment of `book` (its entries and
+/// counters unchanged), then the folding policy; or, when the book does not exist yet
+/// (`book` is `None`), as a new base holding only evaluations. The caller holds the writer
+/// lock.
+pub(crate) fn publish_evals(
+    path: &Path,
+    book: Option<&Book>,
+    new: NewEvals,
+    codec: Arc<dyn PositionCodec>,
+    opts: &WriterOptions,
+) -> Result<()> {
+    let Some(book) = book else {
+        let mut w = BookWriter::create(path, codec, opts.clone())?;
+        w.add_facets(new.facets);
+        w.add_imports(new.imports);
+        w.add_evals(new.evals);
+        w.finish()?;
+        return Ok(());
+    };
+    let generation = book.generation() + 1;
+    let mut segments: Vec<u64> = book.segments().iter().map(|f| f.generation()).collect();
+    segments.push(generation);
+    let manifest = Manifest {
+        generation,
+        base: book.base().generation(),
+        segments,
+    };
+    let mut w = BookWriter::create_segment(
+        book.path(),
+        manifest,
+        BookMeta::default(),
+        codec,
+        opts.clone(),
+    )?;
+    if let Some(c) = book.compression() {
+        w.reuse_compression(c)?;
+    }
+    w.add_facets(book.facets());
+    w.add_imports(new.imports);
+    w.add_evals(new.evals);
+    w.set_view(book.meta().clone())?;
+    w.finish()?;
+    if book.segments().len() + 1 > MAX_SEGMENTS {
+        let after = Book::open(book.path(), book.codec_arc())?;
+        fold_segments(&after, MAX_SEGMENTS / 2, opts)?;
+    }
+    Ok(())
 }

@@ -10,6 +10,7 @@
 
 mod cache;
 mod delta;
+mod evals;
 mod fold;
 mod identity;
 mod iter;
@@ -25,6 +26,7 @@ mod writer;
 
 pub use cache::CacheSizes;
 pub(crate) use cache::*;
+pub use evals::{EvalIter, PositionEvals};
 pub(crate) use fold::*;
 pub(crate) use identity::FileId;
 pub(crate) use iter::FOLD_WINDOW_PER_THREAD;

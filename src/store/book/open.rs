@@ -347,3 +347,16 @@ pub(super) struct Models {
     pub(super) models: HashMap<u16, Arc<dyn PositionModel>>,
     pub(super) model_bytes: HashMap<u16, Arc<Vec<u8>>>,
 }
+
+/// A file's `evals` table (docs/FORMAT.md §13), open for the file's life.
+pub(crate) type EvalTable = redb::ReadOnlyTable<(u64, &'static [u8]), &'static [u8]>;
+
+/// The number of evaluation rows a file's meta table records (0 when absent).
+pub(super) fn read_eval_count(meta: &redb::ReadOnlyTable<&str, &[u8]>) -> Result<u64> {
+    match meta.get(META_EVALS)? {
+        None => Ok(0),
+        Some(v) => <[u8; 8]>::try_from(v.value())
+            .map(u64::from_le_bytes)
+            .map_err(|_| Error::Corrupt(Corruption::Meta("evals count malformed".into()))),
+    }
+}

@@ -37,6 +37,10 @@ pub struct BookFile {
     pub(super) cache: BlockCache,
     /// The `blocks` table, open for the file's life (the file never changes once published).
     pub(super) blocks: Option<redb::ReadOnlyTable<u64, &'static [u8]>>,
+    /// The `evals` table (format 5), open for the file's life; `None`: the file has none.
+    pub(super) evals: Option<open::EvalTable>,
+    /// Its rows as meta `evals` records them (0 when absent).
+    pub(super) eval_rows_meta: u64,
     /// The generation this file was published under (0 in books older than version 3).
     pub(super) generation: u64,
     /// In a delta segment: the counters of the whole book as this segment left it.
@@ -122,6 +126,7 @@ impl BookFile {
             models,
             model_bytes,
         } = open::read_models(&meta_table, codec.as_ref())?;
+        let eval_rows_meta = open::read_eval_count(&meta_table)?;
         drop(meta_table);
         let blocks = match txn.open_table(BLOCKS) {
             Ok(t) => Some(t),
@@ -129,6 +134,11 @@ impl BookFile {
             Err(e) => return Err(e.into()),
         };
         check_counters_have_blocks(&meta, blocks.as_ref(), version)?;
+        let evals = match txn.open_table(EVALS) {
+            Ok(t) => Some(t),
+            Err(redb::TableError::TableDoesNotExist(_)) => None,
+            Err(e) => return Err(e.into()),
+        };
         drop(txn);
         Ok(BookFile {
             path: path.to_path_buf(),
@@ -142,6 +152,8 @@ impl BookFile {
             format_version: version,
             cache: BlockCache::new(DEFAULT_CACHE_BYTES),
             blocks,
+            evals,
+            eval_rows_meta,
             generation,
             view,
             id,

@@ -13,10 +13,13 @@ pub(crate) const IMPORTS: TableDefinition<&str, &[u8]> = TableDefinition::new("i
 /// Fingerprints of the games `--dedupe` imports counted (docs/FORMAT.md §4.6); later `--dedupe`
 /// imports skip games found here. Absent in books never imported with `--dedupe`.
 pub(crate) const GAMES: TableDefinition<u128, ()> = TableDefinition::new("games");
+/// Engine evaluations (format version 5, docs/FORMAT.md §13): (key, packed position) → the
+/// kept results ([`crate::store::eval::encode`]). Absent in files without evaluations.
+pub(crate) const EVALS: TableDefinition<(u64, &[u8]), &[u8]> = TableDefinition::new("evals");
 
 pub(crate) const MAGIC: &[u8] = b"bookdb";
 /// Book format version written by this build. See migrations/README.md.
-pub(crate) const FORMAT_VERSION: u32 = 4;
+pub(crate) const FORMAT_VERSION: u32 = 5;
 /// Oldest format version `bookdb migrate` converts (migrations/README.md).
 pub(crate) const OLDEST_MIGRATABLE: u32 = 1;
 
@@ -34,6 +37,9 @@ pub(crate) const META_FACETS: &str = "facets";
 /// Games counted by speed, rating group and year (JSON [`crate::store::facet::FacetGames`];
 /// absent when none were counted with facets).
 pub(crate) const META_FACET_GAMES: &str = "facet_games";
+/// The rows of the file's `evals` table (u64 LE; format 5, absent when it has none): a
+/// full read of the table that finds another number found damage (docs/FORMAT.md §13).
+pub(crate) const META_EVALS: &str = "evals";
 pub(crate) const META_DICT_PREFIX: &str = "dict/";
 pub(crate) const META_MODEL_PREFIX: &str = "model/";
 

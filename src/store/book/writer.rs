@@ -57,6 +57,8 @@ pub struct BookWriter {
     /// redb files whose `games` tables (game fingerprints) are copied, streaming, in the last
     /// transaction: this import's (a staging table) and those of rewritten or merged books.
     games_from: Vec<Arc<redb::ReadOnlyDatabase>>,
+    /// Evaluations carried over and added, written in the last transaction (FORMAT §13).
+    evals: super::evals::EvalCarry,
     /// The facets the new book keeps, and its games by facet (format 4).
     facets: crate::store::facet::FacetSet,
     facet_games: crate::store::facet::FacetGames,
@@ -104,6 +106,7 @@ impl BookWriter {
             pool: None,
             reuse: None,
             games_from: Vec::new(),
+            evals: Default::default(),
             facets: crate::store::facet::FacetSet::NONE,
             facet_games: Default::default(),
             takes_coded: false,
@@ -206,7 +209,14 @@ impl BookWriter {
             }
         }
         self.games_from.extend(files.iter().map(|f| f.db.clone()));
+        self.evals.carry(files);
         Ok(())
+    }
+
+    /// Adds evaluations (by key and packed position) to the new file, merged by the selector
+    /// with those it carries over.
+    pub(crate) fn add_evals(&mut self, evals: super::evals::NewResults) {
+        self.evals.add(evals);
     }
 
     /// Sets the whole book's counters after a delta segment (only the logical counters are
@@ -553,6 +563,10 @@ impl BookWriter {
                     imp.insert(k.as_str(), v.as_slice())?;
                 }
                 crate::store::fpset::copy_game_fingerprints(&txn, &self.games_from)?;
+                let evals = self.evals.write(&txn)?;
+                if evals > 0 {
+                    m.insert(META_EVALS, evals.to_le_bytes().as_slice())?;
+                }
             }
             txn.commit()?;
             Ok(())
