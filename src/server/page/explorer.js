@@ -1,7 +1,8 @@
 // bookdb opening explorer: a board, the opening name, the moves table of the position, the line
 // played, filters on the book's facets (speed, rating group, mode, months) and a chart of the
-// position's games per month. Reads the book only through the public /lichess route (and
-// /v1/book for the facets the book keeps and to notice that the book changed). The line and the
+// position's games per month, and the engine's evaluation of the position (eval.js). Reads the
+// book only through the public /lichess and /api/cloud-eval routes (and /v1/book for the facets
+// the book keeps and to notice that the book changed). The line and the
 // filters live in the URL, so a link reproduces the view. Moves are played on the board
 // (board.js) or in the table; the rules are chess-rules.js, the search, paste and copy tools
 // tools.js; an Othello book gets othello.js's page instead. No dependencies.
@@ -46,7 +47,7 @@ function init() {
   for (const id of ["board", "opening", "line", "error", "status", "moves", "fen", "fen-form", "flip",
     "first", "prev", "next", "last", "book-info", "filters", "filters-summary", "f-speed",
     "f-rating", "f-mode", "f-month", "since", "until", "clear-filters", "history",
-    "history-chart", "history-note"]) {
+    "history-chart", "history-note", "eval", "eval-score", "eval-info", "eval-lines"]) {
     els[id] = document.getElementById(id);
   }
   let filtersOpen = null;
@@ -59,6 +60,7 @@ function init() {
   else if (window.matchMedia && window.matchMedia("(max-width: 480px)").matches) els.filters.open = false;
   initFilters();
   initHistory();
+  initEval();
   board = self.BookdbBoard.createBoard(els.board, onBoardMove);
   self.BookdbTools.init({
     onOpening: (o) => go({
@@ -219,9 +221,15 @@ async function go(s, history, first) {
   renderFilters();
   if (!first) renderBoard();
   const asked = facetsKey();
+  // The evaluation is asked beside the moves (of the position the page's rules reach; of the
+  // position the server names when they reach none).
+  const reached = positionOf(s, s.idx);
+  const evalAsked = fetchEval(reached ? Rules.toFen(reached) : null);
   let ans;
+  let ev;
   try {
     ans = await fetchJson(lichessUrl(s, s.idx, { filters: true, history: keeps("month") }));
+    ev = reached ? await evalAsked : await fetchEval(ans.body.fen ? fullFen(ans.body.fen) : null);
   } catch (e) {
     if (seq !== requestSeq) return;
     pending = null;
@@ -229,6 +237,7 @@ async function go(s, history, first) {
     if (first || !current) {
       state = s;
       current = null;
+      currentEval = null;
       render();
     } else {
       renderFilters();
@@ -242,6 +251,7 @@ async function go(s, history, first) {
   if (!sameView(s, state)) historySel = null;
   state = s;
   current = ans.body;
+  currentEval = ev;
   generation = ans.generation;
   viewFacets = asked;
   rememberOpenings(s, s.idx, current);
@@ -432,6 +442,7 @@ function render() {
   renderOpening();
   renderLine();
   renderFilters();
+  renderEval();
   renderMoves();
   renderHistory();
   els.prev.disabled = els.first.disabled = state.idx === 0;
