@@ -130,6 +130,8 @@ struct Subject {
     blocks: BTreeMap<PathBuf, Vec<(u64, u64)>>,
     /// Byte ranges of the `evals` table's values in each file.
     evals: BTreeMap<PathBuf, Vec<(u64, u64)>>,
+    /// Byte ranges of the key filter's partitions in each file (docs/FORMAT.md §4.7).
+    filters: BTreeMap<PathBuf, Vec<(u64, u64)>>,
 }
 
 /// Splits a PGN file into games.
@@ -227,6 +229,11 @@ fn build_subject(name: &'static str, parts: usize, evals: bool) -> Subject {
         .filter(|f| !f.to_string_lossy().ends_with(".live"))
         .map(|f| (f.clone(), value_ranges(f, "evals")))
         .collect();
+    let filters = files
+        .iter()
+        .filter(|f| !f.to_string_lossy().ends_with(".live"))
+        .map(|f| (f.clone(), value_ranges(f, "key_filter")))
+        .collect();
     Subject {
         name,
         dir,
@@ -237,6 +244,7 @@ fn build_subject(name: &'static str, parts: usize, evals: bool) -> Subject {
         probes,
         blocks,
         evals,
+        filters,
     }
 }
 
@@ -262,14 +270,25 @@ fn add_evaluations(book: &Path, dir: &Path) {
     std::fs::remove_file(&file).unwrap();
 }
 
-/// Where each value of a table (`blocks`, `evals`) lies in the file (found by its first
-/// bytes, unique for blocks by their header, for evaluations by their checksum).
+/// Where each value of a table (`blocks`, `evals`, `key_filter`) lies in the file (found by
+/// its first bytes, unique for blocks by their header, for evaluations by their checksum, for
+/// filter partitions by their random-looking bits).
 fn value_ranges(file: &Path, table: &str) -> Vec<(u64, u64)> {
     use redb::{ReadableDatabase, ReadableTable};
     let db = redb::ReadOnlyDatabase::open(file).unwrap();
     let txn = db.begin_read().unwrap();
     let values: Vec<Vec<u8>> = if table == "blocks" {
         let def: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("blocks");
+        match txn.open_table(def) {
+            Ok(t) => t
+                .iter()
+                .unwrap()
+                .map(|i| i.unwrap().1.value().to_vec())
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    } else if table == "key_filter" {
+        let def: redb::TableDefinition<u32, &[u8]> = redb::TableDefinition::new("key_filter");
         match txn.open_table(def) {
             Ok(t) => t
                 .iter()
@@ -322,6 +341,12 @@ fn region(subject: &Subject, file: &Path, offset: u64) -> &'static str {
         .any(|&(a, b)| offset >= a && offset < b)
     {
         return "evals row";
+    }
+    if subject.filters[file]
+        .iter()
+        .any(|&(a, b)| offset >= a && offset < b)
+    {
+        return "key filter partition";
     }
     let in_block = subject.blocks[file]
         .iter()
@@ -645,6 +670,55 @@ fn corruption_campaign() {
     });
     print("total", vec![("all".into(), &total)]);
     assert_eq!(total.detected + total.unchanged, trials);
+}
+
+/// A damaged key filter partition (docs/FORMAT.md §4.7) is corruption, never a miss: `verify`
+/// names the file and the partition, and a probe whose key falls in it fails as corrupt (exit
+/// 3) instead of answering "not in the book" — while every position of other partitions is
+/// still answered exactly.
+#[test]
+fn damaged_key_filter_is_corrupt_never_a_miss() {
+    let subject = subject("one-file book", 1);
+    let file = subject.files[0].clone();
+    let parts = &subject.filters[&file];
+    assert!(
+        parts.len() >= 2,
+        "the sample's book has {} filter partitions",
+        parts.len()
+    );
+    let dir = tempfile::tempdir_in(subject.dir.path()).unwrap();
+    let book = fresh_copy(&subject, dir.path());
+    let copy = dir.path().join(file.file_name().unwrap());
+    let mut bytes = std::fs::read(&copy).unwrap();
+    // A bit in the middle of partition 0's words.
+    let (a, b) = parts[0];
+    bytes[((a + b) / 2) as usize] ^= 0x10;
+    std::fs::write(&copy, &bytes).unwrap();
+    let v = run_limited(&["verify", "--book", s(&book)]);
+    assert_eq!(v.code, Some(3), "verify: {}{}", v.stdout, v.stderr);
+    let all = format!("{}{}", v.stdout, v.stderr);
+    assert!(
+        all.contains("key filter partition")
+            && all.contains(&*file.file_name().unwrap().to_string_lossy()),
+        "{all}"
+    );
+    let p = run_limited(&["probe", "--book", s(&book), "--fens", s(&subject.fens)]);
+    assert_eq!(p.code, Some(3), "probe: {}", p.stderr);
+    let mut errors = 0;
+    for (line, want) in p.stdout.lines().zip(&subject.probes) {
+        let got: serde_json::Value = serde_json::from_str(line).unwrap();
+        if got.get("error").is_some() {
+            assert!(line.contains("key filter partition"), "{line}");
+            errors += 1;
+        } else {
+            assert_eq!(
+                line, want,
+                "a position answered other than the undamaged book"
+            );
+        }
+    }
+    assert!(errors > 0, "no probe reached the damaged partition");
+    assert!(errors < subject.probes.len(), "every probe failed");
 }
 
 /// A book truncated anywhere is corrupt (exit 3, naming the file), never "not a book" (4):

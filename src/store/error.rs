@@ -83,6 +83,9 @@ pub enum Corruption {
     /// An entry of a transposition-table file (docs/FORMAT.md §14): which key, what is wrong.
     #[error("table entry {key:016x}: {reason}")]
     TableEntry { key: u64, reason: String },
+    /// A partition of a book file's key filter (docs/FORMAT.md §4.7): its number, what is wrong.
+    #[error("key filter partition {partition}: {reason}")]
+    Filter { partition: u32, reason: String },
 }
 
 /// Errors of the store. Each variant says whose problem it is: the file (`NotABook`,

@@ -11,6 +11,7 @@ pub mod error;
 pub mod eval;
 pub mod facet;
 pub(crate) mod files;
+pub mod filter;
 pub(crate) mod fpset;
 pub(crate) mod record;
 pub(crate) mod run;

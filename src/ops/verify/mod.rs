@@ -27,6 +27,7 @@ use crate::store::{BookMeta, CacheSizes, Entry, MoveRec};
 
 mod budget;
 mod evals;
+mod filter;
 pub use budget::{DEFAULT_VERIFY_MEMORY_MIB, MIN_VERIFY_MEMORY_MIB, VerifyBudget};
 
 /// What `verify` checks and how.
@@ -75,6 +76,9 @@ pub struct VerifyReport {
     pub pairs: u64,
     /// Positions whose engine evaluations were checked (docs/FORMAT.md §13).
     pub evaluations: u64,
+    /// Key filter partitions checked (docs/FORMAT.md §4.7; files written before filters have
+    /// none).
+    pub key_filter_partitions: u64,
     /// Every failed check, most precise first; empty means the book is sound. Each names the
     /// file it concerns.
     pub problems: Vec<String>,
@@ -120,6 +124,7 @@ impl VerifyReport {
         self.entries += sub.entries;
         self.pairs += sub.pairs;
         self.evaluations += sub.evaluations;
+        self.key_filter_partitions += sub.key_filter_partitions;
         self.problems_total += sub.problems_total - sub.problems.len() as u64;
         for p in sub.problems {
             self.problem(format!("{prefix}{p}"));
@@ -407,6 +412,8 @@ struct BlockSum {
     collisions: u64,
     first: Option<(u64, Pos)>,
     last: Option<(u64, Pos)>,
+    /// The block's distinct keys in order, for the key filter's check.
+    keys: Vec<u64>,
 }
 
 /// Checks one file of a book: block checksums and headers, every entry decodes, keys recompute
@@ -415,8 +422,12 @@ fn verify_file(file: &BookFile, game: Game, threads: usize, window: usize) -> Re
     let mut report = VerifyReport::default();
     let mut counted = BookMeta::default();
     let mut last: Option<(u64, Pos)> = None;
+    let mut filter = filter::FilterCheck::of(file);
     // Each block's sum is folded as it comes, in key order: nothing per block is kept.
     let fold = |sum: BlockSum| {
+        if let Some(f) = &mut filter {
+            sum.keys.iter().for_each(|&k| f.key(k));
+        }
         counted.blocks += 1;
         counted.stored_bytes += sum.stored_bytes;
         counted.raw_bytes += sum.raw_bytes;
@@ -455,6 +466,11 @@ fn verify_file(file: &BookFile, game: Game, threads: usize, window: usize) -> Re
         |key, bytes| check_block(file, game, key, bytes),
         fold,
     )?;
+    if let Some(f) = filter {
+        let (partitions, problems) = f.finish();
+        report.key_filter_partitions += partitions;
+        problems.into_iter().for_each(|p| report.problem(p));
+    }
     let ev = evals::check_evals(file, game);
     report.evaluations += ev.evaluations;
     ev.problems.into_iter().for_each(|p| report.problem(p));
@@ -544,6 +560,9 @@ fn check_block(file: &BookFile, game: Game, block_key: u64, bytes: &[u8]) -> Blo
             }
             report.entries += 1;
             report.pairs += e.moves.len() as u64;
+            if sum.keys.last() != Some(&key) {
+                sum.keys.push(key);
+            }
             check_entry_moves(place, key, &e, game, &pos, moves.as_deref(), report);
             if let Some(p) = &prev {
                 if !before_parts(p, key, &pos) {

@@ -11,6 +11,7 @@
 mod cache;
 mod delta;
 mod evals;
+mod filter;
 mod fold;
 mod identity;
 mod iter;
@@ -27,6 +28,9 @@ mod writer;
 pub use cache::CacheSizes;
 pub(crate) use cache::*;
 pub use evals::{EvalIter, PositionEvals};
+#[doc(hidden)]
+pub use filter::FilterIndex;
+pub(crate) use filter::{PARTITION_KEYS, load_partition};
 pub(crate) use fold::*;
 pub(crate) use identity::FileId;
 pub(crate) use iter::FOLD_WINDOW_PER_THREAD;

@@ -50,6 +50,9 @@ pub struct BookFile {
     /// The facets this file's counts are split by, and its games by facet (format 4).
     pub(super) facets: crate::store::facet::FacetSet,
     pub(super) facet_games: crate::store::facet::FacetGames,
+    /// The key filter (docs/FORMAT.md §4.7) and its table; `None` in files written without.
+    pub(super) filter: Option<super::filter::FileFilter>,
+    pub(super) filter_table: Option<redb::ReadOnlyTable<u32, &'static [u8]>>,
 }
 
 impl std::fmt::Debug for BookFile {
@@ -127,6 +130,13 @@ impl BookFile {
             model_bytes,
         } = open::read_models(&meta_table, codec.as_ref())?;
         let eval_rows_meta = open::read_eval_count(&meta_table)?;
+        let filter_index =
+            match meta_table.get(META_KEY_FILTER)? {
+                Some(v) => Some(super::filter::FilterIndex::decode(v.value()).map_err(
+                    |reason| Error::Corrupt(Corruption::Meta(format!("key_filter: {reason}"))),
+                )?),
+                None => None,
+            };
         drop(meta_table);
         let blocks = match txn.open_table(BLOCKS) {
             Ok(t) => Some(t),
@@ -139,6 +149,18 @@ impl BookFile {
             Err(redb::TableError::TableDoesNotExist(_)) => None,
             Err(e) => return Err(e.into()),
         };
+        let filter_table = match (&filter_index, txn.open_table(KEY_FILTER)) {
+            (None, _) => None,
+            (Some(_), Ok(t)) => Some(t),
+            (Some(_), Err(redb::TableError::TableDoesNotExist(_))) => {
+                return Err(Error::Corrupt(Corruption::Meta(
+                    "key_filter: the index is in meta but the key_filter table is missing".into(),
+                )));
+            }
+            (Some(_), Err(e)) => return Err(e.into()),
+        };
+        let filter = filter_index
+            .map(|index| super::filter::FileFilter::new(index, super::filter::FILTER_CACHE_BYTES));
         drop(txn);
         Ok(BookFile {
             path: path.to_path_buf(),
@@ -159,7 +181,36 @@ impl BookFile {
             id,
             facets,
             facet_games,
+            filter,
+            filter_table,
         })
+    }
+
+    /// Whether `key` may be in this file: `false` only when its key filter says it is not (a
+    /// file without a filter, or whose partition is past the filter's budget, says `true`).
+    pub(crate) fn may_hold(&self, key: u64) -> Result<bool> {
+        let Some(f) = &self.filter else {
+            return Ok(true);
+        };
+        let probe = f
+            .probe(key, |i| self.filter_partition(i))
+            .map_err(|e| e.in_file(&self.path))?;
+        Ok(probe == super::filter::Probe::Maybe)
+    }
+
+    /// Partition `i` of the key filter as stored (`None`: the row is missing).
+    pub(crate) fn filter_partition(&self, i: u32) -> Result<Option<Vec<u8>>> {
+        let Some(t) = &self.filter_table else {
+            return Ok(None);
+        };
+        shield("reading the key filter", || {
+            Ok(t.get(i)?.map(|v| v.value().to_vec()))
+        })
+    }
+
+    /// The key filter's index, if the file has one (for `verify`).
+    pub(crate) fn filter_index(&self) -> Option<&super::filter::FilterIndex> {
+        self.filter.as_ref().map(|f| &f.index)
     }
 
     /// The path this file was opened at (a writer may have given the name to another file
@@ -259,6 +310,9 @@ impl BookFile {
     /// and (in books older than version 3) delta tier merged, keeping of each move's cells what
     /// `read` asks for.
     pub(crate) fn get_read(&self, key: u64, read: CellRead) -> Result<Vec<Entry>> {
+        if !self.may_hold(key)? {
+            return Ok(Vec::new());
+        }
         let blocks = self.get_blocks_read(key, read)?;
         if self.meta.delta_entries == 0 {
             return Ok(blocks);
@@ -277,14 +331,23 @@ impl BookFile {
     /// This file's entry holding exactly this encoded position, blocks and (in books older than
     /// version 3) delta tier merged, keeping of each move's cells what `read` asks for (entries
     /// of the delta tier come with all their cells).
-    pub(crate) fn lookup_read(&self, pos: &[u8], read: CellRead) -> Result<Option<Entry>> {
+    ///
+    /// The caller computes the key (once for all the files of a book).
+    pub(crate) fn lookup_read_keyed(
+        &self,
+        pos: &[u8],
+        key: u64,
+        read: CellRead,
+    ) -> Result<Option<Entry>> {
+        if !self.may_hold(key)? {
+            return Ok(None);
+        }
         let from_blocks = self
-            .lookup_blocks_inner(pos, read)
+            .lookup_blocks_inner(pos, key, read)
             .map_err(|e| e.in_file(&self.path))?;
         if self.meta.delta_entries == 0 {
             return Ok(from_blocks);
         }
-        let key = self.codec.key(pos)?;
         match (from_blocks, self.delta_get(key, Some(pos))?) {
             (Some(mut a), Some(b)) => {
                 a.merge(b);
@@ -364,8 +427,7 @@ impl BookFile {
     }
 
     /// The entry holding exactly this encoded position in the blocks (decodes only that entry).
-    fn lookup_blocks_inner(&self, pos: &[u8], read: CellRead) -> Result<Option<Entry>> {
-        let key = self.codec.key(pos)?;
+    fn lookup_blocks_inner(&self, pos: &[u8], key: u64, read: CellRead) -> Result<Option<Entry>> {
         let Some((block_key, blk)) = self.cached_block(key)? else {
             return Ok(None);
         };

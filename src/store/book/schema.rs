@@ -16,6 +16,9 @@ pub(crate) const GAMES: TableDefinition<u128, ()> = TableDefinition::new("games"
 /// Engine evaluations (format version 5, docs/FORMAT.md §13): (key, packed position) → the
 /// kept results ([`crate::store::eval::encode`]). Absent in files without evaluations.
 pub(crate) const EVALS: TableDefinition<(u64, &[u8]), &[u8]> = TableDefinition::new("evals");
+/// The key filter's partitions (docs/FORMAT.md §4.7): number → [`crate::store::filter::KeyFilter`]
+/// bytes. Absent in files written before it (they are probed without a filter).
+pub(crate) const KEY_FILTER: TableDefinition<u32, &[u8]> = TableDefinition::new("key_filter");
 
 pub(crate) const MAGIC: &[u8] = b"bookdb";
 /// Book format version written by this build. See migrations/README.md.
@@ -40,6 +43,9 @@ pub(crate) const META_FACET_GAMES: &str = "facet_games";
 /// The rows of the file's `evals` table (u64 LE; format 5, absent when it has none): a
 /// full read of the table that finds another number found damage (docs/FORMAT.md §13).
 pub(crate) const META_EVALS: &str = "evals";
+/// The key filter's index (docs/FORMAT.md §4.7: keys, last key, each partition's first key);
+/// absent with the `key_filter` table.
+pub(crate) const META_KEY_FILTER: &str = "key_filter";
 pub(crate) const META_DICT_PREFIX: &str = "dict/";
 pub(crate) const META_MODEL_PREFIX: &str = "model/";
 

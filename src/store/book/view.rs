@@ -456,8 +456,10 @@ impl Book {
     /// [`Book::lookup`] keeping of each move's cells what `read` asks for.
     pub fn lookup_read(&self, pos: &[u8], read: CellRead) -> Result<Option<Entry>> {
         let mut found: Option<Entry> = None;
+        // The key once for all files; each file's key filter then skips most files that lack it.
+        let key = self.codec().key(pos)?;
         for f in &self.files {
-            if let Some(e) = f.lookup_read(pos, read)? {
+            if let Some(e) = f.lookup_read_keyed(pos, key, read)? {
                 match &mut found {
                     Some(acc) => acc.merge(e),
                     None => found = Some(e),

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use redb::{ReadableDatabase, ReadableTableMetadata, TableDefinition};
 
 use super::entry::{self, Entry};
-use super::filter::KeyFilter;
 use super::hash::KeyHash;
 use crate::store::book::{FileId, META, shield};
 use crate::store::error::{Corruption, Error, Result};
 use crate::store::files::create_temp;
+use crate::store::filter::KeyFilter;
 
 /// (key, exact position bytes) → coded [`Entry`] (§14.3).
 pub(crate) const TT: TableDefinition<(u64, &[u8]), &[u8]> = TableDefinition::new("tt");

@@ -12,7 +12,6 @@
 
 mod entry;
 mod file;
-mod filter;
 mod hash;
 mod memory;
 mod publish;
@@ -20,12 +19,12 @@ mod state;
 
 use std::path::{Path, PathBuf};
 
+#[doc(hidden)]
+pub use crate::store::filter::KeyFilter;
 pub use entry::{BestMove, Bound, Entry, EntryError, MAX_MOVE_BYTES};
 #[doc(hidden)]
 pub use entry::{decode as decode_entry, encode as encode_entry};
 pub use file::{MAGIC, TT_VERSION, TableKind};
-#[doc(hidden)]
-pub use filter::KeyFilter;
 pub use hash::{KeyHash, family_hash};
 
 use file::TtFile;

@@ -1,6 +1,7 @@
-//! The key filter of a published table file (docs/FORMAT.md §14.2): a Bloom filter over the
-//! file's keys, kept in memory, so that a probe of a key a file lacks costs a few memory reads
-//! instead of a B-tree lookup. No false negatives; about 1% false positives at 10 bits a key.
+//! A Bloom filter over 64-bit keys: the key filter of published files — of a transposition
+//! table (docs/FORMAT.md §14.2, one per file) and of a book file (§4.8, one per partition of
+//! its keys) — so that a probe of a key a file lacks costs a few memory reads instead of a
+//! B-tree lookup and a block. No false negatives; about 1% false positives at 10 bits a key.
 
 /// Bits per key: 10 gives ~0.8% false positives with 7 probes.
 const BITS_PER_KEY: u64 = 10;
