@@ -410,10 +410,12 @@ def import_games(book: Union[str, Any], inputs: Union[str, Any, Iterable[Union[s
 def export_polyglot(book: Union[str, Any], out: Union[str, Any], *, min_games: int = 1,
                     min_score: float = 0.0, only: Optional[str] = None, uniform: bool = False,
                     since: Any = None, until: Any = None, ratings: Any = None,
-                    speeds: Any = None, modes: Any = None) -> dict:
+                    speeds: Any = None, modes: Any = None, weights: str = "games") -> dict:
     """``bookdb export --format polyglot``: writes ``book`` as a Polyglot ``.bin`` to ``out``
-    (atomically) and returns the summary ``--json`` prints."""
+    (atomically) and returns the summary ``--json`` prints. ``weights="eval"`` is
+    ``--weights eval``: each move weighted by the engine evaluation of the position it leads
+    to (moves without one are left out, reason ``no_eval``)."""
     return _json.loads(_bookdb.export_polyglot(
         str(book), str(out), min_games, min_score, only, uniform,
         _bound(since, "since"), _bound(until, "until"), _csv(ratings, "ratings"),
-        _csv(speeds, "speeds"), _csv(modes, "modes")))
+        _csv(speeds, "speeds"), _csv(modes, "modes"), weights))

@@ -467,7 +467,7 @@ fn import_games(
 /// `bookdb export --format polyglot`: the book as a Polyglot `.bin` at `out`; the summary as
 /// JSON.
 #[pyfunction]
-#[pyo3(signature = (book, out, min_games=1, min_score=0.0, only=None, uniform=false, since=None, until=None, ratings=None, speeds=None, modes=None))]
+#[pyo3(signature = (book, out, min_games=1, min_score=0.0, only=None, uniform=false, since=None, until=None, ratings=None, speeds=None, modes=None, weights="games"))]
 #[allow(clippy::too_many_arguments)]
 fn export_polyglot(
     py: Python<'_>,
@@ -482,8 +482,14 @@ fn export_polyglot(
     ratings: Option<&str>,
     speeds: Option<&str>,
     modes: Option<&str>,
+    weights: &str,
 ) -> PyResult<String> {
     use bookdb::ops::polyglot::{self, ExportFormat, OnlySide, PolyglotExportOptions};
+    let weights_eval = match weights {
+        "games" => false,
+        "eval" => true,
+        other => return Err(usage(format!("weights: {other:?} is not games or eval"))),
+    };
     let only = match only {
         None => None,
         Some("white") => Some(OnlySide::White),
@@ -496,6 +502,7 @@ fn export_polyglot(
         only,
         uniform,
         filter: filter(since, until, ratings, speeds, modes)?,
+        weights_eval,
     };
     let out = out.display().to_string();
     let summary = py

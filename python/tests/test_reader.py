@@ -240,3 +240,16 @@ def test_without_python_chess_moves_are_uci_strings(chess_book):
     assert out.returncode == 0, out.stderr
     kind, move = out.stdout.split()
     assert kind == "str" and len(move) == 4
+
+
+def test_export_weights_from_evaluations(chess_book, tmp_path):
+    # The sample book holds no engine evaluation: an eval-weighted book leaves every move out,
+    # each counted under its reason, and writes an empty .bin that python-chess still reads.
+    out = tmp_path / "eval.bin"
+    summary = bookdb.export_polyglot(chess_book, out, weights="eval")
+    assert summary["entries"] == 0
+    assert summary["dropped"]["no_eval"] > 0
+    with chess.polyglot.open_reader(out) as pg:
+        assert list(pg.find_all(chess.Board())) == []
+    with pytest.raises(bookdb.UsageError, match="weights"):
+        bookdb.export_polyglot(chess_book, tmp_path / "x.bin", weights="votes")
