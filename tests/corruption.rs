@@ -277,8 +277,9 @@ fn value_ranges(file: &Path, table: &str) -> Vec<(u64, u64)> {
     use redb::{ReadableDatabase, ReadableTable};
     let db = redb::ReadOnlyDatabase::open(file).unwrap();
     let txn = db.begin_read().unwrap();
-    let values: Vec<Vec<u8>> = if table == "blocks" {
-        let def: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("blocks");
+    // Every value of one table, whatever its key type.
+    fn all<K: redb::Key + 'static>(txn: &redb::ReadTransaction, name: &str) -> Vec<Vec<u8>> {
+        let def: redb::TableDefinition<K, &[u8]> = redb::TableDefinition::new(name);
         match txn.open_table(def) {
             Ok(t) => t
                 .iter()
@@ -287,26 +288,11 @@ fn value_ranges(file: &Path, table: &str) -> Vec<(u64, u64)> {
                 .collect(),
             Err(_) => Vec::new(),
         }
-    } else if table == "key_filter" {
-        let def: redb::TableDefinition<u32, &[u8]> = redb::TableDefinition::new("key_filter");
-        match txn.open_table(def) {
-            Ok(t) => t
-                .iter()
-                .unwrap()
-                .map(|i| i.unwrap().1.value().to_vec())
-                .collect(),
-            Err(_) => Vec::new(),
-        }
-    } else {
-        let def: redb::TableDefinition<(u64, &[u8]), &[u8]> = redb::TableDefinition::new("evals");
-        match txn.open_table(def) {
-            Ok(t) => t
-                .iter()
-                .unwrap()
-                .map(|i| i.unwrap().1.value().to_vec())
-                .collect(),
-            Err(_) => Vec::new(),
-        }
+    }
+    let values = match table {
+        "blocks" => all::<u64>(&txn, table),
+        "key_filter" => all::<u32>(&txn, table),
+        _ => all::<(u64, &[u8])>(&txn, table),
     };
     let bytes = std::fs::read(file).unwrap();
     let mut out = Vec::new();
