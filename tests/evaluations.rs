@@ -9,16 +9,7 @@ use common::*;
 
 use std::path::Path;
 
-const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq -";
-const E4: &str = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -";
-/// 1.e4 e5 2.Nf3 Nc6 3.Bc4 Bc5: white may castle (lichess writes it e1h1).
-const ITALIAN: &str = "r1bqk1nr/pppp1ppp/2n5/2b1p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq -";
-
-fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
+use common::fens::{E4, ITALIAN, START};
 
 fn epd_text() -> String {
     format!(
@@ -47,8 +38,8 @@ fn evals_of(book: &Path, fen: &str) -> serde_json::Value {
 fn imports_are_exactly_once_and_report_bad_lines() {
     let dir = tempfile::tempdir().unwrap();
     let book = dir.path().join("b.book");
-    let epd = write(dir.path(), "a.epd", &epd_text());
-    let jl = write(dir.path(), "b.jsonl", &lichess_text());
+    let epd = write_text(dir.path(), "a.epd", &epd_text());
+    let jl = write_text(dir.path(), "b.jsonl", &lichess_text());
     let r: serde_json::Value = bookdb([
         "import-evals",
         "--json",
@@ -124,7 +115,7 @@ fn imports_are_exactly_once_and_report_bad_lines() {
 fn export_round_trips_and_python_chess_reads_the_epd() {
     let dir = tempfile::tempdir().unwrap();
     let book = dir.path().join("b.book");
-    let epd = write(dir.path(), "a.epd", &epd_text());
+    let epd = write_text(dir.path(), "a.epd", &epd_text());
     bookdb(["import-evals", "--quiet", "--book", s(&book), s(&epd)]).ok();
     let out = dir.path().join("out.epd");
     bookdb([
@@ -153,7 +144,7 @@ fn export_round_trips_and_python_chess_reads_the_epd() {
     bookdb(["import-evals", "--quiet", "--book", s(&again), s(&out)]).ok();
     assert_eq!(dump(&again), dump(&book));
     // lichess's shape round-trips every result and line.
-    let jl = write(dir.path(), "b.jsonl", &lichess_text());
+    let jl = write_text(dir.path(), "b.jsonl", &lichess_text());
     let lb = dir.path().join("l.book");
     bookdb(["import-evals", "--quiet", "--book", s(&lb), s(&jl)]).ok();
     let lout = dir.path().join("out.jsonl");
@@ -224,7 +215,7 @@ fn merge_compact_and_folds_keep_the_selected_results() {
         "--quiet",
         "--book",
         s(&a),
-        s(&write(
+        s(&write_text(
             dir.path(),
             "a.jsonl",
             &(line(30, 1, one) + &line(20, 5, two)),
@@ -236,7 +227,7 @@ fn merge_compact_and_folds_keep_the_selected_results() {
         "--quiet",
         "--book",
         s(&b),
-        s(&write(
+        s(&write_text(
             dir.path(),
             "b.jsonl",
             &(line(25, 1, two) + &line(22, 9, one)),
@@ -267,7 +258,7 @@ fn merge_compact_and_folds_keep_the_selected_results() {
         "--quiet",
         "--book",
         s(&ab),
-        s(&write(
+        s(&write_text(
             dir.path(),
             "l.epd",
             &format!("{lone} ce 900; acd 9; pv O-O;\n"),
@@ -288,7 +279,7 @@ fn merge_compact_and_folds_keep_the_selected_results() {
     verify(&ab);
     // Ten small publications fold (at most 8 segments) without losing one result.
     for i in 0..10u32 {
-        let f = write(
+        let f = write_text(
             dir.path(),
             &format!("f{i}.jsonl"),
             &line(10 + i, 1, "{\"cp\":1,\"line\":\"g8f6\"}").replace(START, E4),
@@ -320,7 +311,7 @@ fn cloud_eval_answers_as_lichess() {
         "--quiet",
         "--book",
         s(&book),
-        s(&write(dir.path(), "b.jsonl", &lichess_text())),
+        s(&write_text(dir.path(), "b.jsonl", &lichess_text())),
     ])
     .ok();
     // 1.d4 Nf6 2.c4 e6 imported; asked for after 1.c4 e6 2.d4 Nf6 (the same position).
@@ -330,7 +321,7 @@ fn cloud_eval_answers_as_lichess() {
         "--quiet",
         "--book",
         s(&book),
-        s(&write(
+        s(&write_text(
             dir.path(),
             "q.epd",
             &format!("{qgd} ce 35; acd 25; acn 7000; pv Nc3 Bb4;\n"),
@@ -394,7 +385,7 @@ fn polyglot_weights_follow_the_evaluations() {
         "--quiet",
         "--book",
         s(&book),
-        s(&write(dir.path(), "w.epd", &epd)),
+        s(&write_text(dir.path(), "w.epd", &epd)),
     ])
     .ok();
     let bin = dir.path().join("w.bin");

@@ -14,8 +14,6 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::browser::*;
 use common::server::Server;
 use common::*;
@@ -23,15 +21,8 @@ use serde_json::{Value, json};
 
 /// 1.e4 e5 2.Nf3 Nc6 3.Bc4 Bc5 (White to move, may castle).
 const ITALIAN_PLAY: &str = "e2e4,e7e5,g1f3,b8c6,f1c4,f8c5";
-const ITALIAN: &str = "r1bqk1nr/pppp1ppp/2n5/2b1p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq -";
-const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq -";
-const E4: &str = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -";
 
-fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
+use common::fens::{E4, ITALIAN, START};
 
 /// What the panel shows: hidden or not, the score, its side, the info line, and per line its
 /// score and its text (move numbers and SAN).
@@ -101,7 +92,7 @@ fn the_explorer_shows_the_engine_evaluation_beside_the_moves() {
         "--quiet",
         "--book",
         s(&book),
-        s(&write(dir.path(), "a.jsonl", &evals)),
+        s(&write_text(dir.path(), "a.jsonl", &evals)),
     ])
     .ok();
     let srv = Server::start(&book, &[]);
@@ -178,7 +169,7 @@ fn the_explorer_shows_the_engine_evaluation_beside_the_moves() {
         "--quiet",
         "--book",
         s(&book),
-        s(&write(
+        s(&write_text(
             dir.path(),
             "b.epd",
             &format!("{E4} ce 30; acd 22; acn 800000; pv c5 Nf3;\n"),

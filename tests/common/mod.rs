@@ -190,3 +190,18 @@ pub fn book_with_segments(book: &Path, base: usize, segments: usize, per: usize)
         import_segment(&p, book);
     }
 }
+
+/// Writes `text` to `dir/name`; returns the path.
+pub fn write_text(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Positions the evaluation tests share (FEN without the move counters).
+pub mod fens {
+    pub const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq -";
+    pub const E4: &str = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -";
+    /// 1.e4 e5 2.Nf3 Nc6 3.Bc4 Bc5: white may castle (lichess writes it e1h1).
+    pub const ITALIAN: &str = "r1bqk1nr/pppp1ppp/2n5/2b1p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq -";
+}

@@ -64,24 +64,10 @@ pub(crate) fn publish_segment(
     codec: Arc<dyn PositionCodec>,
     opts: &WriterOptions,
 ) -> Result<usize> {
-    let generation = book.generation() + 1;
-    let mut segments: Vec<u64> = book.segments().iter().map(|f| f.generation()).collect();
-    segments.push(generation);
-    let manifest = Manifest {
-        generation,
-        base: book.base().generation(),
-        segments,
-    };
     // The view counters are known only at the end; the writer takes them before `finish`.
     let mut view = book.meta().clone();
     view.games += added.games;
-    let mut w = BookWriter::create_segment(
-        book.path(),
-        manifest,
-        BookMeta::default(),
-        codec,
-        opts.clone(),
-    )?;
+    let mut w = next_segment(book, all_segments(book), codec, opts)?;
     if let Some(c) = book.compression() {
         w.reuse_compression(c)?;
     }
@@ -139,25 +125,12 @@ pub(crate) fn fold_segments(book: &Book, keep: usize, opts: &WriterOptions) -> R
         .iter()
         .map(|f| (*f).clone())
         .collect();
-    let generation = book.generation() + 1;
-    let mut segments: Vec<u64> = segs
+    let kept: Vec<u64> = segs
         .iter()
         .map(|f| f.generation())
         .filter(|g| !chosen.iter().any(|c| c.generation() == *g))
         .collect();
-    segments.push(generation);
-    let manifest = Manifest {
-        generation,
-        base: book.base().generation(),
-        segments,
-    };
-    let mut w = BookWriter::create_segment(
-        book.path(),
-        manifest,
-        BookMeta::default(),
-        book.codec_arc(),
-        opts.clone(),
-    )?;
+    let mut w = next_segment(book, kept, book.codec_arc(), opts)?;
     let reuse = book.compression();
     if let Some(c) = &reuse {
         w.reuse_compression(c.clone())?;
@@ -212,21 +185,7 @@ pub(crate) fn publish_evals(
         w.finish()?;
         return Ok(());
     };
-    let generation = book.generation() + 1;
-    let mut segments: Vec<u64> = book.segments().iter().map(|f| f.generation()).collect();
-    segments.push(generation);
-    let manifest = Manifest {
-        generation,
-        base: book.base().generation(),
-        segments,
-    };
-    let mut w = BookWriter::create_segment(
-        book.path(),
-        manifest,
-        BookMeta::default(),
-        codec,
-        opts.clone(),
-    )?;
+    let mut w = next_segment(book, all_segments(book), codec, opts)?;
     if let Some(c) = book.compression() {
         w.reuse_compression(c)?;
     }
@@ -240,4 +199,33 @@ pub(crate) fn publish_evals(
         fold_segments(&after, MAX_SEGMENTS / 2, opts)?;
     }
     Ok(())
+}
+
+/// The generations of `book`'s delta segments, oldest first.
+fn all_segments(book: &Book) -> Vec<u64> {
+    book.segments().iter().map(|f| f.generation()).collect()
+}
+
+/// A writer of `book`'s next delta segment, published under the next generation with the
+/// segments `kept` (generations) before it; its view counters are set before `finish`.
+fn next_segment(
+    book: &Book,
+    mut kept: Vec<u64>,
+    codec: Arc<dyn PositionCodec>,
+    opts: &WriterOptions,
+) -> Result<BookWriter> {
+    let generation = book.generation() + 1;
+    kept.push(generation);
+    let manifest = Manifest {
+        generation,
+        base: book.base().generation(),
+        segments: kept,
+    };
+    BookWriter::create_segment(
+        book.path(),
+        manifest,
+        BookMeta::default(),
+        codec,
+        opts.clone(),
+    )
 }
