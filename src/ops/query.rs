@@ -222,16 +222,22 @@ fn probe_read(book: &Book, pos: &Chess, read: CellRead) -> Result<ProbeAnswer> {
     let state = PosState::from_chess(pos);
     let packed = state.pack().0;
     let key = state.key();
-    let mut all = book.get_read(key, read)?;
-    let idx = all
-        .iter()
-        .position(|e| e.pos.as_deref() == Some(&packed[..]));
-    let entry = idx.map(|i| all.swap_remove(i));
+    // Without collisions the position's entry is found by its coded bytes in each file (no
+    // other entry's position decoded); otherwise every entry of the key, to count the others.
+    let (entry, same_key_others) = if book.keys_are_unique() {
+        (book.lookup_read(&packed, read)?, 0)
+    } else {
+        let mut all = book.get_read(key, read)?;
+        let idx = all
+            .iter()
+            .position(|e| e.pos.as_deref() == Some(&packed[..]));
+        (idx.map(|i| all.swap_remove(i)), all.len())
+    };
     Ok(ProbeAnswer {
         key,
         state,
         entry,
-        same_key_others: all.len(),
+        same_key_others,
         opening: name_of(pos).cloned(),
         history: None,
         evals: book.evals(&packed)?,

@@ -330,6 +330,13 @@ impl Book {
         &self.meta
     }
 
+    /// Whether no two entries of the book share a key (no key collision, no key-only entry):
+    /// then the entry of a position is all its key holds, and [`Book::lookup_read`] answers
+    /// what [`Book::get_read`] would without decoding other entries' positions.
+    pub fn keys_are_unique(&self) -> bool {
+        self.meta.collisions == 0 && self.meta.key_only == 0
+    }
+
     /// The facets the book keeps (any of its files' facets; docs/FORMAT.md §12).
     pub fn facets(&self) -> crate::store::facet::FacetSet {
         self.files()
