@@ -317,18 +317,7 @@ impl ProbeAnswer {
     /// The evaluations as JSON (book notation: castling as the king's two squares).
     fn evals_json(&self) -> Option<Vec<crate::ops::evals::EvalJson>> {
         let pos = self.state.to_chess().ok()?;
-        let ev = self.evals.as_ref()?;
-        Some(
-            ev.iter()
-                .map(|r| {
-                    crate::ops::evals::eval_json(
-                        &pos,
-                        r,
-                        crate::ops::evals::Castling::KingTwoSquares,
-                    )
-                })
-                .collect(),
-        )
+        Some(crate::ops::evals::evals_json(&pos, self.evals.as_ref()?))
     }
 
     /// Human-readable table.
@@ -457,17 +446,7 @@ fn with_evals(
 ) -> Result<EntryJson> {
     if let (Some(ev), Some(p)) = (evals, &e.pos) {
         let pos = crate::ops::evals::chess_of(p)?;
-        j.evals = Some(
-            ev.iter()
-                .map(|r| {
-                    crate::ops::evals::eval_json(
-                        &pos,
-                        r,
-                        crate::ops::evals::Castling::KingTwoSquares,
-                    )
-                })
-                .collect(),
-        );
+        j.evals = Some(crate::ops::evals::evals_json(&pos, &ev));
     }
     Ok(j)
 }

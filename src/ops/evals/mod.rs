@@ -72,6 +72,15 @@ fn score_json(s: Score) -> (Option<i32>, Option<i32>) {
 }
 
 /// A result as JSON, its lines' moves in UCI from `pos`.
+/// Every result of a position as `probe`'s and `dump`'s JSON show them (book notation: castling
+/// as the king's two squares).
+pub fn evals_json(pos: &Chess, results: &[EvalResult]) -> Vec<EvalJson> {
+    results
+        .iter()
+        .map(|r| eval_json(pos, r, Castling::KingTwoSquares))
+        .collect()
+}
+
 pub fn eval_json(pos: &Chess, r: &EvalResult, castling: Castling) -> EvalJson {
     EvalJson {
         depth: r.depth,
