@@ -19,7 +19,7 @@ import random as _random
 import typing
 from typing import Any, Callable, Container, Iterable, Iterator, NamedTuple, Optional, Union
 
-from . import _bookdb
+from . import _bookdb, _errors
 from .tt import TranspositionTable
 from ._errors import (
     BookBusy,
@@ -43,15 +43,7 @@ __all__ = [
     "import_games",
     "export_polyglot",
     "TranspositionTable",
-    "Error",
-    "UsageError",
-    "InputError",
-    "BookBusy",
-    "CorruptBook",
-    "NotABook",
-    "BookNotFound",
-    "BookIOError",
-    "InternalError",
+    *_errors.__all__,
     "__version__",
 ]
 
