@@ -210,30 +210,18 @@ fn merge_compact_and_folds_keep_the_selected_results() {
     let one = "{\"cp\":20,\"line\":\"e2e4\"}";
     let two = "{\"cp\":20,\"line\":\"e2e4\"},{\"cp\":10,\"line\":\"d2d4\"}";
     // a: 30/1 line and 20/2 lines; b: 25/2 lines (beats a's 20/2) and 22/1.
-    bookdb([
-        "import-evals",
-        "--quiet",
-        "--book",
-        s(&a),
-        s(&write_text(
-            dir.path(),
-            "a.jsonl",
-            &(line(30, 1, one) + &line(20, 5, two)),
-        )),
-    ])
-    .ok();
-    bookdb([
-        "import-evals",
-        "--quiet",
-        "--book",
-        s(&b),
-        s(&write_text(
-            dir.path(),
-            "b.jsonl",
-            &(line(25, 1, two) + &line(22, 9, one)),
-        )),
-    ])
-    .ok();
+    import_evals_text(
+        &a,
+        dir.path(),
+        "a.jsonl",
+        &(line(30, 1, one) + &line(20, 5, two)),
+    );
+    import_evals_text(
+        &b,
+        dir.path(),
+        "b.jsonl",
+        &(line(25, 1, two) + &line(22, 9, one)),
+    );
     let (ab, ba) = (dir.path().join("ab.book"), dir.path().join("ba.book"));
     bookdb(["merge", "--quiet", s(&a), s(&b), "--out", s(&ab)]).ok();
     bookdb(["merge", "--quiet", s(&b), s(&a), "--out", s(&ba)]).ok();
@@ -253,18 +241,12 @@ fn merge_compact_and_folds_keep_the_selected_results() {
     verify(&ab);
     // A position without games keeps its evaluations through compact --min-games.
     let lone = "8/8/8/4k3/8/8/8/4K2R w K -";
-    bookdb([
-        "import-evals",
-        "--quiet",
-        "--book",
-        s(&ab),
-        s(&write_text(
-            dir.path(),
-            "l.epd",
-            &format!("{lone} ce 900; acd 9; pv O-O;\n"),
-        )),
-    ])
-    .ok();
+    import_evals_text(
+        &ab,
+        dir.path(),
+        "l.epd",
+        &format!("{lone} ce 900; acd 9; pv O-O;\n"),
+    );
     bookdb([
         "compact",
         "--quiet",
@@ -306,28 +288,15 @@ fn cloud_eval_answers_as_lichess() {
     let dir = tempfile::tempdir().unwrap();
     let book = dir.path().join("b.book");
     Bookdb::import(&[&sample_pgn()], &book).arg("--quiet").ok();
-    bookdb([
-        "import-evals",
-        "--quiet",
-        "--book",
-        s(&book),
-        s(&write_text(dir.path(), "b.jsonl", &lichess_text())),
-    ])
-    .ok();
+    import_evals_text(&book, dir.path(), "b.jsonl", &lichess_text());
     // 1.d4 Nf6 2.c4 e6 imported; asked for after 1.c4 e6 2.d4 Nf6 (the same position).
     let qgd = "rnbqkb1r/pppp1ppp/4pn2/8/2PP4/8/PP2PPPP/RNBQKBNR w KQkq -";
-    bookdb([
-        "import-evals",
-        "--quiet",
-        "--book",
-        s(&book),
-        s(&write_text(
-            dir.path(),
-            "q.epd",
-            &format!("{qgd} ce 35; acd 25; acn 7000; pv Nc3 Bb4;\n"),
-        )),
-    ])
-    .ok();
+    import_evals_text(
+        &book,
+        dir.path(),
+        "q.epd",
+        &format!("{qgd} ce 35; acd 25; acn 7000; pv Nc3 Bb4;\n"),
+    );
     let srv = common::server::Server::start(&book, &[]);
     let get = |q: &str| srv.get(&format!("/api/cloud-eval?{q}"));
     let r = get(&format!(
@@ -380,14 +349,7 @@ fn polyglot_weights_follow_the_evaluations() {
     let d4 = "rnbqkbnr/pppppppp/8/8/3P4/8/PPP1PPPP/RNBQKBNR b KQkq -";
     // After 1.e4 Black to move: ce -50 is +50 for White; after 1.d4, ce 20 is -20 for White.
     let epd = format!("{E4} ce -50; acd 20; pv c5;\n{d4} ce 20; acd 20; pv Nf6;\n");
-    bookdb([
-        "import-evals",
-        "--quiet",
-        "--book",
-        s(&book),
-        s(&write_text(dir.path(), "w.epd", &epd)),
-    ])
-    .ok();
+    import_evals_text(&book, dir.path(), "w.epd", &epd);
     let bin = dir.path().join("w.bin");
     let r: serde_json::Value = bookdb([
         "export",

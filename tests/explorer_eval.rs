@@ -87,14 +87,7 @@ fn the_explorer_shows_the_engine_evaluation_beside_the_moves() {
         "{{\"fen\":\"{START}\",\"evals\":[{{\"knodes\":12345,\"depth\":40,\"pvs\":[{{\"cp\":18,\"line\":\"e2e4 e7e5 g1f3\"}},{{\"cp\":-5,\"line\":\"g1f3 d7d5\"}}]}}]}}\n\
          {{\"fen\":\"{ITALIAN}\",\"evals\":[{{\"knodes\":9000,\"depth\":34,\"pvs\":[{{\"cp\":41,\"line\":\"e1h1 g8f6 d2d3\"}},{{\"mate\":-7,\"line\":\"c4f7 e8f7\"}}]}}]}}\n"
     );
-    bookdb([
-        "import-evals",
-        "--quiet",
-        "--book",
-        s(&book),
-        s(&write_text(dir.path(), "a.jsonl", &evals)),
-    ])
-    .ok();
+    import_evals_text(&book, dir.path(), "a.jsonl", &evals);
     let srv = Server::start(&book, &[]);
     let base = format!("http://{}", srv.addr);
     let b = Browser::start();
@@ -164,18 +157,12 @@ fn the_explorer_shows_the_engine_evaluation_beside_the_moves() {
         v["rows"].as_array() == Some(&uci_rows(&srv.lichess(None, &["e2e4"])))
     });
     assert_eq!(v["hidden"], json!(true), "{v:#}");
-    bookdb([
-        "import-evals",
-        "--quiet",
-        "--book",
-        s(&book),
-        s(&write_text(
-            dir.path(),
-            "b.epd",
-            &format!("{E4} ce 30; acd 22; acn 800000; pv c5 Nf3;\n"),
-        )),
-    ])
-    .ok();
+    import_evals_text(
+        &book,
+        dir.path(),
+        "b.epd",
+        &format!("{E4} ce 30; acd 22; acn 800000; pv c5 Nf3;\n"),
+    );
     let v = expect_panel(&b, "1.e4's evaluation after the import", |v| {
         v["hidden"] == json!(false)
     });

@@ -198,6 +198,12 @@ pub fn write_text(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// Writes `text` to `dir/name` and imports it into `book` with `bookdb import-evals --quiet`.
+pub fn import_evals_text(book: &Path, dir: &Path, name: &str, text: &str) {
+    let file = write_text(dir, name, text);
+    bookdb(["import-evals", "--quiet", "--book", s(book), s(&file)]).ok();
+}
+
 /// Positions the evaluation tests share (FEN without the move counters).
 pub mod fens {
     pub const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq -";
