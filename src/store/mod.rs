@@ -14,7 +14,8 @@ pub(crate) mod files;
 pub mod filter;
 pub(crate) mod fpset;
 pub(crate) mod record;
-pub(crate) mod run;
+#[doc(hidden)]
+pub mod run;
 pub mod tt;
 #[doc(hidden)]
 pub mod varint;

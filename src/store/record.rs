@@ -1,16 +1,19 @@
-//! The uncompressed record encoding of an entry's moves, shared by the delta tier and the
-//! sorted runs of the import pipeline (docs/FORMAT.md §7).
+//! The uncompressed record encoding of an entry's moves, as the delta tier stores it (and the
+//! sorted runs of format 1 did; docs/FORMAT.md §7). The encoders serve the tests.
 //!
 //! moves := count:varint, then per move: code:u16 LE, flags:u8 (bit 0: the extra follows;
 //! bit 1: the cells follow), white, draws, black, unknown, rating_sum, rating_count: varint
 //! each, [weight:u16 LE, learn:u32 LE] (the [`MoveExtra`] of the move), [cells]
 //! ([`super::cells::encode_cells`]).
 
-use super::entry::{Entry, MoveExtra, MoveRec};
+#[cfg(test)]
+use super::entry::Entry;
+use super::entry::{MoveExtra, MoveRec};
 use super::varint;
 
 /// Moves as codes only: rewrites decode move indices (`MoveRec::indexed`) before anything
 /// reaches a run or the delta tier.
+#[cfg(test)]
 pub(crate) fn encode_moves(moves: &[MoveRec], out: &mut Vec<u8>) {
     varint::put(out, moves.len() as u64);
     for m in moves {
@@ -96,6 +99,7 @@ pub(crate) fn decode_moves(data: &[u8], pos: &mut usize) -> Option<Vec<MoveRec>>
 }
 
 /// A whole entry: key:u64 LE, position length:varint (0 = key-only), position bytes, moves.
+#[cfg(test)]
 pub(crate) fn encode_entry(e: &Entry, out: &mut Vec<u8>) {
     out.extend_from_slice(&e.key.to_le_bytes());
     let pos = e.pos.as_deref().unwrap_or_default();
@@ -104,6 +108,7 @@ pub(crate) fn encode_entry(e: &Entry, out: &mut Vec<u8>) {
     encode_moves(&e.moves, out);
 }
 
+#[cfg(test)]
 pub(crate) fn decode_entry(data: &[u8], pos: &mut usize) -> Option<Entry> {
     let k = take(data, pos, 8)?;
     let key = u64::from_le_bytes(k.try_into().ok()?);

@@ -1,30 +1,56 @@
-//! Sorted runs: the import pipeline's spill files (docs/FORMAT.md §8). A run is a zstd stream
-//! (with zstd's content checksum) of: magic `BDBRUN01`, frames `len:u32 LE, entry` in strictly
-//! increasing (key, position) order, an end frame `len = 0`, the entry count (u64 LE) and a
-//! crc32 of all frame bytes (u32 LE). A run only counts once it has been fsynced and renamed
-//! from `*.tmp` to its final name.
+//! Sorted runs: the import pipeline's spill files (docs/FORMAT.md §8.4). A run is magic
+//! `BDBRUN02`, then frames `len:u32 LE, bytes`: first the run's position model (a byte 1 and
+//! the codec's serialized model trained on the run's first entries, or a byte 0 alone for the
+//! identity model), then
+//! blocks in the book's own block format (§5, sealed, checksummed, section A zstd-compressed,
+//! moves stored as codes), each up to [`BLOCK_ENTRIES`] entries in strictly increasing
+//! (key, position) order; an end frame `len = 0`, the entry count (u64 LE) and a crc32 of all
+//! frame bytes (u32 LE). A run only counts once it has been fsynced and renamed from `*.tmp`
+//! to its final name.
+//!
+//! Coding runs as the book codes its blocks keeps the staging an import needs near the size of
+//! the book it makes (the per-entry stream of format 1 took ~2.5× the book; docs/PERFORMANCE.md).
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use super::block::{self, BlockView, PlainDecompressor, Prepared};
 use super::entry::Entry;
-use super::record;
+use super::{IdentityModel, PositionCodec, PositionModel};
 use crate::store::error::{Error, Result};
 
-const MAGIC: &[u8; 8] = b"BDBRUN01";
-/// Largest frame a reader accepts.
-const MAX_FRAME: u32 = 1 << 24;
+const MAGIC: &[u8; 8] = b"BDBRUN02";
+/// Largest frame a reader accepts (a block's raw section A is at most 64 MiB).
+const MAX_FRAME: u32 = 80 << 20;
+/// Entries per block of a run.
+pub(crate) const BLOCK_ENTRIES: usize = 1024;
+/// A block is also closed once its entries' estimated raw bytes reach this.
+const BLOCK_BYTES: usize = 1 << 20;
+/// Positions the run's model is trained on: the run's first entries (in key order, a random
+/// sample of its positions).
+const MODEL_SAMPLE: usize = 16_384;
+/// zstd level of the blocks' section A. On the 1M-game set, level 1 against 3: see
+/// docs/PERFORMANCE.md ("Staging").
+const RUN_LEVEL: i32 = 1;
 
 pub(crate) struct RunWriter {
     tmp: PathBuf,
     path: PathBuf,
-    /// Buffered in front of the encoder: zstd's streaming call costs the same for 4 bytes as
-    /// for 256 KiB.
-    enc: BufWriter<zstd::stream::write::Encoder<'static, BufWriter<File>>>,
+    out: BufWriter<File>,
+    codec: Arc<dyn PositionCodec>,
+    /// The run's model and the id its blocks carry (0: identity); `None` until trained.
+    model: Option<(Arc<dyn PositionModel>, u16)>,
+    comp: zstd::bulk::Compressor<'static>,
     crc: crc32fast::Hasher,
     count: u64,
-    buf: Vec<u8>,
+    /// Entries not yet in a block; the first `pending_len` are live (the rest keep their
+    /// buffers for reuse).
+    pending: Vec<Entry>,
+    pending_len: usize,
+    pending_bytes: usize,
+    prepared: Vec<Prepared>,
     last: LastKey,
 }
 
@@ -56,33 +82,40 @@ impl LastKey {
     }
 }
 
-/// zstd level of run files: -1 (zstd's fastest strategy with a small acceleration). On the
-/// 135k-game benchmark, against level 1: read phase 1.29 -> 1.25 s (medians of 4), staging
-/// 54.8 -> 57.6 MB; level -5 was no faster and 61.2 MB.
-const RUN_LEVEL: i32 = -1;
+/// A rough size of an entry in a block before compression, to close blocks of large entries
+/// early (the start position's moves with all their cells).
+fn estimate(e: &Entry) -> usize {
+    24 + e.pos.as_ref().map_or(0, Vec::len)
+        + e.moves
+            .iter()
+            .map(|m| 16 + 16 * m.cells.len())
+            .sum::<usize>()
+}
 
 impl RunWriter {
-    pub(crate) fn create(path: &Path) -> Result<RunWriter> {
+    pub(crate) fn create(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<RunWriter> {
         let tmp = path.with_extension("tmp");
         // A new file of this process (never through a link), with its staging directory's
         // group and mode (another user of the book's group may resume the import).
         let f = crate::store::files::create_temp(&tmp)?;
         crate::store::files::adopt_dir_access(&f, &tmp)?;
-        let mut enc =
-            zstd::stream::write::Encoder::new(BufWriter::with_capacity(1 << 16, f), RUN_LEVEL)
-                .map_err(|e| Error::io("starting zstd", e))?;
-        enc.include_checksum(true)
-            .map_err(|e| Error::io("zstd", e))?;
-        let mut enc = BufWriter::with_capacity(1 << 18, enc);
-        enc.write_all(MAGIC)
+        let mut out = BufWriter::with_capacity(1 << 17, f);
+        out.write_all(MAGIC)
             .map_err(|e| Error::io(format!("writing run {}", tmp.display()), e))?;
+        let comp = zstd::bulk::Compressor::new(RUN_LEVEL).map_err(|e| Error::io("zstd", e))?;
         Ok(RunWriter {
             tmp,
             path: path.to_path_buf(),
-            enc,
+            out,
+            codec,
+            model: None,
+            comp,
             crc: crc32fast::Hasher::new(),
             count: 0,
-            buf: Vec::with_capacity(256),
+            pending: Vec::new(),
+            pending_len: 0,
+            pending_bytes: 0,
+            prepared: Vec::new(),
             last: LastKey::default(),
         })
     }
@@ -94,38 +127,131 @@ impl RunWriter {
                 e.key
             )));
         }
-        self.buf.clear();
-        record::encode_entry(e, &mut self.buf);
-        let len = u32::try_from(self.buf.len())
-            .map_err(|_| {
+        if self.pending_len < self.pending.len() {
+            self.pending[self.pending_len].clone_from(e);
+        } else {
+            self.pending.push(e.clone());
+        }
+        self.pending[self.pending_len].coded = None;
+        self.pending_len += 1;
+        self.pending_bytes += estimate(e);
+        self.count += 1;
+        match self.model {
+            None if self.pending_len >= MODEL_SAMPLE || self.pending_bytes >= 16 * BLOCK_BYTES => {
+                self.train()?;
+                self.write_pending(false)
+            }
+            Some(_) if self.pending_len >= BLOCK_ENTRIES || self.pending_bytes >= BLOCK_BYTES => {
+                self.write_pending(false)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn io(&self, e: std::io::Error) -> Error {
+        Error::io(format!("writing run {}", self.tmp.display()), e)
+    }
+
+    fn frame(&mut self, bytes: &[u8]) -> Result<()> {
+        let len = u32::try_from(bytes.len())
+            .ok()
+            .filter(|&n| n <= MAX_FRAME)
+            .ok_or_else(|| {
                 Error::Internal(format!(
-                    "run entry {:016x} of {} bytes is past the run format's u32 length",
-                    e.key,
-                    self.buf.len()
+                    "a run block of {} bytes is past the run format's limit",
+                    bytes.len()
                 ))
             })?
             .to_le_bytes();
         self.crc.update(&len);
-        self.crc.update(&self.buf);
-        let tmp = &self.tmp;
-        let ctx = |e| Error::io(format!("writing run {}", tmp.display()), e);
-        self.enc.write_all(&len).map_err(ctx)?;
-        self.enc.write_all(&self.buf).map_err(ctx)?;
-        self.count += 1;
+        self.crc.update(bytes);
+        self.out.write_all(&len).map_err(|e| self.io(e))?;
+        self.out.write_all(bytes).map_err(|e| self.io(e))
+    }
+
+    /// Trains the run's model on the entries pending (its first ones) and writes it.
+    fn train(&mut self) -> Result<()> {
+        let samples: Vec<&[u8]> = self.pending[..self.pending_len]
+            .iter()
+            .filter_map(|e| e.pos.as_deref())
+            .collect();
+        let bytes = if samples.is_empty() {
+            Vec::new()
+        } else {
+            self.codec.train(&samples)?
+        };
+        let model: Arc<dyn PositionModel> = if bytes.is_empty() {
+            Arc::new(IdentityModel)
+        } else {
+            self.codec.load_model(&bytes)?
+        };
+        let id = u16::from(!bytes.is_empty());
+        let mut frame = Vec::with_capacity(1 + bytes.len());
+        frame.push(id as u8);
+        frame.extend_from_slice(&bytes);
+        self.frame(&frame)?;
+        self.model = Some((model, id));
         Ok(())
+    }
+
+    /// Writes the pending entries as blocks; all of them if `all`, else whole blocks only.
+    fn write_pending(&mut self, all: bool) -> Result<()> {
+        let mut start = 0;
+        while start < self.pending_len {
+            let mut end = start;
+            let mut bytes = 0;
+            while end < self.pending_len && end - start < BLOCK_ENTRIES && bytes < BLOCK_BYTES {
+                bytes += estimate(&self.pending[end]);
+                end += 1;
+            }
+            if !all && end == self.pending_len && end - start < BLOCK_ENTRIES && bytes < BLOCK_BYTES
+            {
+                break;
+            }
+            self.write_block(start, end)?;
+            start = end;
+        }
+        // Keep the entries not written, at the front.
+        self.pending[..self.pending_len].rotate_left(start);
+        self.pending_len -= start;
+        self.pending_bytes = self.pending[..self.pending_len].iter().map(estimate).sum();
+        Ok(())
+    }
+
+    fn write_block(&mut self, start: usize, end: usize) -> Result<()> {
+        let (model, model_id) = self
+            .model
+            .clone()
+            .ok_or_else(|| Error::Internal("run block before its model".into()))?;
+        let entries = &self.pending[start..end];
+        self.prepared.resize_with(entries.len(), Prepared::default);
+        for (p, e) in self.prepared.iter_mut().zip(entries) {
+            p.coded.clear();
+            p.move_idx = None;
+            if let Some(pos) = &e.pos {
+                model.encode(pos, &mut p.coded)?;
+            }
+        }
+        let payload = block::build_payload_with(entries, &self.prepared[..entries.len()])?;
+        let sealed =
+            block::seal(&payload, model_id, Some((&mut self.comp, 0))).map_err(|e| self.io(e))?;
+        self.frame(&sealed)
     }
 
     /// Ends the run durably and moves it to its final name. Returns the entry count.
     pub(crate) fn finish(mut self) -> Result<u64> {
-        let tmp = self.tmp.clone();
-        let ctx = |e| Error::io(format!("finishing run {}", tmp.display()), e);
-        self.enc.write_all(&0u32.to_le_bytes()).map_err(ctx)?;
-        self.enc.write_all(&self.count.to_le_bytes()).map_err(ctx)?;
+        if self.model.is_none() {
+            self.train()?;
+        }
+        self.write_pending(true)?;
+        let ctx = |e| Error::io(format!("finishing run {}", self.tmp.display()), e);
         let crc = self.crc.clone().finalize();
-        self.enc.write_all(&crc.to_le_bytes()).map_err(ctx)?;
-        let enc = self.enc.into_inner().map_err(|e| ctx(e.into_error()))?;
-        let w = enc.finish().map_err(ctx)?;
-        let f = w.into_inner().map_err(|e| ctx(e.into_error()))?;
+        let mut tail = Vec::with_capacity(16);
+        tail.extend_from_slice(&0u32.to_le_bytes());
+        tail.extend_from_slice(&self.count.to_le_bytes());
+        tail.extend_from_slice(&crc.to_le_bytes());
+        self.out.write_all(&tail).map_err(ctx)?;
+        let f = self.out.into_inner().map_err(|e| ctx(e.into_error()))?;
         f.sync_all().map_err(ctx)?;
         std::fs::rename(&self.tmp, &self.path).map_err(ctx)?;
         Ok(self.count)
@@ -133,53 +259,91 @@ impl RunWriter {
 }
 
 /// Reads a run back, checking order, count and checksums.
-pub(crate) struct RunReader {
+#[doc(hidden)]
+pub struct RunReader {
     name: String,
-    /// Buffered after the decoder, so each small read is a copy, not a zstd call.
-    dec: BufReader<zstd::stream::read::Decoder<'static, BufReader<File>>>,
+    src: Box<dyn Read + Send>,
+    codec: Arc<dyn PositionCodec>,
+    model: Arc<dyn PositionModel>,
+    model_id: u16,
     crc: crc32fast::Hasher,
     count: u64,
+    blocks: u64,
     buf: Vec<u8>,
+    block: std::vec::IntoIter<Entry>,
     done: bool,
     last: LastKey,
 }
 
 impl RunReader {
     #[doc(hidden)]
-    pub fn open(path: &Path) -> Result<RunReader> {
+    pub fn open(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<RunReader> {
         let name = path.display().to_string();
         let f = File::open(path).map_err(|e| Error::io(format!("opening run {name}"), e))?;
-        let dec =
-            zstd::stream::read::Decoder::new(f).map_err(|e| Error::io(format!("run {name}"), e))?;
-        let mut dec = BufReader::with_capacity(1 << 18, dec);
-        let mut magic = [0u8; 8];
-        dec.read_exact(&mut magic)
-            .map_err(|e| Error::io(format!("run {name}: reading header"), e))?;
-        if &magic != MAGIC {
-            return Err(Error::Damaged(format!("run {name}: not a bookdb run file")));
-        }
-        Ok(RunReader {
+        RunReader::from_reader(name, Box::new(BufReader::with_capacity(1 << 16, f)), codec)
+    }
+
+    /// A run read from any byte source (`name` for messages).
+    #[doc(hidden)]
+    pub fn from_reader(
+        name: String,
+        src: Box<dyn Read + Send>,
+        codec: Arc<dyn PositionCodec>,
+    ) -> Result<RunReader> {
+        let mut r = RunReader {
             name,
-            dec,
+            src,
+            codec,
+            model: Arc::new(IdentityModel),
+            model_id: 0,
             crc: crc32fast::Hasher::new(),
             count: 0,
+            blocks: 0,
             buf: Vec::new(),
+            block: Vec::new().into_iter(),
             done: false,
             last: LastKey::default(),
-        })
+        };
+        let mut magic = [0u8; 8];
+        r.src
+            .read_exact(&mut magic)
+            .map_err(|e| Error::io(format!("run {}: reading header", r.name), e))?;
+        if &magic != MAGIC {
+            return Err(Error::Damaged(format!(
+                "run {}: not a bookdb run file of this version",
+                r.name
+            )));
+        }
+        if !r.read_frame()? {
+            return Err(r.damaged("no model frame"));
+        }
+        match r.buf.split_first() {
+            Some((0, [])) => {}
+            Some((1, model)) if !model.is_empty() => {
+                r.model = r
+                    .codec
+                    .load_model(model)
+                    .map_err(|e| r.damaged(format!("model: {e}")))?;
+                r.model_id = 1;
+            }
+            _ => return Err(r.damaged("unreadable model frame")),
+        }
+        Ok(r)
     }
 
     fn damaged(&self, what: impl std::fmt::Display) -> Error {
         Error::Damaged(format!("run {} is damaged: {what}", self.name))
     }
 
-    fn next_entry(&mut self) -> Result<Option<Entry>> {
+    /// Reads the next frame into `buf`; false at the end frame (whose count and checksum it
+    /// checks, and that nothing follows).
+    fn read_frame(&mut self) -> Result<bool> {
         let mut len = [0u8; 4];
-        self.dec.read_exact(&mut len).map_err(|e| self.damaged(e))?;
+        self.src.read_exact(&mut len).map_err(|e| self.damaged(e))?;
         let n = u32::from_le_bytes(len);
         if n == 0 {
             let mut tail = [0u8; 12];
-            self.dec
+            self.src
                 .read_exact(&mut tail)
                 .map_err(|e| self.damaged(e))?;
             let count = u64::from_le_bytes(tail[..8].try_into().unwrap_or_default());
@@ -187,34 +351,59 @@ impl RunReader {
             if count != self.count || crc != self.crc.clone().finalize() {
                 return Err(self.damaged("count or checksum mismatch"));
             }
-            // zstd verifies its own content checksum when the frame ends.
-            let mut rest = Vec::new();
-            self.dec
-                .read_to_end(&mut rest)
-                .map_err(|e| self.damaged(e))?;
-            if !rest.is_empty() {
-                return Err(self.damaged("bytes after the end frame"));
+            let mut rest = [0u8; 1];
+            match self.src.read(&mut rest) {
+                Ok(0) => return Ok(false),
+                Ok(_) => return Err(self.damaged("bytes after the end frame")),
+                Err(e) => return Err(self.damaged(e)),
             }
-            return Ok(None);
         }
         if n > MAX_FRAME {
             return Err(self.damaged(format!("frame of {n} bytes")));
         }
         self.buf.resize(n as usize, 0);
-        self.dec
+        self.src
             .read_exact(&mut self.buf)
             .map_err(|e| self.damaged(e))?;
         self.crc.update(&len);
         self.crc.update(&self.buf);
-        let mut pos = 0;
-        let e = record::decode_entry(&self.buf, &mut pos)
-            .filter(|_| pos == self.buf.len())
-            .ok_or_else(|| self.damaged("undecodable entry"))?;
-        if !self.last.advance(&e) {
-            return Err(self.damaged("entries out of order"));
+        Ok(true)
+    }
+
+    fn next_block(&mut self) -> Result<bool> {
+        if !self.read_frame()? {
+            return Ok(false);
         }
-        self.count += 1;
-        Ok(Some(e))
+        let ord = self.blocks;
+        self.blocks += 1;
+        let open = block::open_block(ord, &self.buf, &PlainDecompressor)
+            .map_err(|e| self.damaged(format!("block {ord}: {e}")))?;
+        if open.header.model_id != self.model_id || open.header.count == 0 {
+            return Err(self.damaged(format!(
+                "block {ord}: model {} and {} entries (the run's model is {})",
+                open.header.model_id, open.header.count, self.model_id
+            )));
+        }
+        let entries = BlockView::parse(ord, &open)
+            .and_then(|v| v.entries(self.codec.as_ref(), self.model.as_ref()))
+            .map_err(|e| self.damaged(format!("block {ord}: {e}")))?;
+        self.block = entries.into_iter();
+        Ok(true)
+    }
+
+    fn next_entry(&mut self) -> Result<Option<Entry>> {
+        loop {
+            if let Some(e) = self.block.next() {
+                if !self.last.advance(&e) {
+                    return Err(self.damaged("entries out of order"));
+                }
+                self.count += 1;
+                return Ok(Some(e));
+            }
+            if !self.next_block()? {
+                return Ok(None);
+            }
+        }
     }
 }
 
@@ -241,52 +430,197 @@ impl Iterator for RunReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chess::{PosState, encode_move, tests_support::sample_positions};
     use crate::store::MoveRec;
+    use crate::store::entry::MoveExtra;
+    use crate::store::facet::{CellId, CellStat};
+    use proptest::prelude::*;
+    use shakmaty::Position;
 
-    fn entry(key: u64) -> Entry {
-        Entry {
-            coded: None,
-            key,
-            pos: Some(vec![1, 2, key as u8 | 1]),
-            moves: vec![MoveRec {
-                mv: 7,
-                white: key,
-                ..Default::default()
-            }],
+    fn codec() -> Arc<dyn PositionCodec> {
+        crate::chess_codec()
+    }
+
+    /// A move whose counts are those of its cells (as the import makes them).
+    fn mv(code: u16, seed: u64, cells: bool, extra: bool) -> MoveRec {
+        let mut m = MoveRec {
+            mv: code,
+            extra: extra.then_some(MoveExtra {
+                weight: seed as u16,
+                learn: seed as u32 ^ 0xdead,
+            }),
+            ..Default::default()
+        };
+        if cells {
+            for c in 0..(1 + seed % 3) {
+                let s = CellStat {
+                    cell: CellId((c as u32 + 1) << 8 | (seed as u32 % 7)),
+                    white: seed % 5,
+                    draws: 1,
+                    black: c,
+                    unknown: 0,
+                    rating_sum: 2000 * (seed % 5 + 1 + c),
+                    rating_count: seed % 5 + 1 + c,
+                    opp_sum: 1900 * (seed % 5 + 1 + c),
+                    opp_count: seed % 5 + 1 + c,
+                };
+                m.white += s.white;
+                m.draws += s.draws;
+                m.black += s.black;
+                m.rating_sum += s.rating_sum;
+                m.rating_count += s.rating_count;
+                m.cells.push(s);
+            }
+        } else {
+            m.white = seed;
+            m.unknown = seed % 3;
         }
+        m
+    }
+
+    /// The sample positions with some of their legal moves, and `key_only` key-only entries.
+    fn entries(seed: u64, key_only: usize) -> Vec<Entry> {
+        let codec = codec();
+        let mut out: Vec<Entry> = sample_positions()
+            .into_iter()
+            .enumerate()
+            .map(|(i, pos)| {
+                let chess = PosState::unpack(&pos).unwrap().to_chess().unwrap();
+                let mut moves: Vec<MoveRec> = chess
+                    .legal_moves()
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| (j + i + seed as usize).is_multiple_of(4))
+                    .map(|(j, m)| {
+                        let s = seed + j as u64;
+                        mv(encode_move(m), s, s.is_multiple_of(2), s.is_multiple_of(5))
+                    })
+                    .collect();
+                moves.sort_by_key(|m| m.mv);
+                Entry {
+                    coded: None,
+                    key: codec.key(&pos).unwrap(),
+                    pos: Some(pos),
+                    moves,
+                }
+            })
+            .collect();
+        let mut x = seed | 1;
+        for i in 0..key_only {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            out.push(Entry {
+                coded: None,
+                key: x,
+                pos: None,
+                moves: vec![mv(i as u16, x % 97, false, x.is_multiple_of(3))],
+            });
+        }
+        out.sort_by(Entry::cmp_id);
+        out.dedup_by(|a, b| a.same_id(b));
+        out
+    }
+
+    fn write(path: &Path, es: &[Entry]) -> u64 {
+        let mut w = RunWriter::create(path, codec()).unwrap();
+        for e in es {
+            w.push(e).unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    fn read(path: &Path) -> Result<Vec<Entry>> {
+        RunReader::open(path, codec())?.collect()
+    }
+
+    /// More entries than the model sample and a block hold: the model is trained, many blocks
+    /// are written, and everything comes back as it went in.
+    #[test]
+    fn run_round_trip_over_many_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.zst");
+        let es = entries(3, MODEL_SAMPLE + 3 * BLOCK_ENTRIES + 17);
+        assert_eq!(write(&path, &es), es.len() as u64);
+        assert_eq!(read(&path).unwrap(), es);
+        assert!(!dir.path().join("r.tmp").exists());
+        // Only positions, fewer than a block: trained on what there is.
+        let few = entries(4, 0);
+        write(&path, &few);
+        assert_eq!(read(&path).unwrap(), few);
+        // Nothing at all; and only key-only entries (no position to train on: the identity
+        // model), over several blocks.
+        write(&path, &[]);
+        assert_eq!(read(&path).unwrap(), Vec::<Entry>::new());
+        let keys: Vec<Entry> = entries(5, 3 * BLOCK_ENTRIES)
+            .into_iter()
+            .filter(|e| e.pos.is_none())
+            .collect();
+        write(&path, &keys);
+        assert_eq!(read(&path).unwrap(), keys);
     }
 
     #[test]
-    fn run_round_trip_and_damage() {
+    fn run_refuses_entries_out_of_order() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.run");
-        let mut w = RunWriter::create(&path).unwrap();
-        for k in [1u64, 5, 9, 1 << 40] {
-            w.push(&entry(k)).unwrap();
-        }
-        assert!(w.push(&entry(2)).is_err());
-        assert_eq!(w.finish().unwrap(), 4);
-        let got: Vec<Entry> = RunReader::open(&path)
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        assert_eq!(got, vec![entry(1), entry(5), entry(9), entry(1 << 40)]);
+        let es = entries(5, 10);
+        let mut w = RunWriter::create(&dir.path().join("r.zst"), codec()).unwrap();
+        w.push(&es[1]).unwrap();
+        assert!(w.push(&es[0]).is_err());
+        assert!(w.push(&es[1]).is_err(), "the same entry twice");
+    }
 
+    /// Every truncation point tried and every bit flip tried is an error, never a panic or a
+    /// short read taken as the whole run.
+    #[test]
+    fn run_damage_is_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.zst");
+        let es = entries(6, 3000);
+        write(&path, &es);
         let bytes = std::fs::read(&path).unwrap();
-        for cut in [bytes.len() - 1, bytes.len() / 2, 10] {
-            std::fs::write(&path, &bytes[..cut]).unwrap();
-            let r = RunReader::open(&path).map(|r| r.collect::<Result<Vec<_>>>());
-            assert!(
-                matches!(r, Err(_) | Ok(Err(_))),
-                "truncation at {cut} undetected"
-            );
+        let damaged = |b: &[u8]| {
+            std::fs::write(&path, b).unwrap();
+            read(&path).is_err()
+        };
+        for cut in (0..bytes.len())
+            .step_by(bytes.len() / 61 + 1)
+            .chain([bytes.len() - 1])
+        {
+            assert!(damaged(&bytes[..cut]), "truncation at {cut} undetected");
         }
-        for i in (8..bytes.len()).step_by(7) {
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(damaged(&longer), "a byte after the end undetected");
+        for i in (0..bytes.len()).step_by(bytes.len() / 97 + 1) {
             let mut bad = bytes.clone();
             bad[i] ^= 0x10;
-            std::fs::write(&path, &bad).unwrap();
-            let r = RunReader::open(&path).map(|r| r.collect::<Result<Vec<_>>>());
-            assert!(matches!(r, Err(_) | Ok(Err(_))), "flip at {i} undetected");
+            assert!(damaged(&bad), "flip at {i} of {} undetected", bytes.len());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Any subset of entries, in order, round-trips; arbitrary bytes never panic the reader.
+        #[test]
+        fn run_round_trip_prop(seed in 0u64..1000, keep in 1usize..7, key_only in 0usize..300,
+                               junk in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("r.zst");
+            let es: Vec<Entry> = entries(seed, key_only)
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| i % keep == 0)
+                .map(|(_, e)| e)
+                .collect();
+            write(&path, &es);
+            prop_assert_eq!(read(&path).unwrap(), es);
+            let mut bytes = MAGIC.to_vec();
+            bytes.extend_from_slice(&junk);
+            let r = RunReader::from_reader("junk".into(), Box::new(std::io::Cursor::new(bytes)), codec());
+            if let Ok(r) = r {
+                let _ = r.collect::<Result<Vec<_>>>();
+            }
         }
     }
 }

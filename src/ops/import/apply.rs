@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::aggregate::SortedAggregate;
+use super::disk;
 use super::options::{Applied, ImportOptions};
 use super::plan::PlannedInput;
 use super::record;
@@ -18,8 +19,11 @@ use crate::store::fpset;
 use crate::store::run::{RunReader, RunWriter};
 use crate::store::{Book, BookWriter, WriterOptions};
 
-/// Most runs merged at once; more are merged in passes.
-const MAX_FAN_IN: usize = 48;
+/// Most runs merged at once; more are merged in passes. A run being read holds one block
+/// (up to 1,024 entries decoded, its frame and a 64 KiB read buffer: ~0.5 MiB), so the runs a
+/// merge reads at once take [`RUNS_PER_MIB`] per MiB of `--memory`, a quarter of the budget.
+const MAX_FAN_IN: usize = 512;
+const RUNS_PER_MIB: usize = 2;
 
 /// Applies what the read phase left to the book: merges the runs down to what one merge takes,
 /// stores the import records and the attempt about to commit, and merges the entries into the
@@ -38,7 +42,8 @@ pub(super) fn apply_phase(
         staging.dir(),
         state,
         &staging.path(STATE_FILE),
-        (opts.memory_mib / 4).clamp(4, MAX_FAN_IN),
+        (opts.memory_mib / 4 * RUNS_PER_MIB).clamp(4, MAX_FAN_IN),
+        opts.game,
     )?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -94,23 +99,47 @@ pub(super) fn apply_phase(
     apply(&target, new, added)
 }
 
-/// Merges runs in passes until at most `MAX_FAN_IN` remain (crash-safe: the merged run is
-/// recorded before its sources are deleted).
+/// Merges runs in passes until at most `fan_in` remain (crash-safe: the merged run is
+/// recorded before its sources are deleted). Each pass merges the smallest runs, the first one
+/// only as many as make the count a whole number of passes (Knuth's optimal merge pattern: with
+/// one run too many, two small runs are merged, not `fan_in` of them). A pass needs the disk
+/// for its output, checked first.
 pub(super) fn reduce_runs(
     staging: &Path,
     state: &mut ImportState,
     state_path: &Path,
     fan_in: usize,
+    game: Game,
 ) -> Result<()> {
+    let fan_in = fan_in.max(2);
     while state.runs.len() > fan_in {
-        let group: Vec<(String, u64)> = state.runs.drain(..fan_in).collect();
+        let k = match (state.runs.len() - 1) % (fan_in - 1) + 1 {
+            1 => fan_in,
+            k => k,
+        };
+        let mut by_size: Vec<usize> = (0..state.runs.len()).collect();
+        by_size.sort_by_key(|&i| (state.runs[i].1, i));
+        let mut picked = vec![false; state.runs.len()];
+        for &i in &by_size[..k] {
+            picked[i] = true;
+        }
+        let mut group = Vec::with_capacity(k);
+        let mut rest = Vec::with_capacity(state.runs.len() - k);
+        for (run, p) in std::mem::take(&mut state.runs).into_iter().zip(picked) {
+            if p { group.push(run) } else { rest.push(run) }
+        }
+        state.runs = rest;
+        disk::check_pass(
+            staging,
+            disk::staged_bytes(staging, group.iter().map(|(r, _)| r.as_str())),
+        )?;
         let readers = group
             .iter()
-            .map(|(r, _)| RunReader::open(&staging.join(r)))
+            .map(|(r, _)| RunReader::open(&staging.join(r), game.codec()))
             .collect::<StoreResult<Vec<_>>>()?;
         let name = format!("run-{:06}.zst", state.next_run);
         state.next_run += 1;
-        let mut w = RunWriter::create(&staging.join(&name))?;
+        let mut w = RunWriter::create(&staging.join(&name), game.codec())?;
         for e in MergeIter::new(readers) {
             w.push(&e?)?;
         }
@@ -167,8 +196,26 @@ impl NewEntries {
         }
     }
 
+    /// Checks that the file the entries go to fits beside the runs (and `book`'s files).
+    fn check_disk(&self, book: disk::BookNeed) -> Result<()> {
+        match &self.sources {
+            Sources::Runs(paths) => {
+                let staged = paths
+                    .iter()
+                    .filter_map(|p| std::fs::metadata(p).ok())
+                    .map(|m| m.len())
+                    .sum();
+                let dir = paths
+                    .first()
+                    .map_or(Path::new("."), |p| crate::store::files::dir_of(p));
+                disk::check_apply(dir, staged, book)
+            }
+            Sources::InMemory(_) => Ok(()),
+        }
+    }
+
     /// The sources as entry streams (spilled runs opened).
-    fn streams(self) -> StoreResult<Vec<EntryStream<'static>>> {
+    fn streams(self, game: Game) -> StoreResult<Vec<EntryStream<'static>>> {
         match self.sources {
             Sources::InMemory(parts) => Ok(parts
                 .into_iter()
@@ -176,7 +223,9 @@ impl NewEntries {
                 .collect()),
             Sources::Runs(paths) => paths
                 .iter()
-                .map(|p| RunReader::open(p).map(|r| Box::new(r) as EntryStream<'static>))
+                .map(|p| {
+                    RunReader::open(p, game.codec()).map(|r| Box::new(r) as EntryStream<'static>)
+                })
                 .collect(),
         }
     }
@@ -202,9 +251,10 @@ fn apply(target: &Target<'_>, new: NewEntries, added: Additions) -> Result<Appli
         // with everything folded in.
         let threshold = target.delta_min.max(m.positions / 8);
         if m.positions + m.key_only > 0 && new.count + m.delta_entries <= threshold {
+            new.check_disk(disk::BookNeed::default())?;
             book::publish_segment(
                 book,
-                MergeIter::new(new.streams()?),
+                MergeIter::new(new.streams(target.game)?),
                 added,
                 target.game.codec(),
                 target.writer_opts,
@@ -212,6 +262,9 @@ fn apply(target: &Target<'_>, new: NewEntries, added: Additions) -> Result<Appli
             return Ok(Applied::Delta);
         }
     }
+    new.check_disk(disk::BookNeed {
+        base_bytes: old.as_ref().map_or(0, Book::file_bytes),
+    })?;
     rewrite(target, old, new, added)
 }
 
@@ -244,7 +297,7 @@ fn rewrite(
     }
     // After carry_over: this import's records replace carried-over ones of the same inputs.
     added.write_to(&mut w);
-    sources.push(Box::new(MergeIter::new(new.streams()?)));
+    sources.push(Box::new(MergeIter::new(new.streams(target.game)?)));
     let mut trace = crate::ops::progress::Trace::new();
     for e in crate::chess::attach::AttachKeyOnly::new(MergeIter::new(sources)) {
         w.push(e?)?;

@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use super::aggregate::SortedAggregate;
+use super::disk;
 use super::options::ImportOptions;
 use super::options::InputKind;
 use super::options::SkippedGame;
@@ -46,6 +47,9 @@ pub(super) struct Coordinator<'a> {
     max_spare_chunk: usize,
     /// `--dedupe`: the repeat decisions, made here in input order.
     dedupe: Option<Dedupe<'a>>,
+    /// Bytes of the runs spilled so far, and of the book's files (for the disk checks).
+    staged: u64,
+    book_bytes: u64,
 }
 
 /// What the coordinator of a `--dedupe` import needs to decide, in input order, which parsed
@@ -298,8 +302,20 @@ impl Coordinator<'_> {
         Ok(out)
     }
 
-    /// Spills every worker's aggregate and records a checkpoint (state.json, atomically).
-    fn checkpoint(&mut self, state: &mut ImportState) -> Result<()> {
+    /// The raw bytes of all inputs: a file's size is what is read of it; 0 with stdin among
+    /// them (its size is unknown: nothing is projected).
+    fn raw_total(&self) -> u64 {
+        if self.plan.iter().any(PlannedInput::read_once) {
+            0
+        } else {
+            self.plan.iter().map(|p| p.bytes.unwrap_or(0)).sum()
+        }
+    }
+
+    /// Spills every worker's aggregate and records a checkpoint (state.json, atomically);
+    /// then checks that what is projected for the rest of the import fits on the disk, `read`
+    /// being the raw input bytes read so far.
+    fn checkpoint(&mut self, state: &mut ImportState, read: u64) -> Result<()> {
         let staging = self.staging;
         let replies = self.broadcast(state, |st| {
             let name = format!("run-{:06}.zst", st.next_run);
@@ -310,6 +326,7 @@ impl Coordinator<'_> {
             if let Reply::Flushed(p, n) = r
                 && n > 0
             {
+                self.staged += std::fs::metadata(&p).map_or(0, |m| m.len());
                 state.runs.push((
                     p.file_name()
                         .unwrap_or_default()
@@ -325,7 +342,18 @@ impl Coordinator<'_> {
         crate::store::files::crash_point("import-checkpoint-saved");
         self.full = false;
         self.checkpoints += 1;
-        Ok(())
+        let total = self.raw_total();
+        // A rewrite keeps the old files until the new one replaces them: counted when the
+        // projected runs pass an eighth of the book (the folding policy's threshold, roughly).
+        let projected = (self.staged as f64 * total as f64 / read.max(1) as f64) as u64;
+        let book = disk::BookNeed {
+            base_bytes: if projected > self.book_bytes / 8 {
+                self.book_bytes
+            } else {
+                0
+            },
+        };
+        disk::check_read(staging, self.staged, read, total, book)
     }
 
     /// Reads input `idx` from where the state leaves it, hands its text to the workers in
@@ -410,7 +438,8 @@ impl Coordinator<'_> {
                 state.input_index = idx;
                 state.bytes_in_input = offset;
                 state.line_in_input = line;
-                self.checkpoint(state)?;
+                let before: u64 = plan[..idx].iter().map(|p| p.bytes.unwrap_or(0)).sum();
+                self.checkpoint(state, before + raw_read.load(Ordering::Relaxed))?;
             }
         }
         drop(chunks);
@@ -553,6 +582,8 @@ pub(super) fn read_phase(
                 next_seq: 0,
                 next_decide: 0,
             }),
+            staged: disk::staged_bytes(staging, state.runs.iter().map(|(r, _)| r.as_str())),
+            book_bytes: disk::book_file_bytes(book_path),
         };
 
         if let Some(d) = co.dedupe.as_mut() {
@@ -585,7 +616,8 @@ pub(super) fn read_phase(
             return Ok(Some(parts));
         }
         progress.finish_reading(state.per_input.iter().map(|c| c.read).sum());
-        co.checkpoint(state)?;
+        let all = co.raw_total();
+        co.checkpoint(state, all)?;
         Ok(None)
     })?;
     Ok(ReadOutcome {
@@ -631,6 +663,8 @@ mod tests {
             checkpoints: 0,
             spare_chunks: Vec::new(),
             max_spare_chunk: 1 << 20,
+            staged: 0,
+            book_bytes: 0,
             dedupe: Some(Dedupe {
                 seen: &mut seen,
                 known: None,

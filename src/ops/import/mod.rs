@@ -19,6 +19,7 @@
 mod aggregate;
 mod apply;
 mod coordinator;
+mod disk;
 pub(crate) mod memory;
 mod options;
 mod plan;

@@ -68,7 +68,8 @@ pub(super) struct ImportState {
 /// 2: `games_log_bytes` and `games.fp` (a version-1 state never recorded fingerprints).
 /// 3: `--dedupe` reads in chunks like any import; `games_in_input` is gone (a version-2
 /// `--dedupe` state counted games, not bytes, so it cannot be resumed by this version).
-const STATE_VERSION: u32 = 3;
+/// 4: runs in the block format (`BDBRUN02`); a state of an earlier version starts over.
+const STATE_VERSION: u32 = 4;
 
 impl ImportState {
     /// The state of an import that has read nothing yet.
@@ -168,7 +169,7 @@ impl Staging {
     pub(super) fn open_state(
         &self,
         inputs: usize,
-        dedupe: bool,
+        _dedupe: bool,
         has_stdin: bool,
     ) -> Result<ImportState> {
         // A staging root bookdb did not make (a symlink, a file, a foreign directory) is
@@ -178,12 +179,8 @@ impl Staging {
         let mut state: ImportState = std::fs::read(&state_path)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
-            // Version 2 differs only for --dedupe (it counted games read, not bytes).
-            .filter(|s: &ImportState| {
-                (s.version == STATE_VERSION || (s.version == 2 && !dedupe))
-                    && s.id == self.id
-                    && !has_stdin
-            })
+            // Runs of versions before 4 are in the per-entry format: those states start over.
+            .filter(|s: &ImportState| s.version == STATE_VERSION && s.id == self.id && !has_stdin)
             .filter(|s| s.runs.iter().all(|(r, _)| self.path(r).exists()))
             .map(|s| ImportState {
                 version: STATE_VERSION,

@@ -374,7 +374,7 @@ impl Worker {
             return Reply::Flushed(path, 0);
         }
         let mut sorted = std::mem::take(&mut self.agg).into_sorted();
-        let res = RunWriter::create(&path).and_then(|mut w| {
+        let res = RunWriter::create(&path, self.game.codec()).and_then(|mut w| {
             let mut e = Entry::default();
             while sorted.next_into(&mut e) {
                 w.push(&e)?;
