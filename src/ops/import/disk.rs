@@ -52,20 +52,30 @@ fn gib(n: u64) -> String {
     format!("{:.2} GiB", n as f64 / f64::from(1u32 << 30))
 }
 
-fn refuse(dir: &Path, need: u64, free: u64, detail: String) -> crate::error::Error {
+/// Refuses with ENOSPC, saying what is needed and what is free, if `need` bytes (plus the
+/// margin) are more than the free space of `dir`'s file system; `detail` says what they are for.
+fn check_free(dir: &Path, need: u64, detail: impl FnOnce() -> String) -> Result<()> {
+    let Some(free) = free_bytes(dir) else {
+        return Ok(());
+    };
+    let need = need + MARGIN;
+    if need <= free {
+        return Ok(());
+    }
     let e = std::io::Error::from_raw_os_error(libc::ENOSPC);
-    StoreError::io(
+    Err(StoreError::io(
         format!(
-            "not enough disk for this import on {}: it needs about {} more, {} are free ({detail}); \
+            "not enough disk for this import on {}: it needs about {} more, {} are free ({}); \
              free space, or import fewer games at a time, then run the same import again: it \
              resumes from its last checkpoint",
             dir.display(),
             gib(need),
-            gib(free)
+            gib(free),
+            detail()
         ),
         e,
     )
-    .into()
+    .into())
 }
 
 /// At a checkpoint of the read phase: `staged` bytes of runs for `read` of `total` raw input
@@ -80,69 +90,39 @@ pub(super) fn check_read(
     if total == 0 || read == 0 || (read as f64) < MIN_SHARE * total as f64 {
         return Ok(());
     }
-    let Some(free) = free_bytes(dir) else {
-        return Ok(());
-    };
     let projected = (staged as f64 * total as f64 / read as f64) as u64;
     let more_runs = projected.saturating_sub(staged);
     let file = (projected as f64 * BOOK_PER_STAGED_BYTE) as u64 + book.base_bytes;
-    let need = more_runs + file + MARGIN;
-    if need > free {
-        return Err(refuse(
-            dir,
-            need,
-            free,
-            format!(
-                "{} of runs staged for {:.1}% of the input, about {} to come; about {} for the \
-                 book file it writes",
-                gib(staged),
-                100.0 * read as f64 / total as f64,
-                gib(more_runs),
-                gib(file)
-            ),
-        ));
-    }
-    Ok(())
+    check_free(dir, more_runs + file, || {
+        format!(
+            "{} of runs staged for {:.1}% of the input, about {} to come; about {} for the book \
+             file it writes",
+            gib(staged),
+            100.0 * read as f64 / total as f64,
+            gib(more_runs),
+            gib(file)
+        )
+    })
 }
 
 /// Before the book is written: `staged` bytes of runs, all on disk.
 pub(super) fn check_apply(dir: &Path, staged: u64, book: BookNeed) -> Result<()> {
-    let Some(free) = free_bytes(dir) else {
-        return Ok(());
-    };
     let file = (staged as f64 * BOOK_PER_STAGED_BYTE) as u64 + book.base_bytes;
-    let need = file + MARGIN;
-    if need > free {
-        return Err(refuse(
-            dir,
-            need,
-            free,
-            format!(
-                "{} of runs staged; the book file it writes needs about {}",
-                gib(staged),
-                gib(file)
-            ),
-        ));
-    }
-    Ok(())
+    check_free(dir, file, || {
+        format!(
+            "{} of runs staged; the book file it writes needs about {}",
+            gib(staged),
+            gib(file)
+        )
+    })
 }
 
 /// Before a merge pass of the runs: its output takes at most the `group_bytes` of its inputs,
 /// deleted only once it is recorded.
 pub(super) fn check_pass(dir: &Path, group_bytes: u64) -> Result<()> {
-    let Some(free) = free_bytes(dir) else {
-        return Ok(());
-    };
-    let need = group_bytes + MARGIN;
-    if need > free {
-        return Err(refuse(
-            dir,
-            need,
-            free,
-            format!("a merge pass of {} of runs", gib(group_bytes)),
-        ));
-    }
-    Ok(())
+    check_free(dir, group_bytes, || {
+        format!("a merge pass of {} of runs", gib(group_bytes))
+    })
 }
 
 /// Bytes of a book's files: its base and the segments of a live book (0 if it does not exist).
