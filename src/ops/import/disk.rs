@@ -18,8 +18,11 @@ use crate::store::error::Error as StoreError;
 /// Bytes of the file an import writes per byte of its runs, with a margin: 0.95 measured on
 /// 1M generated games at `--max-ply 50` (docs/PERFORMANCE.md, "Staging").
 const BOOK_PER_STAGED_BYTE: f64 = 1.1;
-/// Free space kept beyond the estimate (redb's growth steps, the staging logs).
-const MARGIN: u64 = 64 << 20;
+/// Free space kept beyond an estimate of `need` bytes (redb's growth steps, the staging logs):
+/// 1 MiB and 1/32 of it, so that small imports on small file systems are not refused.
+fn margin(need: u64) -> u64 {
+    (1 << 20) + need / 32
+}
 /// The read phase projects only once this share of the input (in raw bytes) is read.
 const MIN_SHARE: f64 = 0.002;
 
@@ -58,7 +61,7 @@ fn check_free(dir: &Path, need: u64, detail: impl FnOnce() -> String) -> Result<
     let Some(free) = free_bytes(dir) else {
         return Ok(());
     };
-    let need = need + MARGIN;
+    let need = need + margin(need);
     if need <= free {
         return Ok(());
     }
