@@ -30,7 +30,7 @@ pub(crate) const BLOCK_ENTRIES: usize = 1024;
 const BLOCK_BYTES: usize = 1 << 20;
 /// Positions the run's model is trained on: the run's first entries (in key order, a random
 /// sample of its positions).
-const MODEL_SAMPLE: usize = 16_384;
+const MODEL_SAMPLE: usize = 4_096;
 /// zstd level of the blocks' section A. On the 1M-game set, level 1 against 3: see
 /// docs/PERFORMANCE.md ("Staging").
 const RUN_LEVEL: i32 = 1;

@@ -21,9 +21,9 @@ use crate::store::{Book, BookWriter, WriterOptions};
 
 /// Most runs merged at once; more are merged in passes. A run being read holds one block
 /// (up to 1,024 entries decoded, its frame and a 64 KiB read buffer: ~0.5 MiB), so the runs a
-/// merge reads at once take [`RUNS_PER_MIB`] per MiB of `--memory`, a quarter of the budget.
+/// merge reads at once take [`RUNS_PER_MIB`] per MiB of `--memory` (the same share as format 1).
 const MAX_FAN_IN: usize = 512;
-const RUNS_PER_MIB: usize = 2;
+const RUNS_PER_MIB: usize = 1;
 
 /// Applies what the read phase left to the book: merges the runs down to what one merge takes,
 /// stores the import records and the attempt about to commit, and merges the entries into the
