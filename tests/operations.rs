@@ -572,17 +572,19 @@ fn nightly_script_runs_the_pipeline() {
     )
     .unwrap();
     let book = d.join("games.book");
-    let nightly = |wait: &str| {
+    let nightly_compacting = |wait: &str, compact: &str| {
         Command::new("sh")
             .arg(ops_file("bookdb-nightly.sh"))
             .env("BOOKDB", bin())
             .env("BOOKDB_BOOK", &book)
             .env("BOOKDB_ARCHIVE", &archive)
             .env("BOOKDB_WAIT", wait)
+            .env("BOOKDB_COMPACT", compact)
             .env("BOOKDB_PROGRESS_INTERVAL", "0.001")
             .output()
             .unwrap()
     };
+    let nightly = |wait: &str| nightly_compacting(wait, "daily");
     let out = nightly("60");
     assert!(
         out.status.success(),
@@ -630,6 +632,14 @@ fn nightly_script_runs_the_pipeline() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(games(&book), first + 2);
+    // Not a compaction day: the new games stay in a segment; on one, they are folded in.
+    std::fs::write(archive.join("f.pgn"), "[Event \"f\"]\n\n1. h4 h5 *\n").unwrap();
+    assert!(nightly_compacting("60", "never").status.success());
+    assert!(segment_exists(&book));
+    assert_eq!(games(&book), first + 3);
+    assert!(nightly_compacting("60", "1 2 3 4 5 6 7").status.success());
+    assert!(!segment_exists(&book));
+    assert_eq!(games(&book), first + 3);
 }
 
 /// Whether the book has a delta segment beside it.

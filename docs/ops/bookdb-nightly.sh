@@ -1,16 +1,20 @@
 #!/bin/sh
-# Nightly maintenance of a book: import new PGN archives, verify, compact.
+# Nightly maintenance of a book: import new PGN archives, verify, compact (weekly).
 # Run from cron or bookdb-nightly.service; docs/OPERATIONS.md explains the exit codes.
 #   BOOKDB_BOOK     the book (default /var/lib/bookdb/games.book)
 #   BOOKDB_ARCHIVE  directory of PGN archives (default /srv/pgn); archives imported before
 #                   are recognised by path, size, mtime and inode without being read again
 #   BOOKDB_WAIT     seconds to wait for another writer's lock (default 3600)
+#   BOOKDB_COMPACT  days of the week to compact on, as `date +%u` numbers (default 7:
+#                   Sundays), or `daily` or `never`; between compactions the folding
+#                   policy keeps the book's files few and each night's rewrite small
 #   BOOKDB          the bookdb binary (default: bookdb on PATH)
 set -u
 BOOKDB=${BOOKDB:-bookdb}
 export BOOKDB_BOOK="${BOOKDB_BOOK:-/var/lib/bookdb/games.book}"
 ARCHIVE=${BOOKDB_ARCHIVE:-/srv/pgn}
 WAIT=${BOOKDB_WAIT:-3600}
+COMPACT=${BOOKDB_COMPACT:-7}
 status=0
 
 set --
@@ -37,5 +41,8 @@ if [ $rc -ne 0 ]; then
     exit $rc
 fi
 
-"$BOOKDB" compact --wait="$WAIT" --quiet || exit $?
+case " $COMPACT " in
+    *" daily "*|*" $(date +%u) "*)
+        "$BOOKDB" compact --wait="$WAIT" --quiet || exit $? ;;
+esac
 exit $status

@@ -47,8 +47,9 @@ pub(crate) struct Args {
     /// Target stored size of a value block in bytes (advanced; see docs/PERFORMANCE.md).
     #[arg(long, default_value_t = bookdb::store::WriterOptions::default().target_block_bytes, hide = true)]
     block_bytes: usize,
-    /// Delta-tier size (entries) below which imports into a book never rewrite it
-    /// (advanced; the threshold is the larger of this and an eighth of the book).
+    /// New entries up to which an import into a book publishes a delta segment instead of
+    /// rewriting the base (advanced; the threshold is the larger of this and an eighth of
+    /// the book).
     #[arg(long, default_value_t = import::DELTA_MIN_THRESHOLD, hide = true)]
     delta_min: u64,
     /// Write every skipped game (file:line, reason) to this file.

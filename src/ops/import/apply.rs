@@ -246,11 +246,15 @@ fn apply(target: &Target<'_>, new: NewEntries, added: Additions) -> Result<Appli
     };
     if let Some(book) = &old {
         let m = book.meta();
-        // The folding policy (store::book::fold): new entries go to a delta segment while
-        // the segments hold at most an eighth of the base; past that the base is rewritten
-        // with everything folded in.
-        let threshold = target.delta_min.max(m.positions / 8);
-        if m.positions + m.key_only > 0 && new.count + m.delta_entries <= threshold {
+        // The folding policy (store::book::fold): a delta segment, unless these entries
+        // alone are more than an eighth of the book or the base less than an eighth of it.
+        if !book::rewrites_base(
+            new.count,
+            m.positions + m.key_only,
+            book.base().file_bytes(),
+            book.file_bytes(),
+            target.delta_min,
+        ) {
             new.check_disk(disk::BookNeed::default())?;
             book::publish_segment(
                 book,

@@ -87,11 +87,7 @@ fn import_fitted(
     if let Ok(book) = crate::store::Book::open(book_path, opts.game.codec())
         && book.segments().len() > crate::store::book::MAX_SEGMENTS
     {
-        crate::store::book::fold_segments(
-            &book,
-            crate::store::book::MAX_SEGMENTS / 2,
-            &opts.writer,
-        )?;
+        crate::store::book::fold_segments(&book, &opts.writer)?;
     }
     let opts = &with_book_facets(book_path, opts)?;
     let mut summary = ImportSummary {

@@ -12,8 +12,8 @@ use crate::store::{BookMeta, WriterOptions};
 
 /// Default `--max-ply`, as the lichess opening explorer.
 pub const DEFAULT_MAX_PLY: usize = 50;
-/// The delta segments may hold this many entries, or an eighth of the base's entries if more,
-/// before an import rewrites the base with everything folded in (automatic compaction).
+/// An import of up to this many new entries, or an eighth of the book's entries if more,
+/// publishes a delta segment; a bigger one rewrites the base with everything folded in.
 pub const DELTA_MIN_THRESHOLD: u64 = 100_000;
 
 #[derive(Clone, Debug)]
@@ -38,8 +38,9 @@ pub struct ImportOptions {
     /// Writes every skipped game to this file, one `file:line<TAB>reason<TAB>detail` line each
     /// (streamed from the staging log, never all held in memory).
     pub report: Option<PathBuf>,
-    /// The delta segments may hold this many entries (or an eighth of the base's, if more)
-    /// before an import rewrites the base instead; [`DELTA_MIN_THRESHOLD`] by default.
+    /// An import of up to this many new entries (or an eighth of the book's, if more) into a
+    /// book publishes a delta segment; a bigger one rewrites the base instead
+    /// ([`DELTA_MIN_THRESHOLD`] by default; docs/FORMAT.md §10.5).
     pub delta_min: u64,
     /// The game of the inputs (PGN for chess; WTHOR files or transcripts for Othello) and of
     /// the book, which must hold the same game.

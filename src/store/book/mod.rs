@@ -32,6 +32,10 @@ pub use evals::{EvalIter, PositionEvals};
 pub use filter::FilterIndex;
 pub(crate) use filter::{PARTITION_KEYS, load_partition};
 pub(crate) use fold::*;
+pub use fold::{
+    BASE_SHARE_DIVISOR, MAX_SEGMENTS, MERGE_CAP_DIVISOR, TIER_RATIO, rewrites_base,
+    segments_to_merge,
+};
 pub(crate) use identity::FileId;
 pub(crate) use iter::FOLD_WINDOW_PER_THREAD;
 pub use live::Manifest;
