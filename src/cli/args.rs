@@ -144,6 +144,30 @@ impl JobArgs {
     }
 }
 
+/// `--memory` of `compact`, `merge` and `migrate`.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub(crate) struct RewriteMemoryArg {
+    /// Memory budget in MiB (at least 32): the writer's batches and caches and the caches of
+    /// the books read are sized from it, so peak RSS stays within it plus a constant whatever
+    /// the books' sizes.
+    #[arg(long, value_name = "MiB", default_value_t = bookdb::ops::rewrite_budget::DEFAULT_REWRITE_MEMORY_MIB)]
+    memory: usize,
+}
+
+impl RewriteMemoryArg {
+    /// Sets the budget in `opts`.
+    pub(crate) fn apply(self, opts: &mut bookdb::ops::rewrite::RewriteOptions) {
+        opts.memory_mib = Some(self.memory);
+    }
+}
+
+/// Prints a rewrite's warnings (a capped budget) on stderr, whatever the output format.
+pub(crate) fn print_warnings(memory: &bookdb::ops::rewrite::RewriteMemory) {
+    for w in &memory.warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
 /// The facet filters of `probe` and `export` (docs/FORMAT.md §12): a cell counts when it passes every
 /// filter given. Values are checked as arguments (exit 2 for one that does not parse).
 #[derive(clap::Args, Clone, Debug, Default)]

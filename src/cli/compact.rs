@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use bookdb::ops::rewrite::RewriteOptions;
 
-use super::args::{BookArg, JobArgs};
+use super::args::{BookArg, JobArgs, RewriteMemoryArg, print_warnings};
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
@@ -19,16 +19,20 @@ pub(crate) struct Args {
     #[arg(long)]
     retrain: bool,
     #[command(flatten)]
+    memory: RewriteMemoryArg,
+    #[command(flatten)]
     pub(crate) job: JobArgs,
 }
 
 impl Args {
     pub(crate) fn run(self) -> anyhow::Result<ExitCode> {
-        let opts = RewriteOptions {
+        let mut opts = RewriteOptions {
             retrain: self.retrain,
             ..self.job.rewrite_options()
         };
+        self.memory.apply(&mut opts);
         let summary = bookdb::ops::rewrite::compact(&self.book.book, self.min_games, &opts)?;
+        print_warnings(&summary.memory);
         self.job.output.print(&summary)?;
         Ok(ExitCode::SUCCESS)
     }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::args::JobArgs;
+use super::args::{JobArgs, RewriteMemoryArg, print_warnings};
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
@@ -14,13 +14,17 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     out: PathBuf,
     #[command(flatten)]
+    memory: RewriteMemoryArg,
+    #[command(flatten)]
     pub(crate) job: JobArgs,
 }
 
 impl Args {
     pub(crate) fn run(self) -> anyhow::Result<ExitCode> {
-        let opts = self.job.rewrite_options();
+        let mut opts = self.job.rewrite_options();
+        self.memory.apply(&mut opts);
         let summary = bookdb::ops::rewrite::merge(&self.inputs, &self.out, &opts)?;
+        print_warnings(&summary.memory);
         if !self.job.output.json {
             for fp in &summary.overlapping_imports {
                 eprintln!(

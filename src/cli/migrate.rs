@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::args::{BookArg, JobArgs};
+use super::args::{BookArg, JobArgs, RewriteMemoryArg, print_warnings};
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
@@ -14,6 +14,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "LIST", value_parser = bookdb::store::facet::FacetSet::parse)]
     facets: Option<bookdb::store::facet::FacetSet>,
     #[command(flatten)]
+    memory: RewriteMemoryArg,
+    #[command(flatten)]
     pub(crate) job: JobArgs,
 }
 
@@ -21,7 +23,11 @@ impl Args {
     pub(crate) fn run(self) -> anyhow::Result<ExitCode> {
         let mut opts = self.job.rewrite_options();
         opts.facets = self.facets;
+        self.memory.apply(&mut opts);
         let summary = bookdb::ops::rewrite::migrate(&self.book.book, &opts)?;
+        if let Some(m) = &summary.migrated {
+            print_warnings(&m.memory);
+        }
         self.job.output.print(&summary)?;
         Ok(ExitCode::SUCCESS)
     }

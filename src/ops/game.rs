@@ -72,8 +72,8 @@ impl Game {
     }
 
     /// [`Game::open`] for `migrate` (older format versions too).
-    pub(crate) fn open_for_migration(path: &Path) -> Result<(Game, Book)> {
-        Self::open_with(path, Book::open_for_migration)
+    pub(crate) fn open_for_migration(path: &Path, caches: CacheSizes) -> Result<(Game, Book)> {
+        Self::open_with(path, |p, codec| Book::open_for_migration(p, codec, caches))
     }
 
     /// The game of the book at `path`, `None` if there is no file there.

@@ -16,6 +16,7 @@ pub mod progress;
 pub mod query;
 pub mod reader;
 pub mod rewrite;
+pub mod rewrite_budget;
 pub mod stats;
 pub mod tt;
 pub mod verify;

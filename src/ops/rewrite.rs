@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::game::{Game, mismatch};
 use super::progress::Progress;
+use super::rewrite_budget::{DEFAULT_REWRITE_MEMORY_MIB, RewriteBudget, book_files};
 use crate::error::{Error, Result, StoreError};
 use crate::store::book::{FORMAT_VERSION, OLDEST_MIGRATABLE};
 use crate::store::entry::MergeIter;
@@ -29,6 +30,38 @@ pub struct RewriteOptions {
     /// `migrate`: the facets the migrated book keeps from then on (its counts so far are in
     /// the all-unknown cell); `None`: what it kept (none, for a version-3 book).
     pub facets: Option<crate::store::facet::FacetSet>,
+    /// `--memory`, MiB ([`super::rewrite_budget`]); `None`: the default.
+    pub memory_mib: Option<usize>,
+}
+
+impl RewriteOptions {
+    /// The budget of a rewrite reading `files` book files, and the warning if it was capped.
+    fn budget(&self, files: usize) -> Result<(RewriteBudget, Option<String>)> {
+        let mib = self.memory_mib.unwrap_or(DEFAULT_REWRITE_MEMORY_MIB);
+        RewriteBudget::new(mib, files, &self.writer)
+    }
+}
+
+/// What a rewrite reports about its memory: the budget and the peak resident memory.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RewriteMemory {
+    /// The budget used, MiB.
+    pub memory_mib: usize,
+    /// The process's peak resident memory when the rewrite ended (`VmHWM`, where `/proc`
+    /// tells it).
+    pub peak_rss_bytes: Option<u64>,
+    /// The budget was capped to the machine.
+    pub warnings: Vec<String>,
+}
+
+impl RewriteMemory {
+    fn of(budget: &RewriteBudget, warning: Option<String>) -> RewriteMemory {
+        RewriteMemory {
+            memory_mib: budget.mib,
+            peak_rss_bytes: crate::ops::import::memory::peak_rss(),
+            warnings: warning.into_iter().collect(),
+        }
+    }
 }
 
 /// Whether a rewrite of a book that adds about `added` entries to it keeps the book's position
@@ -53,6 +86,8 @@ pub struct MergeSummary {
     /// Import fingerprints found in more than one input: those games are counted twice.
     pub overlapping_imports: Vec<String>,
     pub elapsed_secs: f64,
+    #[serde(flatten)]
+    pub memory: RewriteMemory,
 }
 
 use crate::chess::attach::AttachKeyOnly;
@@ -86,10 +121,11 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
         )));
     }
     let _lock = crate::store::book::lock_for_writing(out, opts.lock_wait)?;
+    let (budget, warning) = opts.budget(inputs.iter().map(|p| book_files(p)).sum())?;
     let mut game = None;
     let mut books = Vec::with_capacity(inputs.len());
     for p in inputs {
-        let (g, b) = Game::open(p)?;
+        let (g, b) = Game::open_with_caches(p, budget.reader)?;
         match game {
             None => game = Some((g, p)),
             Some((first, first_path)) if first != g => {
@@ -105,7 +141,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
         books.push(b);
     }
     let game = game.map_or(Game::Chess, |(g, _)| g);
-    let mut w = BookWriter::create(out, game.codec(), opts.writer.clone())?;
+    let mut w = BookWriter::create(out, game.codec(), budget.writer.clone())?;
     super::progress::Trace::new().attach(&mut w);
     // Code the output with the largest input's model and dictionary: no training pass, and the
     // sealing threads start at once. `compact` retrains.
@@ -165,6 +201,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
             .map(|(k, _)| k)
             .collect(),
         elapsed_secs: start.elapsed().as_secs_f64(),
+        memory: RewriteMemory::of(&budget, warning),
     })
 }
 
@@ -233,6 +270,8 @@ pub struct CompactSummary {
     pub moves_pruned: u64,
     pub positions_pruned: u64,
     pub elapsed_secs: f64,
+    #[serde(flatten)]
+    pub memory: RewriteMemory,
 }
 
 /// Rewrites a book: folds its delta segments into a new base (removing them), drops moves with fewer than `min_games`
@@ -248,8 +287,9 @@ pub fn compact(
     // Through a symlink: the book it leads to is rewritten (the link stays a link).
     let book = &crate::store::files::resolve_book(book)?;
     let _lock = crate::store::book::lock_for_writing(book, opts.lock_wait)?;
-    let (game, old) = Game::open(book)?;
-    rewrite_whole(book, (game, old), min_games, opts, "compact")
+    let budget = opts.budget(book_files(book))?;
+    let (game, old) = Game::open_with_caches(book, budget.0.reader)?;
+    rewrite_whole(book, (game, old), min_games, opts, budget, "compact")
 }
 
 /// Rewrites the open book `old` (at `book`, whose lock the caller holds) into a new file at
@@ -259,12 +299,13 @@ fn rewrite_whole(
     (game, old): (Game, Book),
     min_games: Option<u64>,
     opts: &RewriteOptions,
+    (budget, warning): (RewriteBudget, Option<String>),
     label: &str,
 ) -> Result<CompactSummary> {
     let start = Instant::now();
     let before = old.meta().clone();
     let bytes_before = old.file_bytes();
-    let mut w = BookWriter::create(book, game.codec(), opts.writer.clone())?;
+    let mut w = BookWriter::create(book, game.codec(), budget.writer.clone())?;
     super::progress::Trace::new().attach(&mut w);
     w.carry_over(&old)?;
     if let Some(f) = opts.facets {
@@ -314,6 +355,7 @@ fn rewrite_whole(
         moves_pruned,
         positions_pruned,
         elapsed_secs: start.elapsed().as_secs_f64(),
+        memory: RewriteMemory::of(&budget, warning),
     })
 }
 
@@ -331,7 +373,8 @@ pub fn migrate(book: &Path, opts: &RewriteOptions) -> Result<MigrateSummary> {
     }
     // Under the lock, and through the reader that repairs a book a killed writer left.
     let _lock = crate::store::book::lock_for_writing(book, opts.lock_wait)?;
-    let (game, old) = match Game::open_for_migration(book) {
+    let budget = opts.budget(book_files(book))?;
+    let (game, old) = match Game::open_for_migration(book, budget.0.reader) {
         Ok(b) => b,
         Err(Error::Store(StoreError::UnsupportedVersion { found, .. }))
             if found < OLDEST_MIGRATABLE =>
@@ -378,7 +421,7 @@ pub fn migrate(book: &Path, opts: &RewriteOptions) -> Result<MigrateSummary> {
         facets,
         ..opts.clone()
     };
-    let s = rewrite_whole(book, (game, old), None, opts, "migrate")?;
+    let s = rewrite_whole(book, (game, old), None, opts, budget, "migrate")?;
     Ok(MigrateSummary {
         book: book.display().to_string(),
         from_version: version,

@@ -64,11 +64,7 @@ pub(super) fn apply_phase(
         )
     );
     let imports = records(plan, &state.per_input, opts, now, &attempt)?;
-    let mem = WriterOptions::for_memory(opts.memory_mib.max(1) << 20);
-    let mut writer_opts = opts.writer.clone();
-    writer_opts.model_sample = writer_opts.model_sample.min(mem.model_sample);
-    writer_opts.commit_bytes = writer_opts.commit_bytes.min(mem.commit_bytes);
-    writer_opts.cache_bytes = writer_opts.cache_bytes.min(mem.cache_bytes);
+    let writer_opts = writer_options(opts);
     // `--dedupe`: the fingerprints of the games read, recorded in the book with its new counts.
     // Sorted into a staging table in bounded memory, then copied into the book.
     let game_fingerprints = if opts.dedupe {
@@ -270,6 +266,17 @@ fn apply(target: &Target<'_>, new: NewEntries, added: Additions) -> Result<Appli
         base_bytes: old.as_ref().map_or(0, Book::file_bytes),
     })?;
     rewrite(target, old, new, added)
+}
+
+/// The writer's options of an import: the given ones, with what grows with use sized within
+/// `--memory` (WriterOptions::for_memory).
+pub(super) fn writer_options(opts: &ImportOptions) -> WriterOptions {
+    let mem = WriterOptions::for_memory(opts.memory_mib.max(1) << 20);
+    let mut writer_opts = opts.writer.clone();
+    writer_opts.model_sample = writer_opts.model_sample.min(mem.model_sample);
+    writer_opts.commit_bytes = writer_opts.commit_bytes.min(mem.commit_bytes);
+    writer_opts.cache_bytes = writer_opts.cache_bytes.min(mem.cache_bytes);
+    writer_opts
 }
 
 /// Writes the book anew into a file that replaces it: its entries, counts and records (if it

@@ -52,6 +52,14 @@ pub(crate) fn fit_budget(memory_mib: usize, machine: Option<u64>) -> (usize, Opt
     )
 }
 
+/// The process's peak resident memory (`VmHWM`), where `/proc` tells it.
+pub(crate) fn peak_rss() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -84,10 +84,14 @@ fn import_fitted(
     let _lock = crate::store::book::lock_for_writing(book_path, opts.lock_wait)?;
     // A writer killed before the folding policy ran leaves too many segments: fold now.
     // (A book of another game is refused below, with the message that says so.)
-    if let Ok(book) = crate::store::Book::open(book_path, opts.game.codec())
-        && book.segments().len() > crate::store::book::MAX_SEGMENTS
+    let fold_opts = apply::writer_options(opts);
+    if let Ok(book) = crate::store::Book::open_with_caches(
+        book_path,
+        opts.game.codec(),
+        crate::store::book::fold_caches(&fold_opts),
+    ) && book.segments().len() > crate::store::book::MAX_SEGMENTS
     {
-        crate::store::book::fold_segments(&book, &opts.writer)?;
+        crate::store::book::fold_segments(&book, &fold_opts)?;
     }
     let opts = &with_book_facets(book_path, opts)?;
     let mut summary = ImportSummary {
@@ -292,17 +296,9 @@ fn finish(
     summary.pairs_added = summary.book.pairs.saturating_sub(before.pairs);
     summary.book_bytes = after.file_bytes();
     summary.elapsed_secs = start.elapsed().as_secs_f64();
-    summary.peak_rss_bytes = peak_rss();
+    summary.peak_rss_bytes = memory::peak_rss();
     progress.clear();
     Ok(summary)
-}
-
-/// The process's peak resident memory (`VmHWM`), where `/proc` tells it.
-fn peak_rss() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }
 
 #[cfg(test)]

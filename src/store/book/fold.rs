@@ -110,7 +110,7 @@ pub(crate) fn publish_segment(
     w.set_view(view)?;
     w.finish()?;
     if book.segments().len() + 1 > MAX_SEGMENTS {
-        let after = Book::open(book.path(), book.codec_arc())?;
+        let after = Book::open_with_caches(book.path(), book.codec_arc(), fold_caches(opts))?;
         return fold_segments(&after, opts);
     }
     Ok(0)
@@ -251,10 +251,22 @@ pub(crate) fn publish_evals(
     w.set_view(book.meta().clone())?;
     w.finish()?;
     if book.segments().len() + 1 > MAX_SEGMENTS {
-        let after = Book::open(book.path(), book.codec_arc())?;
+        let after = Book::open_with_caches(book.path(), book.codec_arc(), fold_caches(opts))?;
         fold_segments(&after, opts)?;
     }
     Ok(())
+}
+
+/// The caches of each file of a book a fold reads, from the writer's options: a fold reads
+/// every page of the segments once, so these hold redb's branch pages and a few blocks, and
+/// all the files' together stay within the writer's cache (the fold is within the caller's
+/// memory budget, whatever the book's size).
+pub(crate) fn fold_caches(opts: &WriterOptions) -> crate::store::CacheSizes {
+    let per_file = (opts.cache_bytes / 2 / (MAX_SEGMENTS + 1)).max(1 << 20);
+    crate::store::CacheSizes {
+        redb_bytes: per_file,
+        block_bytes: per_file,
+    }
 }
 
 /// The generations of `book`'s delta segments, oldest first.

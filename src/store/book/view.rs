@@ -106,8 +106,12 @@ impl Book {
     /// Opens a book of format version [`OLDEST_MIGRATABLE`] up to the current one, for `bookdb
     /// migrate` only (books before version 3 are one file: their delta tier is inside it; a
     /// version-3 book's segments are of version 3 too).
-    pub(crate) fn open_for_migration(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<Book> {
-        Self::open_view(path, &codec, None, CacheSizes::default(), true)
+    pub(crate) fn open_for_migration(
+        path: &Path,
+        codec: Arc<dyn PositionCodec>,
+        caches: CacheSizes,
+    ) -> Result<Book> {
+        Self::open_view(path, &codec, None, caches, true)
     }
 
     fn open_view(
