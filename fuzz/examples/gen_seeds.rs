@@ -222,6 +222,18 @@ fn main() {
     drop(book);
     println!("book_file seed: {} bytes", bytes.len());
     out.put("book_file", "tiny-book", &bytes);
+    // run_file: a run of the same entries written by RunWriter (the chess codec's model).
+    let run_path = dir.join("tiny.run");
+    let mut r = bookdb::store::run::RunWriter::create(&run_path, bookdb::chess_codec())
+        .expect("create run");
+    for e in &entries {
+        r.push(e).expect("push to run");
+    }
+    r.finish().expect("finish run");
+    let run = std::fs::read(&run_path).expect("read run");
+    println!("run_file seed: {} bytes", run.len());
+    out.put("run_file", "tiny-run", &run);
+    out.put("run_file", "tiny-run-no-magic", &run[8..]);
     let _ = std::fs::remove_dir_all(&dir);
     // Keep the trained model referenced by the seeds in sync with the fuzz targets.
     let _ = loaded_model();

@@ -35,7 +35,8 @@ const MODEL_SAMPLE: usize = 4_096;
 /// docs/PERFORMANCE.md ("Staging").
 const RUN_LEVEL: i32 = 1;
 
-pub(crate) struct RunWriter {
+#[doc(hidden)]
+pub struct RunWriter {
     tmp: PathBuf,
     path: PathBuf,
     out: BufWriter<File>,
@@ -93,7 +94,7 @@ fn estimate(e: &Entry) -> usize {
 }
 
 impl RunWriter {
-    pub(crate) fn create(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<RunWriter> {
+    pub fn create(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<RunWriter> {
         let tmp = path.with_extension("tmp");
         // A new file of this process (never through a link), with its staging directory's
         // group and mode (another user of the book's group may resume the import).
@@ -120,7 +121,7 @@ impl RunWriter {
         })
     }
 
-    pub(crate) fn push(&mut self, e: &Entry) -> Result<()> {
+    pub fn push(&mut self, e: &Entry) -> Result<()> {
         if !self.last.advance(e) {
             return Err(Error::Internal(format!(
                 "run entries out of order at key {:016x}",
@@ -239,7 +240,7 @@ impl RunWriter {
     }
 
     /// Ends the run durably and moves it to its final name. Returns the entry count.
-    pub(crate) fn finish(mut self) -> Result<u64> {
+    pub fn finish(mut self) -> Result<u64> {
         if self.model.is_none() {
             self.train()?;
         }
