@@ -89,8 +89,8 @@ awk -F'\t' -v start="$start_bytes" -v median="$median_s" 'NR == 2 { prev = $5; p
     if ($7 != "-") { p = p " " $1 ":" $7 "/" $8 }
   }
   END {
-    printf "nights %d; book %d -> %d bytes; written %d bytes = %.2f x the final book\n", k, start, last, w, w / last
-    printf "largest night: %d bytes, %.1f %% of the book before it (night %d); most files %d; median import %s s\n", big, 100 * mx, at, files, median
+    printf "nights %d; book %.0f -> %.0f bytes; written %.0f bytes = %.2f x the final book\n", k, start, last, w, w / last
+    printf "largest night: %.0f bytes, %.1f %% of the book before it (night %d); most files %d; median import %s s\n", big, 100 * mx, at, files, median
     printf "probe p50/p99 (us) by night:%s\n", p
   }' year.tsv | tee year.txt
 
