@@ -482,3 +482,130 @@ fn killed_othello_imports_resume_exactly() {
         }
     }
 }
+
+/// The codec of Othello books written before the position model: the same codec, but it
+/// trains nothing (an empty `model/1`, positions stored as packed).
+struct IdentityOthello(bookdb::othello::OthelloCodec);
+
+impl bookdb::store::PositionCodec for IdentityOthello {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    fn key(&self, pos: &[u8]) -> Result<u64, bookdb::store::error::CodecError> {
+        self.0.key(pos)
+    }
+    fn train(&self, _: &[&[u8]]) -> Result<Vec<u8>, bookdb::store::error::CodecError> {
+        Ok(Vec::new())
+    }
+    fn load_model(
+        &self,
+        bytes: &[u8],
+    ) -> Result<std::sync::Arc<dyn bookdb::store::PositionModel>, bookdb::store::error::CodecError>
+    {
+        self.0.load_model(bytes)
+    }
+    fn index_moves(&self, pos: &[u8], moves: &[u16]) -> Option<Vec<u8>> {
+        self.0.index_moves(pos, moves)
+    }
+    fn unindex_moves(
+        &self,
+        pos: &[u8],
+        idx: &[u8],
+    ) -> Result<Vec<u16>, bookdb::store::error::CodecError> {
+        self.0.unindex_moves(pos, idx)
+    }
+}
+
+/// Writes the pairs of `games` random games (every ply) as a book with `codec`.
+fn write_random_book(path: &Path, codec: std::sync::Arc<dyn bookdb::store::PositionCodec>) {
+    use bookdb::othello::Board;
+    use bookdb::store::{BookWriter, Entry, MoveRec, WriterOptions};
+    use std::collections::BTreeMap;
+    let mut pairs: BTreeMap<(u64, Vec<u8>), BTreeMap<u16, [u64; 3]>> = BTreeMap::new();
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    for g in 0..400u64 {
+        let mut b = Board::start();
+        let result = (g % 3) as usize;
+        while !b.game_over() {
+            let legal = b.legal();
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let mut x = legal;
+            for _ in 0..(s % u64::from(legal.count_ones())) {
+                x &= x - 1;
+            }
+            let sq = x.trailing_zeros() as u8;
+            pairs
+                .entry((b.key(), b.pack().0))
+                .or_default()
+                .entry(u16::from(sq))
+                .or_default()[result] += 1;
+            b.play(sq).unwrap();
+        }
+    }
+    let mut w = BookWriter::create(path, codec, WriterOptions::default()).unwrap();
+    for ((key, pos), moves) in pairs {
+        let moves = moves
+            .into_iter()
+            .map(|(mv, [black, draws, white])| MoveRec {
+                mv,
+                black,
+                draws,
+                white,
+                ..Default::default()
+            })
+            .collect();
+        w.push(Entry {
+            key,
+            pos: Some(pos),
+            moves,
+            coded: None,
+        })
+        .unwrap();
+    }
+    w.add_games(400);
+    w.finish().unwrap();
+}
+
+/// Books written before the Othello position model (identity: an empty `model/1`) keep
+/// working: they dump, probe and verify as a book of the same pairs written with the model;
+/// `compact --retrain` gives them the model (smaller, same dump). The model's book is the
+/// smaller one.
+#[test]
+fn books_without_the_othello_model_still_read() {
+    use bookdb::othello::OthelloCodec;
+    let tmp = tempfile::tempdir().unwrap();
+    let (old, new) = (tmp.path().join("old.book"), tmp.path().join("new.book"));
+    write_random_book(
+        &old,
+        std::sync::Arc::new(IdentityOthello(OthelloCodec::default())),
+    );
+    write_random_book(&new, std::sync::Arc::new(OthelloCodec::default()));
+    let want = dump(&new);
+    assert!(
+        want.lines().count() > 10_000,
+        "{} positions",
+        want.lines().count()
+    );
+    assert_eq!(dump(&old), want);
+    for b in [&old, &new] {
+        verify(b);
+        let p = bookdb(["probe", "--book", s(b), "--moves", "f5", "--json"]).json();
+        assert!(p["moves"].as_array().is_some_and(|m| !m.is_empty()), "{p}");
+    }
+    let size = |b: &Path| std::fs::metadata(b).unwrap().len();
+    let (old_bytes, new_bytes) = (size(&old), size(&new));
+    assert!(
+        new_bytes < old_bytes,
+        "model {new_bytes} B, identity {old_bytes} B"
+    );
+    bookdb(["compact", "--book", s(&old), "--retrain"]).ok();
+    assert_eq!(dump(&old), want);
+    verify(&old);
+    assert!(
+        size(&old) < old_bytes,
+        "retrained {} B, identity {old_bytes} B",
+        size(&old)
+    );
+}

@@ -100,6 +100,20 @@ fn main() {
     out.put("position_model", "planes-sample", &planes);
     out.put("position_model", "zeros-4", &[0; 4]);
 
+    // othello_model: boards coded with the trained and untrained models, a model as bytes,
+    // and boards as 17 bytes (black, white, side).
+    let [trained, untrained] = bookdb_fuzz::othello_models();
+    for (i, b) in bookdb_fuzz::othello_boards().iter().step_by(97).take(6).enumerate() {
+        out.put("othello_model", &format!("coded-{i}"), &trained.encode_board(b));
+        out.put("othello_model", &format!("untrained-{i}"), &untrained.encode_board(b));
+        let mut raw = b.black().to_le_bytes().to_vec();
+        raw.extend_from_slice(&b.white().to_le_bytes());
+        raw.push(u8::from(b.white_to_move()));
+        out.put("othello_model", &format!("board-{i}"), &raw);
+    }
+    out.put("othello_model", "zeros-4", &[0; 4]);
+    out.put("othello_model", "model-trained", &trained.to_bytes());
+
     // varint: column-shaped sequences, the extremes and an overlong form.
     let mut v = Vec::new();
     for x in [0u64, 1, 127, 128, 300, 2500, 1 << 35, u64::MAX] {

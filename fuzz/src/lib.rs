@@ -246,3 +246,42 @@ pub fn ignore_redb_panics() -> bool {
         on
     })
 }
+
+/// Othello boards played at random from the start (every depth 0..60, deterministic).
+pub fn othello_boards() -> &'static [bookdb::othello::Board] {
+    static B: OnceLock<Vec<bookdb::othello::Board>> = OnceLock::new();
+    B.get_or_init(|| {
+        (0..600u64)
+            .map(|i| {
+                let mut b = bookdb::othello::Board::start();
+                let mut s = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+                for _ in 0..(i % 61) {
+                    if b.game_over() {
+                        break;
+                    }
+                    let legal = b.legal();
+                    s ^= s << 13;
+                    s ^= s >> 7;
+                    s ^= s << 17;
+                    let mut x = legal;
+                    for _ in 0..(s % u64::from(legal.count_ones())) {
+                        x &= x - 1;
+                    }
+                    let _ = b.play(x.trailing_zeros() as u8);
+                }
+                b
+            })
+            .collect()
+    })
+}
+
+/// The Othello position model trained on [`othello_boards`], and the untrained one.
+pub fn othello_models() -> &'static [bookdb::othello::OthelloModel; 2] {
+    static M: OnceLock<[bookdb::othello::OthelloModel; 2]> = OnceLock::new();
+    M.get_or_init(|| {
+        [
+            bookdb::othello::OthelloModel::train(othello_boards()),
+            bookdb::othello::OthelloModel::train(&[]),
+        ]
+    })
+}

@@ -10,7 +10,6 @@ pub mod openings;
 pub(crate) mod packed;
 pub(crate) mod polyglot;
 pub(crate) mod position;
-pub(crate) mod rangecoder;
 mod tt;
 
 #[doc(hidden)]

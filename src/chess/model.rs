@@ -7,20 +7,15 @@
 
 use super::error::ChessCodecError;
 use super::packed::{PLANES, PosState};
-use super::rangecoder::{Decoder, Encoder, FreqTable, TOTAL, TOTAL_BITS};
 use crate::store::PositionModel;
 use crate::store::error::CodecError;
+use crate::store::rangecoder::{Decoder, Encoder, TOTAL, TOTAL_BITS, push_cum, smoothed};
 
 pub(crate) const MODEL_VERSION: u8 = 1;
 /// Square contents 0..=12 plus 13 for "off the board".
 const CTX: usize = 14;
 const SYMS: usize = 13;
 const SQUARE_TABLES: usize = 64 * CTX * CTX;
-/// Weight of one observation relative to the prior (the square's overall distribution).
-const OBS_WEIGHT: u64 = 256;
-/// The prior counts as this many observations.
-const PRIOR_WEIGHT: u64 = 4 * OBS_WEIGHT;
-
 /// Cumulative tables, flattened: table t occupies `cum[t * stride .. t * stride + n + 1]`.
 #[doc(hidden)]
 pub struct ChessModel {
@@ -53,26 +48,6 @@ fn encode_in(cum: &[u16], enc: &mut Encoder, sym: usize) {
 #[inline]
 fn decode_in(cum: &[u16], n: usize, dec: &mut Decoder<'_>) -> Option<usize> {
     dec.decode_symbol(cum, n)
-}
-
-fn push_cum(out: &mut Vec<u16>, freqs: &[u16]) {
-    let mut acc = 0u32;
-    out.push(0);
-    for &f in freqs {
-        acc += u32::from(f);
-        out.push(acc as u16);
-    }
-}
-
-/// Smoothed frequencies: observations plus the prior distribution.
-fn smoothed(obs: &[u64], prior: &[u64]) -> Vec<u16> {
-    let psum: u64 = prior.iter().sum();
-    let w: Vec<u64> = obs
-        .iter()
-        .zip(prior)
-        .map(|(&o, &p)| o * OBS_WEIGHT + (p * PRIOR_WEIGHT).checked_div(psum).unwrap_or(0))
-        .collect();
-    FreqTable::normalize(&w)
 }
 
 impl ChessModel {

@@ -236,27 +236,35 @@ impl Board {
     /// The packed form (docs/CONTRACT.md §7) into a fixed buffer; returns (bytes, bits).
     pub fn pack_into(&self, out: &mut [u8; MAX_PACKED]) -> (usize, usize) {
         *out = [0; MAX_PACKED];
-        let mut bit = 0usize;
-        let mut put = |v: u8, n: usize| {
-            for i in (0..n).rev() {
-                if (v >> i) & 1 != 0 {
-                    out[bit / 8] |= 0x80 >> (bit % 8);
-                }
-                bit += 1;
-            }
-        };
+        // Bits gather in `acc` (the last `n` bits are pending, most significant first) and
+        // leave it a byte at a time.
+        let (mut acc, mut n, mut at) = (0u64, 0u32, 0usize);
         for sq in 0..64 {
-            let m = 1u64 << sq;
-            if self.black & m != 0 {
-                put(0b10, 2);
-            } else if self.white & m != 0 {
-                put(0b11, 2);
-            } else {
-                put(0, 1);
+            let w = (self.white >> sq) & 1;
+            let occupied = ((self.black >> sq) & 1) | w;
+            // Empty `0`; black `10`; white `11`.
+            let len = 1 + occupied as u32;
+            acc = (acc << len) | (occupied << 1 | w) & ((1 << len) - 1);
+            n += len;
+            if n >= 8 {
+                n -= 8;
+                out[at] = (acc >> n) as u8;
+                at += 1;
             }
         }
-        put(u8::from(self.white_to_move), 1);
-        (bit.div_ceil(8), bit)
+        acc = (acc << 1) | u64::from(self.white_to_move);
+        n += 1;
+        if n >= 8 {
+            n -= 8;
+            out[at] = (acc >> n) as u8;
+            at += 1;
+        }
+        let bits = at * 8 + n as usize;
+        if n > 0 {
+            out[at] = (acc << (8 - n)) as u8;
+            at += 1;
+        }
+        (at, bits)
     }
 
     /// The packed form and its bit count.
@@ -269,6 +277,37 @@ impl Board {
     /// Decodes a packed position; rejects truncated input, non-zero padding and trailing
     /// bytes.
     pub fn unpack(data: &[u8]) -> Result<Board, OthelloError> {
+        // Read from a zero-padded copy two bytes at a time; input that runs out (the bits
+        // read pass its end) is decoded again bit by bit for the exact error.
+        let mut buf = [0u8; MAX_PACKED + 2];
+        let n = data.len().min(buf.len());
+        buf[..n].copy_from_slice(&data[..n]);
+        let (mut black, mut white, mut bit) = (0u64, 0u64, 0usize);
+        for sq in 0..64 {
+            let w = u16::from_be_bytes([buf[bit / 8], buf[bit / 8 + 1]]) << (bit % 8);
+            let (first, second) = (u64::from(w >> 15), u64::from((w >> 14) & 1));
+            black |= (first & !second & 1) << sq;
+            white |= (first & second) << sq;
+            bit += 1 + first as usize;
+        }
+        let white_to_move = buf[bit / 8] & (0x80 >> (bit % 8)) != 0;
+        bit += 1;
+        if bit > data.len() * 8 {
+            return Board::unpack_bitwise(data);
+        }
+        let used = bit.div_ceil(8);
+        if data.len() > used {
+            return Err(OthelloError::TrailingBytes(data.len() - used));
+        }
+        if !bit.is_multiple_of(8) && data[used - 1] & (0xff >> (bit % 8)) != 0 {
+            return Err(OthelloError::NonZeroPadding);
+        }
+        Ok(Board::from_parts(black, white, white_to_move))
+    }
+
+    /// [`Board::unpack`] a bit at a time: the reference, and the exact error of a truncated
+    /// input.
+    fn unpack_bitwise(data: &[u8]) -> Result<Board, OthelloError> {
         let available = data.len() * 8;
         let mut bit = 0usize;
         let get = |bit: &mut usize| -> Result<bool, OthelloError> {
@@ -533,6 +572,33 @@ mod tests {
         assert_eq!(keys.len(), 1);
     }
 
+    /// The packed form a bit at a time (docs/CONTRACT.md §7), as `pack_into` was first written.
+    fn reference_pack(b: &Board) -> (Vec<u8>, usize) {
+        let mut out = vec![0u8; MAX_PACKED];
+        let mut bit = 0usize;
+        let mut put = |v: u8, n: usize| {
+            for i in (0..n).rev() {
+                if (v >> i) & 1 != 0 {
+                    out[bit / 8] |= 0x80 >> (bit % 8);
+                }
+                bit += 1;
+            }
+        };
+        for sq in 0..64 {
+            let m = 1u64 << sq;
+            if b.black & m != 0 {
+                put(0b10, 2);
+            } else if b.white & m != 0 {
+                put(0b11, 2);
+            } else {
+                put(0, 1);
+            }
+        }
+        put(u8::from(b.white_to_move), 1);
+        out.truncate(bit.div_ceil(8));
+        (out, bit)
+    }
+
     fn arb_board() -> impl Strategy<Value = Board> {
         (any::<u64>(), any::<u64>(), any::<bool>())
             .prop_map(|(b, w, s)| Board::from_parts(b, w & !b, s))
@@ -550,6 +616,24 @@ mod tests {
         fn unpack_never_panics(data in proptest::collection::vec(any::<u8>(), 0..40)) {
             if let Ok(b) = Board::unpack(&data) {
                 prop_assert_eq!(b.pack().0, data);
+            }
+        }
+
+        /// The word-wise unpack and pack give what the bit-at-a-time reference gives, on
+        /// any bytes (the packed forms of boards, their prefixes and extensions, and noise).
+        #[test]
+        fn fast_packing_equals_the_bitwise_reference(
+            b in arb_board(),
+            cut in 0usize..20,
+            extra in proptest::collection::vec(any::<u8>(), 0..3),
+            noise in proptest::collection::vec(any::<u8>(), 0..20),
+        ) {
+            let (p, bits) = b.pack();
+            prop_assert_eq!((p.clone(), bits), reference_pack(&b));
+            let mut long = p.clone();
+            long.extend_from_slice(&extra);
+            for data in [&p[..cut.min(p.len())], &long[..], &noise[..]] {
+                prop_assert_eq!(Board::unpack(data), Board::unpack_bitwise(data));
             }
         }
 

@@ -22,8 +22,10 @@ pub enum OthelloError {
     MoveIndex { index: u8, legal: u32 },
     #[error("move code {0} is not an Othello square")]
     MoveCode(u16),
-    #[error("Othello position model unreadable: {0} byte(s) where none are expected")]
-    Model(usize),
+    #[error("Othello position model unreadable: {0}")]
+    BadModel(String),
+    #[error("range-coded Othello position does not decode with the block's model")]
+    Undecodable,
 }
 
 impl From<OthelloError> for crate::store::error::CodecError {

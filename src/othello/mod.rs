@@ -6,6 +6,7 @@
 pub(crate) mod board;
 pub mod endgame;
 pub(crate) mod error;
+pub(crate) mod model;
 mod tt;
 
 pub use board::{
@@ -13,11 +14,15 @@ pub use board::{
     untransform_square,
 };
 pub use error::OthelloError;
+#[doc(hidden)]
+pub use model::OthelloModel;
 
 use std::sync::Arc;
 
 use crate::store::error::CodecError;
-use crate::store::{IdentityModel, PositionCodec, PositionModel};
+use crate::store::{
+    IdentityModel, PositionCodec, PositionModel, Restored, generic_prepare, generic_restore,
+};
 
 /// Codec name of Othello books (the book's meta `codec` key; docs/FORMAT.md).
 pub const CODEC_NAME: &str = "othello-packed-v1";
@@ -25,8 +30,9 @@ pub const CODEC_NAME: &str = "othello-packed-v1";
 /// (`import --canonical`).
 pub const CANONICAL_CODEC_NAME: &str = "othello-packed-v1-canonical";
 
-/// Othello positions in the packed format of docs/CONTRACT.md §7. Positions are stored as
-/// they are packed (the identity model); moves (square indices 0..63) are indexed by their
+/// Othello positions in the packed format of docs/CONTRACT.md §7. Positions are range-coded
+/// with an [`OthelloModel`] trained on the book's positions (books written before it have
+/// the identity model: an empty `model/1`, still read); moves (square indices 0..63) are indexed by their
 /// rank among the position's legal moves in square order. `canonical` books hold only least
 /// images ([`Board::canonical`]); the codec is otherwise the same, but its name differs so
 /// that the two kinds of book never mix.
@@ -46,46 +52,91 @@ impl PositionCodec for OthelloCodec {
     fn key(&self, pos: &[u8]) -> Result<u64, CodecError> {
         Ok(Board::unpack(pos)?.key())
     }
-    fn train(&self, _samples: &[&[u8]]) -> Result<Vec<u8>, CodecError> {
-        // The identity model: measured against a context model in docs/PERFORMANCE.md.
-        Ok(Vec::new())
+    fn train(&self, samples: &[&[u8]]) -> Result<Vec<u8>, CodecError> {
+        let boards = samples
+            .iter()
+            .map(|p| Board::unpack(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(OthelloModel::train(&boards).to_bytes())
     }
     fn load_model(&self, bytes: &[u8]) -> Result<Arc<dyn PositionModel>, CodecError> {
-        if !bytes.is_empty() {
-            return Err(OthelloError::Model(bytes.len()).into());
+        if bytes.is_empty() {
+            // Books written before the model: positions stored as packed.
+            return Ok(Arc::new(IdentityModel));
         }
-        Ok(Arc::new(IdentityModel))
+        Ok(Arc::new(OthelloModel::from_bytes(bytes)?))
     }
     fn index_moves(&self, pos: &[u8], moves: &[u16]) -> Option<Vec<u8>> {
-        let legal = Board::unpack(pos).ok()?.legal();
-        moves
-            .iter()
-            .map(|&m| {
-                let bit = 1u64.checked_shl(u32::from(m)).filter(|b| legal & b != 0)?;
-                Some((legal & (bit - 1)).count_ones() as u8)
-            })
-            .collect()
+        index_moves_of(&Board::unpack(pos).ok()?, moves)
+    }
+    fn prepare(
+        &self,
+        model: &dyn PositionModel,
+        pos: &[u8],
+        moves: &[u16],
+        coded: &mut Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, CodecError> {
+        let Some(m) = model.as_any().downcast_ref::<OthelloModel>() else {
+            return generic_prepare(self, model, pos, moves, coded);
+        };
+        let b = Board::unpack(pos)?;
+        coded.extend_from_slice(&m.encode_board(&b));
+        Ok(index_moves_of(&b, moves))
+    }
+    fn restore(
+        &self,
+        model: &dyn PositionModel,
+        coded: &[u8],
+        idx: Option<&[u8]>,
+    ) -> Result<Restored, CodecError> {
+        let Some(m) = model.as_any().downcast_ref::<OthelloModel>() else {
+            return generic_restore(self, model, coded, idx);
+        };
+        let b = m.decode_board(coded).ok_or(OthelloError::Undecodable)?;
+        Ok(Restored {
+            pos: b.pack().0,
+            key: b.key(),
+            moves: idx.map(|idx| unindex_moves_of(&b, idx)),
+        })
     }
     fn unindex_moves(&self, pos: &[u8], idx: &[u8]) -> Result<Vec<u16>, CodecError> {
-        let legal = Board::unpack(pos)?.legal();
-        idx.iter()
-            .map(|&i| {
-                let mut x = legal;
-                for _ in 0..i {
-                    x &= x.wrapping_sub(1);
-                }
-                if x == 0 {
-                    Err(OthelloError::MoveIndex {
-                        index: i,
-                        legal: legal.count_ones(),
-                    }
-                    .into())
-                } else {
-                    Ok(x.trailing_zeros() as u16)
-                }
-            })
-            .collect()
+        unindex_moves_of(&Board::unpack(pos)?, idx)
     }
+}
+
+/// The ranks of `moves` among the legal moves of `b` in square order; `None` if one is not
+/// legal there.
+fn index_moves_of(b: &Board, moves: &[u16]) -> Option<Vec<u8>> {
+    let legal = b.legal();
+    moves
+        .iter()
+        .map(|&m| {
+            let bit = 1u64.checked_shl(u32::from(m)).filter(|b| legal & b != 0)?;
+            Some((legal & (bit - 1)).count_ones() as u8)
+        })
+        .collect()
+}
+
+/// Inverse of [`index_moves_of`].
+fn unindex_moves_of(b: &Board, idx: &[u8]) -> Result<Vec<u16>, CodecError> {
+    let legal = b.legal();
+    idx.iter()
+        .map(|&i| {
+            let mut x = legal;
+            for _ in 0..i {
+                x &= x.wrapping_sub(1);
+            }
+            if x == 0 {
+                Err(OthelloError::MoveIndex {
+                    index: i,
+                    legal: legal.count_ones(),
+                }
+                .into())
+            } else {
+                Ok(x.trailing_zeros() as u16)
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

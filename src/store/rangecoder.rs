@@ -1,6 +1,7 @@
-//! A byte-oriented range coder with static frequency tables (LZMA-style carry handling),
-//! used to store positions in a few bytes each. Every encoded message is independent and
-//! ends with a minimal flush; the decoder reads past the end as zero bytes.
+//! A byte-oriented range coder with static frequency tables (LZMA-style carry handling) and
+//! the smoothing that trains them, used by the games' position models (chess and Othello) to
+//! store positions in a few bytes each. Every encoded message is independent and ends with a
+//! minimal flush; the decoder reads past the end as zero bytes.
 
 /// Frequencies of a table sum to `1 << TOTAL_BITS`.
 pub(crate) const TOTAL_BITS: u32 = 15;
@@ -158,6 +159,32 @@ impl<'a> Decoder<'a> {
             self.range <<= 8;
             self.code = (self.code << 8) | u32::from(self.next_byte());
         }
+    }
+}
+
+/// Weight of one observation relative to the prior (docs/FORMAT.md §6.4).
+const OBS_WEIGHT: u64 = 256;
+/// The prior counts as this many observations.
+const PRIOR_WEIGHT: u64 = 4 * OBS_WEIGHT;
+
+/// Smoothed frequencies: observations plus the prior distribution (docs/FORMAT.md §6.4).
+pub(crate) fn smoothed(obs: &[u64], prior: &[u64]) -> Vec<u16> {
+    let psum: u64 = prior.iter().sum();
+    let w: Vec<u64> = obs
+        .iter()
+        .zip(prior)
+        .map(|(&o, &p)| o * OBS_WEIGHT + (p * PRIOR_WEIGHT).checked_div(psum).unwrap_or(0))
+        .collect();
+    FreqTable::normalize(&w)
+}
+
+/// Appends the cumulative table of `freqs` (`0`, then the running sums) to `out`.
+pub(crate) fn push_cum(out: &mut Vec<u16>, freqs: &[u16]) {
+    let mut acc = 0u32;
+    out.push(0);
+    for &f in freqs {
+        acc += u32::from(f);
+        out.push(acc as u16);
     }
 }
 
