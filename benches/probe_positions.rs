@@ -9,9 +9,11 @@
 //!   probed (shallow ones are in the book and in most of its files, deep ones mostly not).
 //! - `BOOKDB_BENCH_POSITIONS`: how many positions (default 20,000).
 //! - `BOOKDB_BENCH_PASSES`: passes over them (default 5, after one warm-up pass).
+//! - `BOOKDB_BENCH_COLD=1`: no warm-up pass and one timed pass, each position probed once:
+//!   after the page cache is dropped (`benches/scale.sh`), the probes of a cold book.
 //!
 //! Prints `RESULT {json}`: p50, p99 and mean in µs over every timed probe, the share found,
-//! and the book's files.
+//! the book's files and the time `Game::open` took (ms).
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -76,20 +78,32 @@ fn main() -> Result<()> {
     let book_path = env_path("BOOKDB_BENCH_BOOK")?;
     let pgn = env_path("BOOKDB_BENCH_PGN")?;
     let n = env_usize("BOOKDB_BENCH_POSITIONS", 20_000)?;
-    let passes = env_usize("BOOKDB_BENCH_PASSES", 5)?.max(1);
+    let cold = std::env::var("BOOKDB_BENCH_COLD").is_ok_and(|v| v == "1");
+    let passes = if cold {
+        1
+    } else {
+        env_usize("BOOKDB_BENCH_PASSES", 5)?.max(1)
+    };
     let probes = positions(&pgn, n)?;
+    let t_open = Instant::now();
     let (_, book) = bookdb::ops::game::Game::open(&book_path)
         .with_context(|| format!("opening {}", book_path.display()))?;
+    let open_ms = t_open.elapsed().as_secs_f64() * 1e3;
     let mut found = 0usize;
-    for p in &probes {
-        found += usize::from(book.lookup(p)?.is_some());
+    if !cold {
+        for p in &probes {
+            found += usize::from(book.lookup(p)?.is_some());
+        }
     }
     let mut ns = Vec::with_capacity(probes.len() * passes);
-    for _ in 0..passes {
+    for pass in 0..passes {
         for p in &probes {
             let t = Instant::now();
-            black_box(book.lookup(black_box(p))?);
+            let hit = black_box(book.lookup(black_box(p))?).is_some();
             ns.push(t.elapsed().as_nanos() as f64);
+            if cold && pass == 0 {
+                found += usize::from(hit);
+            }
         }
     }
     ns.sort_by(f64::total_cmp);
@@ -105,6 +119,8 @@ fn main() -> Result<()> {
         "p50_us": us(pct(&ns, 0.5)),
         "p99_us": us(pct(&ns, 0.99)),
         "mean_us": us(mean),
+        "cold": cold,
+        "open_ms": (open_ms * 100.0).round() / 100.0,
     });
     println!(
         "{} positions ({:.0} % in the book), {} files: p50 {} µs, p99 {} µs, mean {} µs",
