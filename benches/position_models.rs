@@ -14,25 +14,7 @@ fn main() {
 
 fn boards(n: u64) -> Vec<Board> {
     (0..n)
-        .map(|i| {
-            let mut b = Board::start();
-            let mut s = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-            for _ in 0..(i % 61) {
-                if b.game_over() {
-                    break;
-                }
-                let legal = b.legal();
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                let mut x = legal;
-                for _ in 0..(s % u64::from(legal.count_ones())) {
-                    x &= x - 1;
-                }
-                let _ = b.play(x.trailing_zeros() as u8);
-            }
-            b
-        })
+        .map(|i| Board::random_playout(i, (i % 61) as usize))
         .collect()
 }
 

@@ -252,25 +252,7 @@ pub fn othello_boards() -> &'static [bookdb::othello::Board] {
     static B: OnceLock<Vec<bookdb::othello::Board>> = OnceLock::new();
     B.get_or_init(|| {
         (0..600u64)
-            .map(|i| {
-                let mut b = bookdb::othello::Board::start();
-                let mut s = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-                for _ in 0..(i % 61) {
-                    if b.game_over() {
-                        break;
-                    }
-                    let legal = b.legal();
-                    s ^= s << 13;
-                    s ^= s >> 7;
-                    s ^= s << 17;
-                    let mut x = legal;
-                    for _ in 0..(s % u64::from(legal.count_ones())) {
-                        x &= x - 1;
-                    }
-                    let _ = b.play(x.trailing_zeros() as u8);
-                }
-                b
-            })
+            .map(|i| bookdb::othello::Board::random_playout(i, (i % 61) as usize))
             .collect()
     })
 }

@@ -175,6 +175,31 @@ impl Board {
         moves_of(me, opp)
     }
 
+    /// The board after `plies` legal moves drawn by xorshift from `seed` (fewer if the game
+    /// ends first): the random positions of tests, fuzz fixtures and benches.
+    #[doc(hidden)]
+    pub fn random_playout(seed: u64, plies: usize) -> Board {
+        let mut b = Board::start();
+        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        for _ in 0..plies {
+            if b.game_over() {
+                break;
+            }
+            let legal = b.legal();
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let mut x = legal;
+            for _ in 0..(s % u64::from(legal.count_ones().max(1))) {
+                x &= x - 1;
+            }
+            if b.play(x.trailing_zeros() as u8).is_err() {
+                break;
+            }
+        }
+        b
+    }
+
     /// True if neither side can move.
     pub fn game_over(&self) -> bool {
         let (me, opp) = self.mine();

@@ -147,16 +147,7 @@ mod tests {
     proptest! {
         #[test]
         fn move_indices_round_trip(seed in any::<u64>(), plies in 0usize..60) {
-            let mut b = Board::start();
-            let mut s = seed;
-            for _ in 0..plies {
-                if b.game_over() { break; }
-                let legal = b.legal();
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                let mut x = legal;
-                for _ in 0..((s >> 33) as u32 % legal.count_ones()) { x &= x - 1; }
-                b.play(x.trailing_zeros() as u8).unwrap();
-            }
+            let b = Board::random_playout(seed, plies);
             let c = OthelloCodec::default();
             let pos = b.pack().0;
             let mut moves: Vec<u16> = Vec::new();

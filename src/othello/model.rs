@@ -215,30 +215,9 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// A board after `plies` random legal moves from the start (fewer if the game ends).
-    fn random_board(seed: u64, plies: usize) -> Board {
-        let mut b = Board::start();
-        let mut s = seed;
-        for _ in 0..plies {
-            if b.game_over() {
-                break;
-            }
-            let legal = b.legal();
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let mut x = legal;
-            for _ in 0..((s >> 33) as u32 % legal.count_ones()) {
-                x &= x - 1;
-            }
-            b.play(x.trailing_zeros() as u8).unwrap();
-        }
-        b
-    }
-
     fn samples() -> Vec<Board> {
         (0..4000u64)
-            .map(|i| random_board(i, (i % 61) as usize))
+            .map(|i| Board::random_playout(i, (i % 61) as usize))
             .collect()
     }
 
@@ -315,7 +294,7 @@ mod tests {
 
         #[test]
         fn played_boards_round_trip(seed in any::<u64>(), plies in 0usize..61) {
-            let b = random_board(seed, plies);
+            let b = Board::random_playout(seed, plies);
             let bytes = trained().encode_board(&b);
             prop_assert_eq!(trained().decode_board(&bytes), Some(b));
         }
