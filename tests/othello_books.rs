@@ -609,3 +609,35 @@ fn books_without_the_othello_model_still_read() {
         size(&old)
     );
 }
+
+/// xxh3-128 of `bookdb dump` of `tests/data/othello-identity.book` by the build that wrote
+/// it (commit 5d76bf9).
+const IDENTITY_FIXTURE_DUMP: u128 = 0x5bef_4b15_39db_f86f_4bdb_3038_0ae1_e95c;
+
+/// The committed book of the build before the Othello position model reads as that build read
+/// it: the same dump, verify clean; `compact --retrain` gives it the model, smaller, with the
+/// same dump.
+#[test]
+fn the_identity_model_fixture_reads_as_it_was_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let book = tmp.path().join("old.book");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/othello-identity.book"),
+        &book,
+    )
+    .unwrap();
+    let d = dump(&book);
+    assert_eq!(d.lines().count(), 14_333);
+    assert_eq!(
+        xxhash_rust::xxh3::xxh3_128(d.as_bytes()),
+        IDENTITY_FIXTURE_DUMP,
+        "dump of the fixture differs from what its build wrote"
+    );
+    verify(&book);
+    let before = std::fs::metadata(&book).unwrap().len();
+    bookdb(["compact", "--book", s(&book), "--retrain"]).ok();
+    assert_eq!(dump(&book), d);
+    verify(&book);
+    let after = std::fs::metadata(&book).unwrap().len();
+    assert!(after < before, "retrained {after} B, identity {before} B");
+}
