@@ -156,6 +156,21 @@ impl Entry {
 
     /// Merges the moves of an entry with the same identity (sorted merge by move code).
     #[doc(hidden)]
+    /// How many of `other`'s moves this entry lacks (what [`Entry::merge`] would add); both
+    /// keep their moves in order.
+    pub(crate) fn moves_not_in(&self, other: &Entry) -> usize {
+        let mut mine = self.moves.iter().map(MoveRec::order_key).peekable();
+        other
+            .moves
+            .iter()
+            .filter(|m| {
+                let k = m.order_key();
+                while mine.next_if(|&x| x < k).is_some() {}
+                mine.next_if_eq(&k).is_none()
+            })
+            .count()
+    }
+
     pub fn merge(&mut self, other: Entry) {
         debug_assert!(self.same_id(&other));
         if self.coded.is_none() {
@@ -321,5 +336,20 @@ mod tests {
                 e(4, 1, &[])
             ]
         );
+    }
+
+    proptest::proptest! {
+        /// `moves_not_in` counts what `merge` adds.
+        #[test]
+        fn moves_not_in_counts_what_merge_adds(
+            a in proptest::collection::btree_set(0u16..40, 0..12),
+            b in proptest::collection::btree_set(0u16..40, 0..12),
+        ) {
+            let mv = |s: &std::collections::BTreeSet<u16>| s.iter().map(|&m| (m, 1)).collect::<Vec<_>>();
+            let (x, y) = (e(1, 1, &mv(&a)), e(1, 1, &mv(&b)));
+            let mut merged = x.clone();
+            merged.merge(y.clone());
+            proptest::prop_assert_eq!(x.moves_not_in(&y), merged.moves.len() - x.moves.len());
+        }
     }
 }

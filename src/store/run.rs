@@ -226,11 +226,18 @@ impl RunWriter {
             .ok_or_else(|| Error::Internal("run block before its model".into()))?;
         let entries = &self.pending[start..end];
         self.prepared.resize_with(entries.len(), Prepared::default);
+        let mut codes = Vec::new();
         for (p, e) in self.prepared.iter_mut().zip(entries) {
             p.coded.clear();
             p.move_idx = None;
             if let Some(pos) = &e.pos {
-                model.encode(pos, &mut p.coded)?;
+                // Moves as the book stores them (indices among the legal moves, one byte
+                // each) where the codec indexes them; raw codes otherwise.
+                codes.clear();
+                codes.extend(e.moves.iter().map(|m| m.mv));
+                p.move_idx = self
+                    .codec
+                    .prepare(model.as_ref(), pos, &codes, &mut p.coded)?;
             }
         }
         let payload = block::build_payload_with(entries, &self.prepared[..entries.len()])?;

@@ -96,10 +96,11 @@ pub(super) fn apply_phase(
 }
 
 /// Merges runs in passes until at most `fan_in` remain (crash-safe: the merged run is
-/// recorded before its sources are deleted). Each pass merges the smallest runs, the first one
-/// only as many as make the count a whole number of passes (Knuth's optimal merge pattern: with
-/// one run too many, two small runs are merged, not `fan_in` of them). A pass needs the disk
-/// for its output, checked first.
+/// recorded before its sources are deleted). The passes of a level merge groups of the
+/// smallest runs, each as small as lets the level end at `fan_in` runs or at a count the next
+/// level can bring there ([`level`], recorded in the state so a resumed import keeps it): a pass holds its group and its
+/// output beside the other runs, so small groups keep the staging near the runs' bytes. A
+/// pass needs the disk for its output, checked first.
 pub(super) fn reduce_runs(
     staging: &Path,
     state: &mut ImportState,
@@ -109,10 +110,7 @@ pub(super) fn reduce_runs(
 ) -> Result<()> {
     let fan_in = fan_in.max(2);
     while state.runs.len() > fan_in {
-        let k = match (state.runs.len() - 1) % (fan_in - 1) + 1 {
-            1 => fan_in,
-            k => k,
-        };
+        let k = pass_size(state.runs.len(), fan_in, &mut state.pass_level);
         let mut by_size: Vec<usize> = (0..state.runs.len()).collect();
         by_size.sort_by_key(|&i| (state.runs[i].1, i));
         let mut picked = vec![false; state.runs.len()];
@@ -149,6 +147,43 @@ pub(super) fn reduce_runs(
         }
     }
     Ok(())
+}
+
+/// How many runs the next pass merges, out of `runs` (more than `fan_in`): the level's width
+/// (chosen by [`level`] when a level starts), or fewer for the pass that ends it.
+fn pass_size(runs: usize, fan_in: usize, level_under_way: &mut Option<(usize, usize)>) -> usize {
+    let (width, until) = *level_under_way.get_or_insert_with(|| level(runs, fan_in));
+    let k = width.min(runs - until + 1);
+    if runs - (k - 1) <= until {
+        *level_under_way = None;
+    }
+    k
+}
+
+/// The passes of one level, as (width, runs it ends at), for `runs` runs of about one size
+/// and a merge of at most `fan_in` (`runs > fan_in`). It ends at `fan_in` runs, else at the
+/// smallest power of `fan_in` it can reach without merging a run twice, else at the smallest
+/// count it can reach so. Its width is
+/// the smallest `w` whose passes, each merging `w` of the level's runs into one, reach that end
+/// without merging any run twice (`ceil((runs - end) / (w - 1)) * w <= runs`). A pass holds its
+/// `w` runs' worth beside the rest, so a level peaks at about `1 + w / runs` times the runs'
+/// bytes. Knuth's widest-first pattern holds up to `fan_in` runs' worth (1.5× the runs at 130
+/// runs and a fan-in of 64) and writes about the same bytes.
+fn level(runs: usize, fan_in: usize) -> (usize, usize) {
+    let fan_in = fan_in.max(2);
+    let width = |end: usize| (2..=fan_in).find(|&w| (runs - end).div_ceil(w - 1) * w <= runs);
+    let mut end = fan_in;
+    while end < runs {
+        if let Some(w) = width(end) {
+            return (w, end);
+        }
+        end = end.saturating_mul(fan_in);
+    }
+    // Between the powers (a small fan-in): the smallest end that some width reaches (one
+    // always does: two runs merged into one end at `runs - 1`).
+    (fan_in..runs)
+        .find_map(|end| width(end).map(|w| (w, end)))
+        .unwrap_or((2, runs - 1))
 }
 
 use crate::store::book::EntryStream;
@@ -352,4 +387,82 @@ pub(super) fn records(
             Some(rec.to_bytes().map(|b| (fp, b)))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `reduce_runs`'s choice of passes on run sizes (smallest first, a pass's output the
+    /// sum of its group): the passes, the bytes written ÷ the runs' and the peak ÷ the runs'.
+    fn simulate(runs: usize, fan_in: usize) -> (usize, f64, f64) {
+        let mut sizes = vec![1u64; runs];
+        let total = runs as f64;
+        let (mut passes, mut written, mut peak, mut level) = (0, 0u64, 0u64, None);
+        while sizes.len() > fan_in {
+            let k = pass_size(sizes.len(), fan_in, &mut level);
+            sizes.sort_unstable();
+            let out: u64 = sizes.drain(..k).sum();
+            peak = peak.max(sizes.iter().sum::<u64>() + 2 * out);
+            written += out;
+            passes += 1;
+            sizes.push(out);
+        }
+        assert_eq!(level, None, "no level is left under way");
+        (passes, written as f64 / total, peak as f64 / total)
+    }
+
+    #[test]
+    fn a_level_has_the_smallest_width_that_merges_each_run_once() {
+        assert_eq!(level(65, 64), (2, 64));
+        assert_eq!(level(128, 64), (2, 64));
+        assert_eq!(level(129, 64), (3, 64));
+        assert_eq!(level(130, 64), (3, 64));
+        assert_eq!(level(420, 64), (7, 64));
+        assert_eq!(
+            level(5_000, 64),
+            (2, 4_096),
+            "past 64^2 runs, first down to 64^2"
+        );
+        for fan_in in [2, 3, 4, 16, 64] {
+            for runs in fan_in + 1..fan_in * fan_in * 2 {
+                let (w, end) = level(runs, fan_in);
+                assert!(end < runs && (2..=fan_in).contains(&w), "{runs}, {fan_in}");
+                assert!(
+                    (runs - end).div_ceil(w - 1) * w <= runs,
+                    "{runs} runs, fan-in {fan_in}"
+                );
+                if w > 2 {
+                    let v = w - 1;
+                    assert!(
+                        (runs - end).div_ceil(v - 1) * v > runs,
+                        "{runs}, {fan_in}: {v} does"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn passes_keep_the_staging_near_the_runs_bytes() {
+        // (runs, fan-in, peak and bytes written as multiples of the runs' bytes): the 8M-game
+        // import's ~420 runs at the default --memory, one run past the fan-in, twice the
+        // fan-in, 32M games' worth, past the fan-in's square (two levels) and a tiny fan-in.
+        for (runs, fan_in, peak_at_most, written_at_most) in [
+            (420, 64, 1.02, 1.0),
+            (65, 64, 1.04, 0.04),
+            (130, 64, 1.03, 0.77),
+            (1_700, 64, 1.02, 1.0),
+            (5_000, 64, 1.03, 1.4),
+            (300, 4, 1.4, 3.5),
+        ] {
+            let (passes, written, peak) = simulate(runs, fan_in);
+            assert!(passes > 0);
+            assert!(peak <= peak_at_most, "{runs}/{fan_in}: peak {peak}");
+            assert!(
+                written <= written_at_most,
+                "{runs}/{fan_in}: written {written}"
+            );
+        }
+    }
 }

@@ -63,6 +63,10 @@ pub(super) struct ImportState {
     /// Games counted by facet so far (books with facets; written with the counts).
     #[serde(default)]
     pub(super) facet_games: crate::store::facet::FacetGames,
+    /// The level of run-merge passes under way, as (width, runs it ends at); absent when none
+    /// is. Kept so that a resumed import finishes the level as it began it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) pass_level: Option<(usize, usize)>,
 }
 
 /// 2: `games_log_bytes` and `games.fp` (a version-1 state never recorded fingerprints).

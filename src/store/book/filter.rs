@@ -1,7 +1,7 @@
 //! A book file's key filter (docs/FORMAT.md §4.7): Bloom filters over the file's keys in
 //! partitions of [`PARTITION_KEYS`] consecutive distinct keys, built by the writer as entries
-//! stream in (memory: one partition), read by probes a partition at a time within a memory
-//! budget, and checked by `verify`. A probe of a key the file lacks then costs a few memory
+//! stream in (memory: one partition), read by probes a partition at a time (held within a
+//! memory budget, read for the one probe past it), and checked by `verify`. A probe of a key the file lacks then costs a few memory
 //! reads instead of a B-tree lookup and a block.
 
 use std::sync::OnceLock;
@@ -16,7 +16,7 @@ pub(crate) const PARTITION_KEYS: usize = 1536;
 /// The layout of meta `key_filter` (its first byte).
 const LAYOUT: u8 = 1;
 /// Partitions a file keeps in memory once read, in bytes of filter (per file). Past it, a probe
-/// that would need another partition asks the file's blocks directly, as without a filter.
+/// that needs another partition reads it for itself and drops it.
 pub(crate) const FILTER_CACHE_BYTES: usize = 16 << 20;
 
 /// The filter's description in meta `key_filter`.
@@ -195,8 +195,8 @@ impl FileFilter {
     }
 
     /// Whether `key` may be in the file. `read` fetches partition `i`'s stored bytes (`None`:
-    /// the row is missing); it is called only for a partition not yet held and while the budget
-    /// allows holding it.
+    /// the row is missing); it is called only for a partition not yet held. A partition read
+    /// while the budget allows is held; past the budget it answers this probe only.
     pub(crate) fn probe(
         &self,
         key: u64,
@@ -209,10 +209,16 @@ impl FileFilter {
             Some(f) => f,
             None => {
                 let size = partition_bytes(&self.index, i);
-                if self.held.load(Ordering::Relaxed) + size > self.budget {
-                    return Ok(Probe::Maybe);
-                }
                 let loaded = load_partition(i, read(i as u32)?)?;
+                if self.held.load(Ordering::Relaxed) + size > self.budget {
+                    // Past the budget the partition is read for this probe only: one stored
+                    // row of ~2 KB instead of a block search for a key the file may lack.
+                    return Ok(if loaded.may_contain(key) {
+                        Probe::Maybe
+                    } else {
+                        Probe::Absent
+                    });
+                }
                 let mut ours = false;
                 let f = self.parts[i].get_or_init(|| {
                     ours = true;
@@ -356,16 +362,34 @@ mod tests {
             .filter(|&k| f.probe(k, |i| Ok(rows.get(&i).cloned())).unwrap() == Probe::Absent)
             .count();
         assert!(absent > 19_600, "{absent} of 20,000 absent keys told");
-        // A budget of one partition: the others answer Maybe without being read.
+        // A budget of one partition: the others are read for each probe and not held, and
+        // still tell absent keys.
         let one = FileFilter::new(index, partition_bytes(&f.index, 0));
         assert_eq!(
             one.probe(keys[0], |i| Ok(rows.get(&i).cloned())).unwrap(),
             Probe::Maybe
         );
         let far = keys[keys.len() - 1];
+        let reads = std::cell::Cell::new(0);
+        let read = |i: u32| {
+            reads.set(reads.get() + 1);
+            Ok(rows.get(&i).cloned())
+        };
+        for _ in 0..2 {
+            assert_eq!(one.probe(far, read).unwrap(), Probe::Maybe);
+        }
         assert_eq!(
-            one.probe(far, |_| panic!("over the budget")).unwrap(),
-            Probe::Maybe
+            reads.get(),
+            2,
+            "a partition past the budget is read each time"
+        );
+        let past = (1_000_000..1_020_000u64)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .filter(|&k| one.probe(k, |i| Ok(rows.get(&i).cloned())).unwrap() == Probe::Absent)
+            .count();
+        assert_eq!(
+            past, absent,
+            "past the budget the same keys are told absent"
         );
         assert_eq!(one.held_bytes(), partition_bytes(&one.index, 0));
         // A missing or damaged partition is corruption, named by its number.

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use super::live::Manifest;
 use super::*;
 use crate::store::PositionCodec;
+use crate::store::cells::CellRead;
 use crate::store::entry::{Entry, MergeIter};
 use crate::store::error::Result;
 
@@ -82,16 +83,13 @@ pub(crate) fn publish_segment(
     let mut prev_key: Option<u64> = None;
     for e in new {
         let e = e?;
+        // Only the old entry's moves matter here: its cells are not read.
         let old = match &e.pos {
-            Some(p) => book.lookup(p)?,
+            Some(p) => book.lookup_read(p, CellRead::Totals)?,
             None => book.get(e.key)?.into_iter().find(|x| x.pos.is_none()),
         };
         match &old {
-            Some(o) => {
-                let mut merged = o.clone();
-                merged.merge(e.clone());
-                view.pairs += (merged.moves.len() - o.moves.len()) as u64;
-            }
+            Some(o) => view.pairs += o.moves_not_in(&e) as u64,
             None => {
                 view.pairs += e.moves.len() as u64;
                 if e.pos.is_some() {

@@ -187,7 +187,7 @@ impl BookFile {
     }
 
     /// Whether `key` may be in this file: `false` only when its key filter says it is not (a
-    /// file without a filter, or whose partition is past the filter's budget, says `true`).
+    /// file without a filter says `true`).
     pub(crate) fn may_hold(&self, key: u64) -> Result<bool> {
         let Some(f) = &self.filter else {
             return Ok(true);
