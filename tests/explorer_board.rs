@@ -162,11 +162,13 @@ fn expect_play(
     } else {
         json!(play.join(","))
     };
+    // The FEN box is filled after the table: wait for it too (it is compared below).
     let v = wait_view(b, &format!("the position after {play:?}"), |v| {
         v["play"] == want_play
             && v["line"] == json!(sans)
             && v["rows"] == want_rows
             && v["error"].is_null()
+            && v["box"].as_str().is_some_and(|s| !s.is_empty())
     });
     let box_fen: Vec<&str> = v["box"].as_str().unwrap().split(' ').take(4).collect();
     assert_eq!(

@@ -206,6 +206,45 @@ impl Entry {
 
     /// Sorts moves and merges duplicates.
     #[doc(hidden)]
+    /// The entry with every indexed move (`MoveRec::indexed`, as rewrites and runs read
+    /// them) turned back into its code, equal moves merged; as it is when no move is indexed.
+    pub(crate) fn with_codes(
+        mut self,
+        codec: &dyn crate::store::PositionCodec,
+    ) -> Result<Entry, crate::store::error::CodecError> {
+        if !self.moves.iter().any(|m| m.indexed) {
+            return Ok(self);
+        }
+        let key = self.key;
+        let pos = self.pos.as_deref().ok_or_else(|| {
+            crate::store::error::CodecError::from(format!(
+                "key {key:016x}: move indices without a position"
+            ))
+        })?;
+        let idx: Vec<u8> = self
+            .moves
+            .iter()
+            .filter(|m| m.indexed)
+            .map(|m| u8::try_from(m.mv))
+            .collect::<Result<_, _>>()
+            .map_err(|_| {
+                crate::store::error::CodecError::from(format!(
+                    "key {key:016x}: a move index beyond 255"
+                ))
+            })?;
+        let codes = codec.unindex_moves(pos, &idx).map_err(|reason| {
+            crate::store::error::CodecError::from(format!(
+                "key {key:016x}: move indices invalid: {reason}"
+            ))
+        })?;
+        for (m, code) in self.moves.iter_mut().filter(|m| m.indexed).zip(codes) {
+            m.mv = code;
+            m.indexed = false;
+        }
+        self.normalize();
+        Ok(self)
+    }
+
     pub fn normalize(&mut self) {
         if self.moves.len() < 2 {
             return;

@@ -3,7 +3,7 @@
 //! the codec's serialized model trained on the run's first entries, or a byte 0 alone for the
 //! identity model), then
 //! blocks in the book's own block format (§5, sealed, checksummed, section A zstd-compressed,
-//! moves stored as codes), each up to [`BLOCK_ENTRIES`] entries in strictly increasing
+//! moves stored as the book stores them: indices among the legal moves, or codes), each up to [`BLOCK_ENTRIES`] entries in strictly increasing
 //! (key, position) order; an end frame `len = 0`, the entry count (u64 LE) and a crc32 of all
 //! frame bytes (u32 LE). A run only counts once it has been fsynced and renamed from `*.tmp`
 //! to its final name.
@@ -128,14 +128,37 @@ impl RunWriter {
                 e.key
             )));
         }
+        let indexed = e.moves.iter().filter(|m| m.indexed).count();
+        if indexed > 0 && (indexed < e.moves.len() || e.pos.is_none()) {
+            // Indices and codes together (the same position from runs that could and could
+            // not index it): all as codes, equal moves merged.
+            let resolved = e.clone().with_codes(self.codec.as_ref())?;
+            return self.push_owned(resolved);
+        }
         if self.pending_len < self.pending.len() {
             self.pending[self.pending_len].clone_from(e);
         } else {
             self.pending.push(e.clone());
         }
+        self.pushed()
+    }
+
+    fn push_owned(&mut self, e: Entry) -> Result<()> {
+        if self.pending_len < self.pending.len() {
+            self.pending[self.pending_len] = e;
+        } else {
+            self.pending.push(e);
+        }
+        self.pushed()
+    }
+
+    /// Books the entry just put at `pending_len`.
+    fn pushed(&mut self) -> Result<()> {
+        let e = &self.pending[self.pending_len];
+        let bytes = estimate(e);
         self.pending[self.pending_len].coded = None;
         self.pending_len += 1;
-        self.pending_bytes += estimate(e);
+        self.pending_bytes += bytes;
         self.count += 1;
         match self.model {
             None if self.pending_len >= MODEL_SAMPLE || self.pending_bytes >= 16 * BLOCK_BYTES => {
@@ -230,15 +253,23 @@ impl RunWriter {
         for (p, e) in self.prepared.iter_mut().zip(entries) {
             p.coded.clear();
             p.move_idx = None;
-            if let Some(pos) = &e.pos {
-                // Moves as the book stores them (indices among the legal moves, one byte
-                // each) where the codec indexes them; raw codes otherwise.
-                codes.clear();
-                codes.extend(e.moves.iter().map(|m| m.mv));
-                p.move_idx = self
-                    .codec
-                    .prepare(model.as_ref(), pos, &codes, &mut p.coded)?;
+            let Some(pos) = &e.pos else { continue };
+            if e.moves.first().is_some_and(|m| m.indexed) {
+                // Read from a run with its indices (all of them: `push` resolved the rest).
+                model.encode(pos, &mut p.coded)?;
+                let idx = e.moves.iter().map(|m| u8::try_from(m.mv).ok());
+                p.move_idx = Some(idx.collect::<Option<Vec<u8>>>().ok_or_else(|| {
+                    Error::Internal(format!("key {:016x}: a move index beyond 255", e.key))
+                })?);
+                continue;
             }
+            // Moves as the book stores them (indices among the legal moves, one byte each)
+            // where the codec indexes them; raw codes otherwise.
+            codes.clear();
+            codes.extend(e.moves.iter().map(|m| m.mv));
+            p.move_idx = self
+                .codec
+                .prepare(model.as_ref(), pos, &codes, &mut p.coded)?;
         }
         let payload = block::build_payload_with(entries, &self.prepared[..entries.len()])?;
         let sealed =
@@ -281,9 +312,19 @@ pub struct RunReader {
     block: std::vec::IntoIter<Entry>,
     done: bool,
     last: LastKey,
+    /// Indexed moves come back as indices (`MoveRec::indexed`), for the import's merges:
+    /// the book's and the runs' writers take them so, without generating moves again.
+    keep: block::Keep,
 }
 
 impl RunReader {
+    /// [`RunReader::open`], moves stored as indices coming back as indices.
+    pub(crate) fn open_indexed(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<RunReader> {
+        let mut r = RunReader::open(path, codec)?;
+        r.keep.indices = true;
+        Ok(r)
+    }
+
     #[doc(hidden)]
     pub fn open(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<RunReader> {
         let name = path.display().to_string();
@@ -311,6 +352,7 @@ impl RunReader {
             block: Vec::new().into_iter(),
             done: false,
             last: LastKey::default(),
+            keep: block::Keep::default(),
         };
         let mut magic = [0u8; 8];
         r.src
@@ -393,7 +435,7 @@ impl RunReader {
             )));
         }
         let entries = BlockView::parse(ord, &open)
-            .and_then(|v| v.entries(self.codec.as_ref(), self.model.as_ref()))
+            .and_then(|v| v.entries_as(self.codec.as_ref(), self.model.as_ref(), self.keep))
             .map_err(|e| self.damaged(format!("block {ord}: {e}")))?;
         self.block = entries.into_iter();
         Ok(true)
@@ -566,6 +608,58 @@ mod tests {
             .collect();
         write(&path, &keys);
         assert_eq!(read(&path).unwrap(), keys);
+    }
+
+    /// Legal moves are stored as indices; read with `open_indexed` they come back as indices
+    /// (positions with moves all indexed), and a run written from those entries (a merge
+    /// pass) holds the same as the first. An entry mixing indices and codes of the same
+    /// position is written as codes, equal moves added together.
+    #[test]
+    fn indexed_moves_pass_through_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.zst"), dir.path().join("b.zst"));
+        let es = entries(8, 40);
+        write(&a, &es);
+        let indexed: Vec<Entry> = RunReader::open_indexed(&a, codec())
+            .unwrap()
+            .collect::<Result<_>>()
+            .unwrap();
+        let with_moves = indexed
+            .iter()
+            .filter(|e| e.pos.is_some() && !e.moves.is_empty());
+        assert!(with_moves.clone().count() > 3);
+        assert!(
+            with_moves
+                .clone()
+                .all(|e| e.moves.iter().all(|m| m.indexed))
+        );
+        assert!(
+            indexed
+                .iter()
+                .filter(|e| e.pos.is_none())
+                .all(|e| e.moves.iter().all(|m| !m.indexed))
+        );
+        write(&b, &indexed);
+        assert_eq!(read(&b).unwrap(), es);
+        assert_eq!(
+            std::fs::read(&a).unwrap(),
+            std::fs::read(&b).unwrap(),
+            "the same bytes"
+        );
+        // Mixed: the first position's moves as indices, plus its first move again as a code.
+        let i = indexed
+            .iter()
+            .position(|e| e.pos.is_some() && !e.moves.is_empty())
+            .unwrap();
+        let mut mixed = indexed[i].clone();
+        let mut again = es[i].moves[0].clone();
+        again.white += 7;
+        mixed.moves.insert(0, again.clone());
+        write(&b, std::slice::from_ref(&mixed));
+        let back = read(&b).unwrap();
+        let mut want = es[i].clone();
+        want.moves[0].add(&again);
+        assert_eq!(back, vec![want]);
     }
 
     #[test]

@@ -129,7 +129,7 @@ pub(super) fn reduce_runs(
         )?;
         let readers = group
             .iter()
-            .map(|(r, _)| RunReader::open(&staging.join(r), game.codec()))
+            .map(|(r, _)| RunReader::open_indexed(&staging.join(r), game.codec()))
             .collect::<StoreResult<Vec<_>>>()?;
         let name = format!("run-{:06}.zst", state.next_run);
         state.next_run += 1;
@@ -255,7 +255,8 @@ impl NewEntries {
             Sources::Runs(paths) => paths
                 .iter()
                 .map(|p| {
-                    RunReader::open(p, game.codec()).map(|r| Box::new(r) as EntryStream<'static>)
+                    RunReader::open_indexed(p, game.codec())
+                        .map(|r| Box::new(r) as EntryStream<'static>)
                 })
                 .collect(),
         }

@@ -75,7 +75,7 @@ pub(crate) fn publish_segment(
     // The view counters are known only at the end; the writer takes them before `finish`.
     let mut view = book.meta().clone();
     view.games += added.games;
-    let mut w = next_segment(book, all_segments(book), codec, opts)?;
+    let mut w = next_segment(book, all_segments(book), codec.clone(), opts)?;
     if let Some(c) = book.compression() {
         w.reuse_compression(c)?;
     }
@@ -89,7 +89,14 @@ pub(crate) fn publish_segment(
             None => book.get(e.key)?.into_iter().find(|x| x.pos.is_none()),
         };
         match &old {
-            Some(o) => view.pairs += o.moves_not_in(&e) as u64,
+            Some(o) => {
+                // New entries read from runs may carry move indices; the book answers codes.
+                view.pairs += if e.moves.iter().any(|m| m.indexed) {
+                    o.moves_not_in(&e.clone().with_codes(codec.as_ref())?)
+                } else {
+                    o.moves_not_in(&e)
+                } as u64
+            }
             None => {
                 view.pairs += e.moves.len() as u64;
                 if e.pos.is_some() {

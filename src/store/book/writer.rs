@@ -10,7 +10,7 @@ use super::*;
 use super::{seal::*, train::*};
 use crate::store::block;
 use crate::store::entry::Entry;
-use crate::store::error::{CodecError, Error, Result};
+use crate::store::error::{Error, Result};
 use crate::store::files::{create_temp, temp_sibling};
 use crate::store::{PositionCodec, PositionModel};
 
@@ -310,38 +310,12 @@ impl BookWriter {
     /// Entries read by [`Book::iter_for_rewrite`] may hold move indices; an entry whose moves
     /// are all indices is written as it is. One that mixes indices and codes (the same
     /// position from a block and from codes) gets its indices decoded and equal moves merged.
-    fn resolve_indexed(&self, mut e: Entry) -> Result<Entry> {
+    fn resolve_indexed(&self, e: Entry) -> Result<Entry> {
         let indexed = e.moves.iter().filter(|m| m.indexed).count();
         if indexed == 0 || (indexed == e.moves.len() && e.pos.is_some()) {
             return Ok(e);
         }
-        let pos = e.pos.as_deref().ok_or_else(|| {
-            Error::Internal(format!(
-                "key {:016x}: move indices without a position",
-                e.key
-            ))
-        })?;
-        let idx: Vec<u8> = e
-            .moves
-            .iter()
-            .filter(|m| m.indexed)
-            .map(|m| u8::try_from(m.mv))
-            .collect::<Result<_, _>>()
-            .map_err(|_| {
-                CodecError::from(format!("key {:016x}: a move index beyond 255", e.key))
-            })?;
-        let codes = self.codec.unindex_moves(pos, &idx).map_err(|reason| {
-            CodecError::from(format!(
-                "key {:016x}: move indices invalid: {reason}",
-                e.key
-            ))
-        })?;
-        for (m, code) in e.moves.iter_mut().filter(|m| m.indexed).zip(codes) {
-            m.mv = code;
-            m.indexed = false;
-        }
-        e.normalize();
-        Ok(e)
+        Ok(e.with_codes(self.codec.as_ref())?)
     }
 
     /// Entries per segment: from the memory options only (not the number of cores), so the
