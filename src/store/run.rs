@@ -3,8 +3,8 @@
 //! the codec's serialized model trained on the run's first entries, or a byte 0 alone for the
 //! identity model), then
 //! blocks in the book's own block format (§5, sealed, checksummed, section A zstd-compressed,
-//! moves stored as the book stores them: indices among the legal moves, or codes), each up to [`BLOCK_ENTRIES`] entries in strictly increasing
-//! (key, position) order; an end frame `len = 0`, the entry count (u64 LE) and a crc32 of all
+//! moves stored as the book stores them: indices among the legal moves, or codes), each up to
+//! [`BLOCK_ENTRIES`] entries in strictly increasing (key, position) order; an end frame `len = 0`, the entry count (u64 LE) and a crc32 of all
 //! frame bytes (u32 LE). A run only counts once it has been fsynced and renamed from `*.tmp`
 //! to its final name.
 //!
