@@ -98,9 +98,9 @@ pub(super) fn apply_phase(
 /// Merges runs in passes until at most `fan_in` remain (crash-safe: the merged run is
 /// recorded before its sources are deleted). The passes of a level merge groups of the
 /// smallest runs, each as small as lets the level end at `fan_in` runs or at a count the next
-/// level can bring there ([`level`], recorded in the state so a resumed import keeps it): a pass holds its group and its
-/// output beside the other runs, so small groups keep the staging near the runs' bytes. A
-/// pass needs the disk for its output, checked first.
+/// level can bring there ([`level`], recorded in the state so a resumed import keeps it): a
+/// pass holds its group and its output beside the other runs, so small groups keep the
+/// staging near the runs' bytes. A pass needs the disk for its output, checked first.
 pub(super) fn reduce_runs(
     staging: &Path,
     state: &mut ImportState,
@@ -163,9 +163,8 @@ fn pass_size(runs: usize, fan_in: usize, level_under_way: &mut Option<(usize, us
 /// The passes of one level, as (width, runs it ends at), for `runs` runs of about one size
 /// and a merge of at most `fan_in` (`runs > fan_in`). It ends at `fan_in` runs, else at the
 /// smallest power of `fan_in` it can reach without merging a run twice, else at the smallest
-/// count it can reach so. Its width is
-/// the smallest `w` whose passes, each merging `w` of the level's runs into one, reach that end
-/// without merging any run twice (`ceil((runs - end) / (w - 1)) * w <= runs`). A pass holds its
+/// count it can reach so. Its width is the smallest `w` whose passes, each merging `w` of the
+/// level's runs into one, reach that end without merging any run twice (`ceil((runs - end) / (w - 1)) * w <= runs`). A pass holds its
 /// `w` runs' worth beside the rest, so a level peaks at about `1 + w / runs` times the runs'
 /// bytes. Knuth's widest-first pattern holds up to `fan_in` runs' worth (1.5× the runs at 130
 /// runs and a fan-in of 64) and writes about the same bytes.
