@@ -538,7 +538,7 @@ pub(super) fn read_phase(
     // Half the budget for aggregation; the rest covers chunks in flight, the writer (model
     // sample, segments in flight) and the merge. The aggregators are sized for it up front;
     // untouched capacity costs no resident memory.
-    let budget = ((opts.memory_mib.max(1) << 20) / 2 / jobs).max(1 << 16);
+    let budget = aggregation_budget(opts.memory_mib, jobs);
     // A worker learns that it is full only after a chunk; by then up to three more chunks are
     // queued for it, so with a small budget the chunks are small too (1/32 of a worker's
     // budget: 1 MiB from --memory 128 up, 256 KiB at --memory 32).
@@ -716,5 +716,38 @@ mod tests {
         assert_eq!(state.per_input[0].read, 8);
         assert_eq!(state.per_input[0].skipped, 3);
         assert_eq!(state.skipped_by_reason.get("duplicate"), Some(&3));
+    }
+}
+
+/// What the import's aggregation may hold, per worker, at `--memory` `memory_mib` with `jobs`
+/// workers: half the budget, but at small budgets no more than the budget less
+/// [`FIXED_READ_MIB`] (at least three eighths of it), since the read phase's fixed costs (parsed
+/// chunks in flight, each worker's run writer with its model training and zstd contexts, the
+/// allocator's pages) do not shrink with `--memory`. At `--memory 64` the large set peaked at
+/// 106-116 MiB with half the budget (tests/hostile_inputs.rs allows 64 + 48), 88-91 with this.
+fn aggregation_budget(memory_mib: usize, jobs: usize) -> usize {
+    let total = memory_mib.max(1) << 20;
+    let share = (total / 2)
+        .min(total.saturating_sub(FIXED_READ_MIB << 20))
+        .max(total / 8 * 3);
+    (share / jobs.max(1)).max(1 << 16)
+}
+
+/// The read phase's memory that does not scale with `--memory` (see [`aggregation_budget`]).
+const FIXED_READ_MIB: usize = 40;
+
+#[cfg(test)]
+mod budget_tests {
+    use super::aggregation_budget;
+
+    #[test]
+    fn small_budgets_leave_room_for_the_fixed_costs() {
+        let mib = 1 << 20;
+        assert_eq!(aggregation_budget(256, 2), 64 * mib);
+        assert_eq!(aggregation_budget(80, 2), 20 * mib);
+        assert_eq!(aggregation_budget(64, 2), 12 * mib);
+        assert_eq!(aggregation_budget(32, 2), 6 * mib);
+        assert_eq!(aggregation_budget(1, 1), mib / 8 * 3);
+        assert_eq!(aggregation_budget(0, 16), 1 << 16);
     }
 }
