@@ -249,6 +249,23 @@ fn main() {
     out.put("run_file", "tiny-run", &run);
     out.put("run_file", "tiny-run-no-magic", &run[8..]);
     let _ = std::fs::remove_dir_all(&dir);
+    // game_block: two chess games (one from a FEN) as a game store keeps them, and no games.
+    let pgn = "[Event \"E\"]\n[Site \"https://lichess.org/q7ZvsdUF\"]\n[White \"W\"]\n[Black \"B\"]\n[Result \"1-0\"]\n[WhiteElo \"2400\"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n\n[Event \"F\"]\n[FEN \"4k3/8/8/8/8/8/4P3/4K3 b - - 0 40\"]\n[SetUp \"1\"]\n\n40... Kd7 41. e4 *\n";
+    let mut reader = bookdb::ops::pgn::GameReader::new(pgn.as_bytes());
+    let mut games = Vec::new();
+    while let Some(g) = reader.next_game().expect("seed PGN") {
+        let start = match &g.fen {
+            Some(f) => bookdb::chess::parse_fen(f).expect("seed FEN"),
+            None => shakmaty::Chess::default(),
+        };
+        let fp = bookdb::ops::pgn::game_fingerprint(&g);
+        games.push(bookdb::ops::gamerec::record(&g, &start, fp).expect("seed game"));
+    }
+    let gb = |g: &[bookdb::store::gameblock::StoredGame]| {
+        bookdb::store::gameblock::encode(g, 3).expect("game block")
+    };
+    out.put("game_block", "two-games", &gb(&games));
+    out.put("game_block", "no-games", &gb(&[]));
     // Keep the trained model referenced by the seeds in sync with the fuzz targets.
     let _ = loaded_model();
 

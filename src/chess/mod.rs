@@ -5,6 +5,7 @@
 pub mod attach;
 pub(crate) mod error;
 pub(crate) mod legal;
+pub mod mainline;
 pub(crate) mod model;
 pub mod openings;
 pub(crate) mod packed;

@@ -5,6 +5,7 @@ pub mod evals;
 pub mod explorer;
 pub mod facets;
 pub mod game;
+pub mod gamerec;
 pub mod import;
 #[doc(hidden)]
 pub mod input;

@@ -38,8 +38,8 @@ impl GameResult {
 pub struct RawGame {
     /// 1-based line of the game's first tag (or first move for tagless games).
     pub line: u64,
-    pub(crate) variant: Option<String>,
-    pub(crate) fen: Option<String>,
+    pub variant: Option<String>,
+    pub fen: Option<String>,
     pub(crate) result: Option<Vec<u8>>,
     pub white_elo: Option<u32>,
     pub black_elo: Option<u32>,
@@ -47,9 +47,39 @@ pub struct RawGame {
     pub facets: crate::ops::facets::FacetTags,
     /// White, Black, Date, Round, Event: the identity used by `--dedupe`.
     pub(crate) ident: Vec<u8>,
+    /// The tags a game store keeps ([`KEPT_TAGS`]) as met: per tag its
+    /// index in that list, its value's length (varint) and its value.
+    pub kept: Vec<u8>,
+    /// The `GameId` tag (lichess exports carry the game's id in it).
+    pub(crate) game_id_tag: Option<String>,
     pub sans: Vec<SanPlus>,
     /// Set if the PGN of this game could not be parsed (the game is skipped).
-    pub(crate) error: Option<String>,
+    pub error: Option<String>,
+}
+
+/// The tags a game store keeps (brief §9), in the order of a stored game's fields and of the
+/// PGN it gives back (`ops::gamerec`).
+pub const KEPT_TAGS: [&str; 12] = [
+    "Event",
+    "Site",
+    "Date",
+    "Round",
+    "White",
+    "Black",
+    "Result",
+    "WhiteElo",
+    "BlackElo",
+    "TimeControl",
+    "ECO",
+    "FEN",
+];
+/// Appends a tag to a game's kept tags (`RawGame::kept`) if it is one of [`KEPT_TAGS`].
+fn keep_tag(kept: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    if let Some(i) = KEPT_TAGS.iter().position(|t| t.as_bytes() == name) {
+        kept.push(i as u8);
+        crate::store::varint::put(kept, value.len() as u64);
+        kept.extend_from_slice(value);
+    }
 }
 
 /// Builds [`RawGame`]s, reusing the buffers of games handed back by [`GameReader::recycle`].
@@ -80,9 +110,11 @@ impl Visitor for RawVisitor {
             Some(mut spare) => {
                 spare.ident.clear();
                 spare.sans.clear();
+                spare.kept.clear();
                 RawGame {
                     ident: spare.ident,
                     sans: spare.sans,
+                    kept: spare.kept,
                     ..RawGame::default()
                 }
             }
@@ -93,9 +125,11 @@ impl Visitor for RawVisitor {
 
     fn tag(&mut self, g: &mut RawGame, name: &[u8], value: RawTag<'_>) -> ControlFlow<RawGame> {
         let v = value.decode();
+        keep_tag(&mut g.kept, name, &v);
         match name {
             b"Variant" => g.variant = Some(String::from_utf8_lossy(&v).trim().to_string()),
             b"FEN" => g.fen = Some(String::from_utf8_lossy(&v).trim().to_string()),
+            b"GameId" => g.game_id_tag = Some(String::from_utf8_lossy(&v).into_owned()),
             b"Result" => g.result = Some(v.to_vec()),
             b"WhiteElo" => g.white_elo = parse_elo(&v),
             b"BlackElo" => g.black_elo = parse_elo(&v),

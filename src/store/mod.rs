@@ -13,6 +13,7 @@ pub mod facet;
 pub(crate) mod files;
 pub mod filter;
 pub(crate) mod fpset;
+pub mod gameblock;
 pub(crate) mod rangecoder;
 pub(crate) mod record;
 #[doc(hidden)]
