@@ -10,7 +10,7 @@ use std::io::Read;
 
 use bookdb::chess::mainline::RANK_ORDER_VERSION;
 use bookdb::ops::gamerec::{FIELDS, KEPT_TAGS, record};
-use bookdb::ops::pgn::{GameReader, game_fingerprint};
+use bookdb::ops::pgn::{GameReader, game_fingerprint, is_standard_variant};
 use bookdb::store::gameblock::{self, StoredGame};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -53,12 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         pending.clear();
     };
     while let Some(g) = games.next_game()? {
-        let standard = g.variant.as_deref().is_none_or(|v| {
-            matches!(
-                v.trim().to_ascii_lowercase().as_str(),
-                "" | "standard" | "chess" | "from position"
-            )
-        });
+        let standard = g.variant.as_deref().is_none_or(is_standard_variant);
         if g.error.is_some() || !standard {
             skipped += 1;
             continue;

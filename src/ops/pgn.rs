@@ -371,7 +371,9 @@ pub struct CountRules {
     pub facets: crate::store::facet::FacetSet,
 }
 
-fn is_standard_variant(v: &str) -> bool {
+/// True if a `Variant` tag's value names standard chess (brief §2: other variants are skipped).
+#[doc(hidden)]
+pub fn is_standard_variant(v: &str) -> bool {
     let v = v.trim().to_ascii_lowercase();
     matches!(
         v.as_str(),
