@@ -14,6 +14,7 @@ pub(crate) mod files;
 pub mod filter;
 pub(crate) mod fpset;
 pub mod gameblock;
+pub mod gamerefs;
 pub(crate) mod rangecoder;
 pub(crate) mod record;
 #[doc(hidden)]
