@@ -30,6 +30,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut pending: Vec<StoredGame> = Vec::new();
     let mut pending_raw = 0usize;
     let mut record_time = std::time::Duration::ZERO;
+    // The id index a book would keep beside the blocks: (id, fingerprint's low 64 bits).
+    let mut index: Vec<(u64, u64)> = Vec::new();
     let flush = |pending: &mut Vec<StoredGame>, total: &mut usize, by_field: &mut [usize]| {
         if pending.is_empty() {
             return;
@@ -78,6 +80,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         stored += 1;
         plies += g.sans.len() as u64;
+        index.push((rec.id, fp as u64));
         for &r in &rec.fields[FIELDS - 1] {
             rank_hist[usize::from(r)] += 1;
         }
@@ -120,6 +123,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         record_time.as_nanos() as f64 / plies as f64,
         record_time.as_secs_f64()
     );
+    let index_bytes = id_index_bytes(&mut index)?;
+    let packed_bytes = packed_id_index_bytes(&index)?;
+    println!(
+        "id index packed in chunks of 1,024 (id deltas, 32 fingerprint bits, game number; zstd 19) in a redb table by first id: {packed_bytes} bytes, {:.1} B per game; blocks and index {:.1} B per game",
+        packed_bytes as f64 / stored as f64,
+        (total as u64 + packed_bytes) as f64 / stored as f64
+    );
+    println!(
+        "id index as a redb table (id, fingerprint low 64 bits) -> game number u32, written in key order: {index_bytes} bytes, {:.1} B per game; blocks and index {:.1} B per game",
+        index_bytes as f64 / stored as f64,
+        (total as u64 + index_bytes) as f64 / stored as f64
+    );
     let mut cols: Vec<(String, usize)> = KEPT_TAGS
         .iter()
         .map(|t| t.to_string())
@@ -134,4 +149,56 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     Ok(())
+}
+
+/// The bytes of a redb file holding the id index of these games (sorted, one transaction,
+/// compacted), as a book file would hold it beside its game blocks.
+fn id_index_bytes(index: &mut [(u64, u64)]) -> Result<u64, Box<dyn std::error::Error>> {
+    const IDS: redb::TableDefinition<(u64, u64), u32> = redb::TableDefinition::new("game_ids");
+    index.sort_unstable();
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("ids.redb");
+    let mut db = redb::Database::create(&path)?;
+    let txn = db.begin_write()?;
+    {
+        let mut t = txn.open_table(IDS)?;
+        for (n, k) in index.iter().enumerate() {
+            t.insert(*k, n as u32)?;
+        }
+    }
+    txn.commit()?;
+    db.compact()?;
+    drop(db);
+    Ok(std::fs::metadata(&path)?.len())
+}
+
+/// The bytes of a redb file holding the id index packed: sorted (id, fingerprint) in chunks
+/// of 1,024, each chunk the id deltas (varints), 32 bits of each fingerprint and each game's
+/// number (varint), zstd 19; keyed by the chunk's first id.
+fn packed_id_index_bytes(index: &[(u64, u64)]) -> Result<u64, Box<dyn std::error::Error>> {
+    const CHUNKS: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("game_ids");
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("ids.redb");
+    let mut db = redb::Database::create(&path)?;
+    let txn = db.begin_write()?;
+    {
+        let mut t = txn.open_table(CHUNKS)?;
+        for (c, chunk) in index.chunks(1024).enumerate() {
+            let mut raw = Vec::new();
+            let mut prev = chunk[0].0;
+            for (i, (id, fp)) in chunk.iter().enumerate() {
+                bookdb::store::varint::put(&mut raw, id - prev);
+                prev = *id;
+                raw.extend_from_slice(&(*fp as u32).to_le_bytes());
+                // Game numbers are by (date, id), not by id: a pseudo-random number in range.
+                let number = ((c * 1024 + i) as u64).wrapping_mul(0x9E37_79B9) % index.len() as u64;
+                bookdb::store::varint::put(&mut raw, number);
+            }
+            t.insert(chunk[0].0, zstd::bulk::compress(&raw, 19)?.as_slice())?;
+        }
+    }
+    txn.commit()?;
+    db.compact()?;
+    drop(db);
+    Ok(std::fs::metadata(&path)?.len())
 }
