@@ -12,7 +12,7 @@
 use shakmaty::{Bitboard, Chess, Color, Move, Piece, Position, Role, Square, attacks};
 
 use super::legal;
-use super::position::encode_move;
+use super::position::{encode_move, legal_move};
 
 /// The rank order this build writes (FORMAT §15.2); a stored mainline names the order it was
 /// ranked in.
@@ -280,19 +280,12 @@ pub fn decode_mainline(start: &Chess, ranks: &[u8]) -> Result<Vec<Move>, Mainlin
                 rank,
                 legal: ranked.len(),
             })?;
-        let m = legal_move_of_code(&pos, code).ok_or(MainlineError::Illegal { ply })?;
+        let m = legal_move(&pos, code).ok_or(MainlineError::Illegal { ply })?;
         out.push(m);
         pos = pos.play(m).map_err(|_| MainlineError::Illegal { ply })?;
         last_to = Some(to_square(code));
     }
     Ok(out)
-}
-
-/// The legal move of `pos` whose code is `code`.
-fn legal_move_of_code(pos: &Chess, code: u16) -> Option<Move> {
-    pos.legal_moves()
-        .into_iter()
-        .find(|m| encode_move(m) == code)
 }
 
 #[cfg(test)]
