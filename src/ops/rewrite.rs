@@ -399,10 +399,10 @@ pub fn migrate(book: &Path, opts: &RewriteOptions) -> Result<MigrateSummary> {
             ),
         });
     }
-    // v1 → v2 → v3 → v4 → v5 (migrations/v1-to-v2.md, …, v4-to-v5.md): the same content,
+    // v1 → … → v6 (migrations/v1-to-v2.md, …, v5-to-v6.md): the same content,
     // the delta tier folded in, rewritten as every whole-book rewrite is (temp file, fsync,
-    // rename), now marked version 5 with a generation, the facets it keeps (from version 3:
-    // every count so far in the all-unknown cell) and an `evals` table (none before 5). Each
+    // rename), now marked version 6 with a generation, the facets it keeps (from version 3:
+    // every count so far in the all-unknown cell) , an `evals` table (none before 5) and a game store (none before 6). Each
     // step only adds or drops tables and meta keys, so one rewrite from any older version
     // does them all.
     // A version-4 book keeps the facets it has (carried over); older ones had none.

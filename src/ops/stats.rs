@@ -44,6 +44,8 @@ pub struct Stats {
     /// Rows of the files' `evals` tables (docs/FORMAT.md §13): positions with engine
     /// evaluations, a position counted once per file that holds some of its results.
     pub evaluation_rows: u64,
+    /// Games in the files' game stores (docs/FORMAT.md §15), which `bookdb pgn` gives back.
+    pub stored_games: u64,
 }
 
 pub fn stats(path: &Path) -> Result<Stats> {
@@ -89,6 +91,7 @@ pub fn stats_of(path: &Path, game: Game, book: &Book) -> Result<Stats> {
             .iter()
             .map(|f| f.eval_rows())
             .sum::<crate::store::error::Result<u64>>()?,
+        stored_games: book.games_stored(),
     })
 }
 
@@ -113,6 +116,7 @@ impl fmt::Display for Stats {
         writeln!(f, "dictionary        {} bytes", s.dictionary_bytes)?;
         writeln!(f, "--dedupe games    {}", s.dedupe_games)?;
         writeln!(f, "evaluations       {} rows", s.evaluation_rows)?;
+        writeln!(f, "stored games      {}", s.stored_games)?;
         writeln!(
             f,
             "file              {} bytes ({:.2} per pair)",

@@ -86,6 +86,10 @@ pub enum Corruption {
     /// A partition of a book file's key filter (docs/FORMAT.md §4.7): its number, what is wrong.
     #[error("key filter partition {partition}: {reason}")]
     Filter { partition: u32, reason: String },
+    /// The game store (docs/FORMAT.md §15): the block (by its first game number) or the id
+    /// row, and what is wrong.
+    #[error("game store, {at}: {reason}")]
+    GameStore { at: String, reason: String },
 }
 
 /// Errors of the store. Each variant says whose problem it is: the file (`NotABook`,

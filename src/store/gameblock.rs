@@ -21,6 +21,38 @@ const HEADER: usize = 14;
 pub const MAX_BLOCK_GAMES: usize = 1 << 16;
 /// The most raw bytes a block's frame may expand to.
 pub const MAX_BLOCK_RAW: usize = 64 << 20;
+/// The field a game store orders its games by: the game's date as PGN writes it
+/// (`YYYY.MM.DD`, `?` for unknown digits; any other text sorts as undated).
+pub const DATE_FIELD: usize = 2;
+
+/// A game's date as a sortable number `yyyymmdd` from [`DATE_FIELD`] (unknown parts 0; 0 for
+/// an undated game or a game with fewer fields).
+pub fn date_key(g: &StoredGame) -> u32 {
+    let Some(d) = g.fields.get(DATE_FIELD) else {
+        return 0;
+    };
+    let part = |r: std::ops::Range<usize>| -> u32 {
+        d.get(r)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .and_then(|t| t.parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    if d.len() != 10 || d[4] != b'.' || d[7] != b'.' {
+        return 0;
+    }
+    let (y, m, day) = (part(0..4), part(5..7), part(8..10));
+    if y == 0 {
+        return 0;
+    }
+    y * 10_000 + m.min(12) * 100 + day.min(31)
+}
+
+/// The order of a game store: by date, then id, then the fields (so that the numbers of a
+/// set of games do not depend on the order they were added in).
+pub fn store_order(a: &StoredGame, b: &StoredGame) -> std::cmp::Ordering {
+    (date_key(a), a.id, &a.fields).cmp(&(date_key(b), b.id, &b.fields))
+}
+
 /// Ids are held in 6 bytes.
 pub const MAX_GAME_ID: u64 = (1 << 48) - 1;
 

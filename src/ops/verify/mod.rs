@@ -76,6 +76,9 @@ pub struct VerifyReport {
     pub pairs: u64,
     /// Positions whose engine evaluations were checked (docs/FORMAT.md §13).
     pub evaluations: u64,
+    /// Stored games checked (docs/FORMAT.md §15): every game block decoded, numbers dense,
+    /// one id row per game naming its id.
+    pub stored_games: u64,
     /// Key filter partitions checked (docs/FORMAT.md §4.7; files written before filters have
     /// none).
     pub key_filter_partitions: u64,
@@ -124,6 +127,7 @@ impl VerifyReport {
         self.entries += sub.entries;
         self.pairs += sub.pairs;
         self.evaluations += sub.evaluations;
+        self.stored_games += sub.stored_games;
         self.key_filter_partitions += sub.key_filter_partitions;
         self.problems_total += sub.problems_total - sub.problems.len() as u64;
         for p in sub.problems {
@@ -305,12 +309,13 @@ impl fmt::Display for VerifyReport {
         }
         write!(
             f,
-            "{}: {} blocks, {} entries, {} pairs, {} evaluated positions checked; {}",
+            "{}: {} blocks, {} entries, {} pairs, {} evaluated positions, {} stored games checked; {}",
             r.book,
             r.blocks,
             r.entries,
             r.pairs,
             r.evaluations,
+            r.stored_games,
             if r.ok() {
                 "OK".to_string()
             } else {
@@ -474,6 +479,10 @@ fn verify_file(file: &BookFile, game: Game, threads: usize, window: usize) -> Re
     let ev = evals::check_evals(file, game);
     report.evaluations += ev.evaluations;
     ev.problems.into_iter().for_each(|p| report.problem(p));
+    match file.check_game_ids() {
+        Ok(n) => report.stored_games += n,
+        Err(e) => report.problem(e.to_string()),
+    }
     let meta = file.meta();
     counted.games = meta.games;
     if *meta != counted {

@@ -13,6 +13,7 @@ mod delta;
 mod evals;
 mod filter;
 mod fold;
+mod games;
 mod identity;
 mod iter;
 mod live;
@@ -36,6 +37,7 @@ pub use fold::{
     BASE_SHARE_DIVISOR, MAX_SEGMENTS, MERGE_CAP_DIVISOR, TIER_RATIO, rewrites_base,
     segments_to_merge,
 };
+pub use games::GameStream;
 pub(crate) use identity::FileId;
 pub(crate) use iter::FOLD_WINDOW_PER_THREAD;
 pub use live::Manifest;

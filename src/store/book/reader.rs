@@ -41,6 +41,10 @@ pub struct BookFile {
     pub(super) evals: Option<open::EvalTable>,
     /// Its rows as meta `evals` records them (0 when absent).
     pub(super) eval_rows_meta: u64,
+    /// The game store's tables (format 6); `None`: the file stores no games.
+    pub(super) games: Option<super::games::GameTables>,
+    /// The games the store holds, as meta `games_stored` records them.
+    pub(super) games_stored: u64,
     /// The generation this file was published under (0 in books older than version 3).
     pub(super) generation: u64,
     /// In a delta segment: the counters of the whole book as this segment left it.
@@ -130,6 +134,7 @@ impl BookFile {
             model_bytes,
         } = open::read_models(&meta_table, codec.as_ref())?;
         let eval_rows_meta = open::read_eval_count(&meta_table)?;
+        let (games, games_stored) = super::games::open_tables(&txn, &meta_table)?;
         let filter_index =
             match meta_table.get(META_KEY_FILTER)? {
                 Some(v) => Some(super::filter::FilterIndex::decode(v.value()).map_err(
@@ -176,6 +181,8 @@ impl BookFile {
             blocks,
             evals,
             eval_rows_meta,
+            games,
+            games_stored,
             generation,
             view,
             id,

@@ -20,9 +20,17 @@ pub(crate) const EVALS: TableDefinition<(u64, &[u8]), &[u8]> = TableDefinition::
 /// bytes. Absent in files written before it (they are probed without a filter).
 pub(crate) const KEY_FILTER: TableDefinition<u32, &[u8]> = TableDefinition::new("key_filter");
 
+/// The game store's blocks (format 6, docs/FORMAT.md §15): the number of the block's first
+/// game → a game block ([`crate::store::gameblock`]). Numbers are dense from 0 in each file, in
+/// (date, id) order. Absent in files without games.
+pub(crate) const GAME_BLOCKS: TableDefinition<u32, &[u8]> = TableDefinition::new("game_blocks");
+/// The game store's id index (format 6): (game id, game number) → nothing; every stored game
+/// has exactly one row. Absent with `game_blocks`.
+pub(crate) const GAME_IDS: TableDefinition<(u64, u32), ()> = TableDefinition::new("game_ids");
+
 pub(crate) const MAGIC: &[u8] = b"bookdb";
 /// Book format version written by this build. See migrations/README.md.
-pub(crate) const FORMAT_VERSION: u32 = 5;
+pub(crate) const FORMAT_VERSION: u32 = 6;
 /// Oldest format version `bookdb migrate` converts (migrations/README.md).
 pub(crate) const OLDEST_MIGRATABLE: u32 = 1;
 
@@ -46,6 +54,8 @@ pub(crate) const META_EVALS: &str = "evals";
 /// The key filter's index (docs/FORMAT.md §4.7: keys, last key, each partition's first key);
 /// absent with the `key_filter` table.
 pub(crate) const META_KEY_FILTER: &str = "key_filter";
+/// The games of the file's game store (u64 LE; format 6, absent when it has none).
+pub(crate) const META_GAMES_STORED: &str = "games_stored";
 pub(crate) const META_DICT_PREFIX: &str = "dict/";
 pub(crate) const META_MODEL_PREFIX: &str = "model/";
 

@@ -59,6 +59,8 @@ pub struct BookWriter {
     games_from: Vec<Arc<redb::ReadOnlyDatabase>>,
     /// Evaluations carried over and added, written in the last transaction (FORMAT §13).
     evals: super::evals::EvalCarry,
+    /// The game store carried over and added, written in the last transaction (FORMAT §15).
+    games: super::games::GameCarry,
     /// The key filter, its partitions written with the blocks (FORMAT §4.7).
     filter: super::filter::FilterBuilder,
     /// The facets the new book keeps, and its games by facet (format 4).
@@ -109,6 +111,7 @@ impl BookWriter {
             reuse: None,
             games_from: Vec::new(),
             evals: Default::default(),
+            games: Default::default(),
             filter: Default::default(),
             facets: crate::store::facet::FacetSet::NONE,
             facet_games: Default::default(),
@@ -213,7 +216,23 @@ impl BookWriter {
         }
         self.games_from.extend(files.iter().map(|f| f.db.clone()));
         self.evals.carry(files);
+        self.games.carry(files);
         Ok(())
+    }
+
+    /// Adds games to the new file's game store (in any order; merged with those carried).
+    pub fn store_games(&mut self, games: Vec<crate::store::gameblock::StoredGame>) {
+        self.games.add(games);
+    }
+
+    /// Adds a stream of games already in the game store's order (docs/FORMAT.md §15).
+    pub fn store_sorted_games(&mut self, games: super::games::GameStream<'static>) {
+        self.games.add_sorted(games);
+    }
+
+    /// The new file stores no games, whatever it carries (`compact --drop-games`).
+    pub fn drop_games(&mut self) {
+        self.games.drop_all();
     }
 
     /// Adds evaluations (by key and packed position) to the new file, merged by the selector
@@ -557,6 +576,10 @@ impl BookWriter {
                 let evals = self.evals.write(&txn)?;
                 if evals > 0 {
                     m.insert(META_EVALS, evals.to_le_bytes().as_slice())?;
+                }
+                let games = self.games.write(&txn)?;
+                if games > 0 {
+                    m.insert(META_GAMES_STORED, games.to_le_bytes().as_slice())?;
                 }
             }
             txn.commit()?;

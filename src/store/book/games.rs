@@ -1,0 +1,458 @@
+//! The game store of a book file (format 6, docs/FORMAT.md §15): each file's games in
+//! (date, id) order, numbered densely from 0, as game blocks in `game_blocks` (first number →
+//! block) with an id index in `game_ids`; read by id across the book's files, and carried into
+//! every rewrite ([`GameCarry`]), merged in the store's order.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use super::*;
+use crate::store::error::{Corruption, Error, Result};
+use crate::store::gameblock::{self, StoredGame, store_order};
+
+/// Games per block written, and the raw bytes past which a block is closed early.
+const BLOCK_GAMES: usize = 1024;
+const BLOCK_RAW: usize = 256 << 10;
+/// zstd level of the blocks a writer codes (docs/PERFORMANCE.md, "Game store records": the
+/// large set's games at 43 % of its PGN at `zstd -19`).
+const GAME_LEVEL: i32 = 19;
+
+/// Games in the store's order ([`store_order`]), each checked where it was read.
+pub type GameStream<'a> = Box<dyn Iterator<Item = Result<StoredGame>> + Send + 'a>;
+
+/// A file's `game_blocks` and `game_ids` tables, open for the file's life.
+pub(crate) struct GameTables {
+    pub(crate) blocks: redb::ReadOnlyTable<u32, &'static [u8]>,
+    pub(crate) ids: redb::ReadOnlyTable<(u64, u32), ()>,
+}
+
+fn bad(at: impl std::fmt::Display, reason: impl std::fmt::Display) -> Error {
+    Error::Corrupt(Corruption::GameStore {
+        at: at.to_string(),
+        reason: reason.to_string(),
+    })
+}
+
+/// Opens a file's game tables (both or neither) and reads meta `games_stored`.
+pub(super) fn open_tables(
+    txn: &redb::ReadTransaction,
+    meta: &redb::ReadOnlyTable<&str, &[u8]>,
+) -> Result<(Option<GameTables>, u64)> {
+    let stored = match meta.get(META_GAMES_STORED)? {
+        None => 0,
+        Some(v) => <[u8; 8]>::try_from(v.value())
+            .map(u64::from_le_bytes)
+            .map_err(|_| Error::Corrupt(Corruption::Meta("games_stored malformed".into())))?,
+    };
+    let blocks = match txn.open_table(GAME_BLOCKS) {
+        Ok(t) => Some(t),
+        Err(redb::TableError::TableDoesNotExist(_)) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let ids = match txn.open_table(GAME_IDS) {
+        Ok(t) => Some(t),
+        Err(redb::TableError::TableDoesNotExist(_)) => None,
+        Err(e) => return Err(e.into()),
+    };
+    match (blocks, ids) {
+        (Some(blocks), Some(ids)) => Ok((Some(GameTables { blocks, ids }), stored)),
+        (None, None) if stored == 0 => Ok((None, 0)),
+        _ => Err(Error::Corrupt(Corruption::Meta(format!(
+            "the game store is incomplete (meta records {stored} games; one of game_blocks \
+             and game_ids is missing)"
+        )))),
+    }
+}
+
+impl BookFile {
+    /// The games this file's store holds (meta `games_stored`).
+    pub fn games_stored(&self) -> u64 {
+        self.games_stored
+    }
+
+    /// The block that holds game `number`: (its first number, its games).
+    fn game_block_of(&self, t: &GameTables, number: u32) -> Result<(u32, Vec<StoredGame>)> {
+        let row = t
+            .blocks
+            .range(..=number)?
+            .next_back()
+            .transpose()?
+            .ok_or_else(|| bad(format!("game {number}"), "no block holds it"))?;
+        let first = row.0.value();
+        let games = gameblock::decode(row.1.value()).map_err(|e| bad(block_at(first), e))?;
+        if (number - first) as usize >= games.len() {
+            return Err(bad(
+                format!("game {number}"),
+                format!("the block from {first} holds {} games", games.len()),
+            ));
+        }
+        Ok((first, games))
+    }
+
+    /// This file's stored games with this id (more than one only if two games share it), each
+    /// with its number in this file.
+    pub fn games_by_id(&self, id: u64) -> Result<Vec<(u32, StoredGame)>> {
+        let Some(t) = &self.games else {
+            return Ok(Vec::new());
+        };
+        shield("reading the game store", || {
+            let mut out = Vec::new();
+            for row in t.ids.range((id, 0)..=(id, u32::MAX))? {
+                let number = row?.0.value().1;
+                let (first, games) = self.game_block_of(t, number)?;
+                let g = games[(number - first) as usize].clone();
+                if g.id != id {
+                    return Err(bad(
+                        format!("id row ({id}, {number})"),
+                        format!("game {number} has id {}", g.id),
+                    ));
+                }
+                out.push((number, g));
+            }
+            Ok(out)
+        })
+        .map_err(|e| e.in_file(&self.path))
+    }
+
+    /// Every stored game of this file in number order. The blocks must number the games
+    /// densely from 0 and hold, in all, the games meta records; anything else is an error.
+    pub fn games_iter(&self) -> Result<GameStream<'static>> {
+        let Some(t) = &self.games else {
+            return Ok(Box::new(std::iter::empty()));
+        };
+        let path = self.path.clone();
+        let mut range = shield("reading the game store", || {
+            Ok(t.blocks.range::<u32>(..)?)
+        })
+        .map_err(|e| e.in_file(&self.path))?;
+        let want = self.games_stored;
+        let (mut next, mut block, mut done) = (0u64, std::vec::IntoIter::default(), false);
+        Ok(Box::new(std::iter::from_fn(move || {
+            if done {
+                return None;
+            }
+            let step = shield("reading the game store", || {
+                loop {
+                    if let Some(g) = block.next() {
+                        next += 1;
+                        return Ok(Some(g));
+                    }
+                    let Some(row) = range.next() else {
+                        done = true;
+                        if next != want {
+                            return Err(bad(
+                                "game_blocks",
+                                format!("{next} games, meta records {want}"),
+                            ));
+                        }
+                        return Ok(None);
+                    };
+                    let (k, v) = row?;
+                    let first = u64::from(k.value());
+                    if first != next {
+                        done = true;
+                        return Err(bad(
+                            block_at(k.value()),
+                            format!("expected a block from {next}"),
+                        ));
+                    }
+                    let games = gameblock::decode(v.value()).map_err(|e| {
+                        done = true;
+                        bad(block_at(k.value()), e)
+                    })?;
+                    if games.is_empty() {
+                        done = true;
+                        return Err(bad(block_at(k.value()), "an empty block"));
+                    }
+                    block = games.into_iter();
+                }
+            });
+            step.map_err(|e| e.in_file(&path)).transpose()
+        })))
+    }
+
+    /// The rows of this file's id index.
+    pub fn game_id_rows(&self) -> Result<u64> {
+        match &self.games {
+            Some(t) => Ok(redb::ReadableTableMetadata::len(&t.ids)?),
+            None => Ok(0),
+        }
+    }
+
+    /// Checks this file's id index against its blocks: one row per stored game, naming the
+    /// game's own id. Reads every block once; returns the games checked.
+    pub fn check_game_ids(&self) -> Result<u64> {
+        let Some(t) = &self.games else {
+            return Ok(0);
+        };
+        let mut ids = Vec::with_capacity(self.games_stored.min(1 << 24) as usize);
+        for g in self.games_iter()? {
+            ids.push(g?.id);
+        }
+        let rows = self.game_id_rows()?;
+        if rows != ids.len() as u64 {
+            return Err(bad(
+                "game_ids",
+                format!("{rows} rows for {} stored games", ids.len()),
+            ))
+            .map_err(|e| e.in_file(&self.path));
+        }
+        shield("reading the game store", || {
+            for row in t.ids.range::<(u64, u32)>(..)? {
+                let (id, number) = row?.0.value();
+                match ids.get(number as usize) {
+                    Some(&have) if have == id => {}
+                    Some(&have) => {
+                        return Err(bad(
+                            format!("id row ({id}, {number})"),
+                            format!("game {number} has id {have}"),
+                        ));
+                    }
+                    None => {
+                        return Err(bad(format!("id row ({id}, {number})"), "no such game"));
+                    }
+                }
+            }
+            Ok(())
+        })
+        .map_err(|e| e.in_file(&self.path))?;
+        Ok(ids.len() as u64)
+    }
+}
+
+fn block_at(first: u32) -> String {
+    format!("block from game {first}")
+}
+
+impl Book {
+    /// The stored games with this id, over all the book's files (a game stored in two files,
+    /// as a merge of books that both hold it can leave it, is given once).
+    pub fn games_by_id(&self, id: u64) -> Result<Vec<StoredGame>> {
+        let mut out: Vec<StoredGame> = Vec::new();
+        for f in self.files() {
+            for (_, g) in f.games_by_id(id)? {
+                if !out.contains(&g) {
+                    out.push(g);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The games stored over all the book's files.
+    pub fn games_stored(&self) -> u64 {
+        self.files().iter().map(|f| f.games_stored()).sum()
+    }
+}
+
+/// What a new file's game store will hold: the stores of the files it carries over and new
+/// games, merged in the store's order (a game held twice, as the same id and fields, is kept
+/// once) when [`GameCarry::write`] writes them.
+#[derive(Default)]
+pub(crate) struct GameCarry {
+    from: Vec<Arc<BookFile>>,
+    new: Vec<StoredGame>,
+    streams: Vec<GameStream<'static>>,
+    /// `compact --drop-games`: the new file keeps no games.
+    dropped: bool,
+}
+
+impl GameCarry {
+    pub(crate) fn carry(&mut self, files: &[Arc<BookFile>]) {
+        self.from.extend(files.iter().cloned());
+    }
+
+    /// Adds games in any order.
+    pub(crate) fn add(&mut self, games: Vec<StoredGame>) {
+        self.new.extend(games);
+    }
+
+    /// Adds a stream of games already in the store's order.
+    pub(crate) fn add_sorted(&mut self, games: GameStream<'static>) {
+        self.streams.push(games);
+    }
+
+    /// The new file keeps no games (whatever was carried or added).
+    pub(crate) fn drop_all(&mut self) {
+        self.dropped = true;
+    }
+
+    /// Writes the merged store into `txn`'s game tables; returns the games written (the
+    /// caller records them in meta `games_stored`).
+    pub(crate) fn write(&mut self, txn: &redb::WriteTransaction) -> Result<u64> {
+        let carried: Vec<&Arc<BookFile>> =
+            self.from.iter().filter(|f| f.games_stored() > 0).collect();
+        if self.dropped || (carried.is_empty() && self.new.is_empty() && self.streams.is_empty()) {
+            return Ok(0);
+        }
+        if carried.len() == 1 && self.new.is_empty() && self.streams.is_empty() {
+            return copy_store(carried[0], txn);
+        }
+        let mut parts: Vec<GameStream<'static>> = carried
+            .iter()
+            .map(|f| f.games_iter())
+            .collect::<Result<_>>()?;
+        parts.append(&mut self.streams);
+        let mut fresh = std::mem::take(&mut self.new);
+        fresh.sort_by(store_order);
+        parts.push(Box::new(fresh.into_iter().map(Ok)));
+        let mut out = StoreWriter::open(txn)?;
+        for g in MergeGames::new(parts) {
+            out.push(g?)?;
+        }
+        out.finish()
+    }
+}
+
+/// Copies a file's game store as it is (the numbers do not change when one store is carried
+/// alone): its blocks, then the id rows.
+fn copy_store(f: &BookFile, txn: &redb::WriteTransaction) -> Result<u64> {
+    let Some(t) = &f.games else {
+        return Ok(0);
+    };
+    let mut blocks = txn.open_table(GAME_BLOCKS)?;
+    let mut ids = txn.open_table(GAME_IDS)?;
+    shield("copying the game store", || {
+        for row in t.blocks.range::<u32>(..)? {
+            let (k, v) = row?;
+            blocks.insert(k.value(), v.value())?;
+        }
+        for row in t.ids.range::<(u64, u32)>(..)? {
+            ids.insert(row?.0.value(), ())?;
+        }
+        Ok(())
+    })
+    .map_err(|e| e.in_file(&f.path))?;
+    Ok(f.games_stored())
+}
+
+/// Writes games, in the store's order, as numbered blocks and id rows.
+struct StoreWriter<'t> {
+    blocks: redb::Table<'t, u32, &'static [u8]>,
+    ids: redb::Table<'t, (u64, u32), ()>,
+    pending: Vec<StoredGame>,
+    pending_raw: usize,
+    next: u32,
+    first: u32,
+}
+
+impl<'t> StoreWriter<'t> {
+    fn open(txn: &'t redb::WriteTransaction) -> Result<StoreWriter<'t>> {
+        Ok(StoreWriter {
+            blocks: txn.open_table(GAME_BLOCKS)?,
+            ids: txn.open_table(GAME_IDS)?,
+            pending: Vec::new(),
+            pending_raw: 0,
+            next: 0,
+            first: 0,
+        })
+    }
+
+    fn push(&mut self, g: StoredGame) -> Result<()> {
+        let number = self.next;
+        self.next = number
+            .checked_add(1)
+            .ok_or_else(|| Error::Internal("more than 2^32 games in one file".into()))?;
+        self.ids.insert((g.id, number), ())?;
+        self.pending_raw += 6 + g.fields.iter().map(|f| f.len() + 2).sum::<usize>();
+        self.pending.push(g);
+        if self.pending.len() >= BLOCK_GAMES || self.pending_raw >= BLOCK_RAW {
+            self.seal()?;
+        }
+        Ok(())
+    }
+
+    fn seal(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let bytes = gameblock::encode(&self.pending, GAME_LEVEL)
+            .map_err(|e| Error::Internal(format!("coding a game block: {e}")))?;
+        self.blocks.insert(self.first, bytes.as_slice())?;
+        self.first = self.next;
+        self.pending.clear();
+        self.pending_raw = 0;
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<u64> {
+        self.seal()?;
+        Ok(u64::from(self.next))
+    }
+}
+
+/// Streams of games in the store's order merged into one; a game met again (same id and
+/// fields) is given once.
+struct MergeGames {
+    parts: Vec<GameStream<'static>>,
+    /// Each stream's next game (`None`: not read yet or ended, see `ended`).
+    heads: Vec<Option<StoredGame>>,
+    ended: Vec<bool>,
+    last: Option<StoredGame>,
+}
+
+impl MergeGames {
+    fn new(parts: Vec<GameStream<'static>>) -> Self {
+        let n = parts.len();
+        MergeGames {
+            parts,
+            heads: vec![None; n],
+            ended: vec![false; n],
+            last: None,
+        }
+    }
+
+    /// Reads the next game of every stream whose head is empty.
+    fn fill(&mut self) -> Result<()> {
+        for i in 0..self.parts.len() {
+            if self.heads[i].is_none() && !self.ended[i] {
+                match self.parts[i].next() {
+                    Some(g) => self.heads[i] = Some(g?),
+                    None => self.ended[i] = true,
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for MergeGames {
+    type Item = Result<StoredGame>;
+
+    fn next(&mut self) -> Option<Result<StoredGame>> {
+        loop {
+            if let Err(e) = self.fill() {
+                return Some(Err(e));
+            }
+            let mut least: Option<usize> = None;
+            for (i, h) in self.heads.iter().enumerate() {
+                let Some(g) = h else { continue };
+                let better = match least.and_then(|l| self.heads[l].as_ref()) {
+                    Some(best) => store_order(g, best) == Ordering::Less,
+                    None => true,
+                };
+                if better {
+                    least = Some(i);
+                }
+            }
+            let g = self.heads[least?].take()?;
+            if let Some(l) = &self.last {
+                match store_order(l, &g) {
+                    Ordering::Equal => continue,
+                    Ordering::Greater => {
+                        return Some(Err(Error::Internal(format!(
+                            "game {:012x} out of the store's order",
+                            g.id
+                        ))));
+                    }
+                    Ordering::Less => {}
+                }
+            }
+            self.last = Some(g.clone());
+            return Some(Ok(g));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

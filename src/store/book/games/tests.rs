@@ -1,0 +1,160 @@
+//! The game store's unit tests: writing, reading by id, carrying and merging into rewrites.
+
+use super::*;
+use crate::store::WriterOptions;
+use proptest::prelude::*;
+use std::path::Path;
+
+fn game(id: u64, date: &str, moves: &[u8]) -> StoredGame {
+    let mut fields = vec![Vec::new(); 13];
+    fields[0] = b"Event".to_vec();
+    fields[gameblock::DATE_FIELD] = date.as_bytes().to_vec();
+    fields[4] = format!("White {id}").into_bytes();
+    fields[12] = moves.to_vec();
+    StoredGame { id, fields }
+}
+
+/// A book file holding `games` and nothing else, optionally carrying `from`'s files.
+fn write(path: &Path, from: Option<&Book>, games: Vec<StoredGame>) {
+    let mut w = BookWriter::create(path, crate::chess_codec(), WriterOptions::default()).unwrap();
+    if let Some(b) = from {
+        w.carry_over(b).unwrap();
+    }
+    w.store_games(games);
+    w.finish().unwrap();
+}
+
+fn stored(path: &Path) -> Vec<StoredGame> {
+    let b = Book::open(path, crate::chess_codec()).unwrap();
+    b.base().games_iter().unwrap().map(Result::unwrap).collect()
+}
+
+#[test]
+fn games_are_numbered_in_date_then_id_order_and_found_by_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("g.book");
+    let games = vec![
+        game(7, "2020.05.01", &[1, 2]),
+        game(3, "2021.01.01", &[0]),
+        game(9, "????.??.??", &[4]),
+        game(5, "2020.05.01", &[3]),
+        // An id shared by two different games: both are kept.
+        game(3, "2019.12.31", &[9, 9]),
+    ];
+    write(&p, None, games.clone());
+    let got = stored(&p);
+    let order: Vec<(u64, &str)> = got
+        .iter()
+        .map(|g| {
+            (
+                g.id,
+                std::str::from_utf8(&g.fields[gameblock::DATE_FIELD]).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (9, "????.??.??"),
+            (3, "2019.12.31"),
+            (5, "2020.05.01"),
+            (7, "2020.05.01"),
+            (3, "2021.01.01")
+        ]
+    );
+    let b = Book::open(&p, crate::chess_codec()).unwrap();
+    assert_eq!(b.games_stored(), 5);
+    assert_eq!(b.base().check_game_ids().unwrap(), 5);
+    let three = b.base().games_by_id(3).unwrap();
+    assert_eq!(three.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [1, 4]);
+    assert_eq!(b.games_by_id(7).unwrap(), vec![games[0].clone()]);
+    assert!(b.games_by_id(8).unwrap().is_empty());
+}
+
+#[test]
+fn a_file_without_games_has_no_game_tables_and_answers_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("g.book");
+    write(&p, None, Vec::new());
+    let b = Book::open(&p, crate::chess_codec()).unwrap();
+    assert_eq!(b.games_stored(), 0);
+    assert!(b.base().games.is_none());
+    assert!(b.games_by_id(1).unwrap().is_empty());
+    assert_eq!(b.base().games_iter().unwrap().count(), 0);
+}
+
+#[test]
+fn rewrites_carry_the_store_and_drop_games_empties_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.book");
+    let many: Vec<StoredGame> = (0..3000)
+        .map(|i| game(i * 7919 % 5003, "2020.01.02", &[(i % 200) as u8; 40]))
+        .collect();
+    write(&a, None, many.clone());
+    let before = stored(&a);
+    assert_eq!(before.len(), 3000);
+    // Carried alone: copied as it is.
+    let b = dir.path().join("b.book");
+    write(
+        &b,
+        Some(&Book::open(&a, crate::chess_codec()).unwrap()),
+        Vec::new(),
+    );
+    assert_eq!(stored(&b), before);
+    // Carried with new games (and one already there): merged, renumbered, kept once.
+    let c = dir.path().join("c.book");
+    let extra = vec![game(1, "1999.01.01", &[5]), many[10].clone()];
+    write(
+        &c,
+        Some(&Book::open(&b, crate::chess_codec()).unwrap()),
+        extra,
+    );
+    let after = stored(&c);
+    assert_eq!(after.len(), 3001);
+    assert_eq!(after[0], game(1, "1999.01.01", &[5]));
+    assert_eq!(&after[1..], &before[..]);
+    let book = Book::open(&c, crate::chess_codec()).unwrap();
+    assert_eq!(book.base().check_game_ids().unwrap(), 3001);
+    // Dropped.
+    let d = dir.path().join("d.book");
+    let mut w = BookWriter::create(&d, crate::chess_codec(), WriterOptions::default()).unwrap();
+    w.carry_over(&book).unwrap();
+    w.drop_games();
+    w.finish().unwrap();
+    assert_eq!(
+        Book::open(&d, crate::chess_codec()).unwrap().games_stored(),
+        0
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(8))]
+    /// A store built through rewrites that each add a part of the games equals the store of
+    /// all the games written at once, in any split and order: the numbers depend only on the
+    /// set of games.
+    #[test]
+    fn the_store_depends_only_on_the_set_of_games(
+        spec in prop::collection::vec((0u64..40, 0u8..4, 0u8..3, 0usize..3), 1..60),
+    ) {
+        let dates = ["2020.01.01", "2019.06.??", "????.??.??", "2020.01.02"];
+        let games: Vec<(StoredGame, usize)> = spec
+            .iter()
+            .map(|&(id, d, m, part)| (game(id, dates[d as usize], &[m]), part))
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let whole = dir.path().join("whole.book");
+        write(&whole, None, games.iter().map(|(g, _)| g.clone()).collect());
+        let mut prev: Option<std::path::PathBuf> = None;
+        for part in [2, 0, 1] {
+            let p = dir.path().join(format!("p{part}.book"));
+            let from = prev.as_ref().map(|q| Book::open(q, crate::chess_codec()).unwrap());
+            let mine = games.iter().filter(|(_, k)| *k == part).map(|(g, _)| g.clone()).rev().collect();
+            write(&p, from.as_ref(), mine);
+            prev = Some(p);
+        }
+        let last = prev.unwrap();
+        prop_assert_eq!(stored(&last), stored(&whole));
+        let b = Book::open(&last, crate::chess_codec()).unwrap();
+        prop_assert_eq!(b.base().check_game_ids().unwrap(), b.games_stored());
+    }
+}
