@@ -360,3 +360,40 @@ pub(super) fn read_eval_count(meta: &redb::ReadOnlyTable<&str, &[u8]>) -> Result
             .map_err(|_| Error::Corrupt(Corruption::Meta("evals count malformed".into()))),
     }
 }
+
+/// A file's `game_blocks` and `game_ids` tables, open for the file's life.
+pub(crate) struct GameTables {
+    pub(crate) blocks: redb::ReadOnlyTable<u32, &'static [u8]>,
+    pub(crate) ids: redb::ReadOnlyTable<(u64, u32), ()>,
+}
+
+/// Opens a file's game tables (both or neither) and reads meta `games_stored`.
+pub(super) fn open_game_tables(
+    txn: &redb::ReadTransaction,
+    meta: &redb::ReadOnlyTable<&str, &[u8]>,
+) -> Result<(Option<GameTables>, u64)> {
+    let stored = match meta.get(META_GAMES_STORED)? {
+        None => 0,
+        Some(v) => <[u8; 8]>::try_from(v.value())
+            .map(u64::from_le_bytes)
+            .map_err(|_| Error::Corrupt(Corruption::Meta("games_stored malformed".into())))?,
+    };
+    let blocks = match txn.open_table(GAME_BLOCKS) {
+        Ok(t) => Some(t),
+        Err(redb::TableError::TableDoesNotExist(_)) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let ids = match txn.open_table(GAME_IDS) {
+        Ok(t) => Some(t),
+        Err(redb::TableError::TableDoesNotExist(_)) => None,
+        Err(e) => return Err(e.into()),
+    };
+    match (blocks, ids) {
+        (Some(blocks), Some(ids)) => Ok((Some(GameTables { blocks, ids }), stored)),
+        (None, None) if stored == 0 => Ok((None, 0)),
+        _ => Err(Error::Corrupt(Corruption::Meta(format!(
+            "the game store is incomplete (meta records {stored} games; one of game_blocks \
+             and game_ids is missing)"
+        )))),
+    }
+}

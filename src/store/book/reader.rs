@@ -42,7 +42,7 @@ pub struct BookFile {
     /// Its rows as meta `evals` records them (0 when absent).
     pub(super) eval_rows_meta: u64,
     /// The game store's tables (format 6); `None`: the file stores no games.
-    pub(super) games: Option<super::games::GameTables>,
+    pub(super) games: Option<open::GameTables>,
     /// The games the store holds, as meta `games_stored` records them.
     pub(super) games_stored: u64,
     /// The generation this file was published under (0 in books older than version 3).
@@ -134,7 +134,7 @@ impl BookFile {
             model_bytes,
         } = open::read_models(&meta_table, codec.as_ref())?;
         let eval_rows_meta = open::read_eval_count(&meta_table)?;
-        let (games, games_stored) = super::games::open_tables(&txn, &meta_table)?;
+        let (games, games_stored) = open::open_game_tables(&txn, &meta_table)?;
         let filter_index =
             match meta_table.get(META_KEY_FILTER)? {
                 Some(v) => Some(super::filter::FilterIndex::decode(v.value()).map_err(
