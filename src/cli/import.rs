@@ -31,6 +31,10 @@ pub(crate) struct Args {
     /// result and moves).
     #[arg(long)]
     dedupe: bool,
+    /// Keep no games in the book's game store (chess books keep each counted game, header
+    /// and whole mainline, to give it back as PGN by id; Othello books keep none).
+    #[arg(long)]
+    no_games: bool,
     /// Count inputs again even if the book already lists them as imported.
     #[arg(long)]
     force: bool,
@@ -88,6 +92,7 @@ impl Args {
             },
             facets: self.facets,
             dedupe: self.dedupe,
+            store_games: !self.no_games,
             force: self.force,
             rehash: self.rehash,
             jobs: self.jobs.unwrap_or(0),

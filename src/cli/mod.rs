@@ -21,6 +21,7 @@ mod merge;
 mod migrate;
 pub(crate) mod output;
 mod pack;
+mod pgn;
 mod probe;
 mod serve;
 mod stats;
@@ -48,6 +49,8 @@ pub(crate) enum Cmd {
     Dump(dump::Args),
     /// Print a position's key, bit count and packed bytes.
     Pack(pack::Args),
+    /// Print stored games as PGN, by id (the games an import stored; `--no-games` books keep none).
+    Pgn(pgn::Args),
     /// Show book statistics.
     Stats(stats::Args),
     /// Check the whole book; exit 0 only if every check passes.
@@ -89,6 +92,7 @@ impl Cmd {
             Cmd::Dump(a) => a.run(),
             Cmd::Pack(a) => a.run(),
             Cmd::Stats(a) => a.run(),
+            Cmd::Pgn(a) => a.run(),
             Cmd::Verify(a) => a.run(),
             Cmd::Export(a) => a.run(),
             Cmd::ImportPolyglot(a) => a.run(),
@@ -120,7 +124,7 @@ impl Cmd {
             Cmd::Migrate(a) => a.job.output.json,
             Cmd::Serve(a) => a.output.json,
             Cmd::Tt(a) => a.json(),
-            Cmd::Dump(_) | Cmd::Pack(_) | Cmd::Completions(_) | Cmd::Man(_) => false,
+            Cmd::Dump(_) | Cmd::Pack(_) | Cmd::Pgn(_) | Cmd::Completions(_) | Cmd::Man(_) => false,
         }
     }
 }

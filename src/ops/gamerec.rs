@@ -83,14 +83,16 @@ fn lichess_site_id(site: &str) -> Option<u64> {
 /// A game's id (brief §9) from its kept tags and fingerprint.
 pub fn game_id(g: &RawGame, fingerprint: u128) -> u64 {
     let tags = kept_tags(&g.kept);
-    let text = |i: usize| tags[i].map(|v| String::from_utf8_lossy(v).into_owned());
-    if let Some(id) = text(1).as_deref().and_then(lichess_site_id) {
-        return id;
+    lichess_id(g, &tags).unwrap_or((fingerprint >> (128 - 47)) as u64)
+}
+
+/// The lichess id of a game, from its `Site` URL or its `GameId` tag.
+fn lichess_id(g: &RawGame, tags: &[Option<&[u8]>]) -> Option<u64> {
+    let site = tags[1].map(|v| String::from_utf8_lossy(v).into_owned());
+    if let Some(id) = site.as_deref().and_then(lichess_site_id) {
+        return Some(id);
     }
-    if let Some(id) = g.game_id_tag.as_deref().and_then(|t| parse_id(t.trim())) {
-        return id;
-    }
-    (fingerprint >> (128 - 47)) as u64
+    g.game_id_tag.as_deref().and_then(|t| parse_id(t.trim()))
 }
 
 /// A game that cannot be stored: a move of its mainline is not legal.
@@ -120,8 +122,30 @@ pub fn record(g: &RawGame, start: &Chess, fingerprint: u128) -> Result<StoredGam
     })
 }
 
-/// A stored game as PGN: the kept tags present (the seven-tag roster always), then the
-/// mainline in SAN with move numbers and the result.
+/// A game ready for a game store from its mainline, already replayed from `start` (the
+/// import's replay keeps the moves: [`super::pgn::replay_keeping`]); `fingerprint` is asked
+/// for only when the game carries no lichess id.
+pub fn record_moves(
+    g: &RawGame,
+    start: &Chess,
+    moves: &[shakmaty::Move],
+    fingerprint: impl FnOnce() -> u128,
+) -> Result<StoredGame, RecordError> {
+    let tags = kept_tags(&g.kept);
+    let mut fields: Vec<Vec<u8>> = tags
+        .iter()
+        .map(|t| t.unwrap_or_default().to_vec())
+        .collect();
+    fields.push(mainline::encode_mainline(start, moves)?);
+    let id = match lichess_id(g, &tags) {
+        Some(id) => id,
+        None => (fingerprint() >> (128 - 47)) as u64,
+    };
+    Ok(StoredGame { id, fields })
+}
+
+/// A stored game as PGN: the kept tags present (the seven-tag roster always) and its id as a
+/// `GameId` tag, then the mainline in SAN with move numbers and the result.
 pub fn to_pgn(g: &StoredGame) -> Result<String, String> {
     if g.fields.len() != FIELDS {
         return Err(format!(
@@ -154,6 +178,8 @@ pub fn to_pgn(g: &StoredGame) -> Result<String, String> {
             out.push_str("[SetUp \"1\"]\n");
         }
     }
+    // The id, so that the game read again (or imported elsewhere) keeps it.
+    out.push_str(&format!("[GameId \"{}\"]\n", id_string(g.id)));
     out.push('\n');
     let mut pos = start;
     let mut text = Vec::new();

@@ -51,7 +51,7 @@ pub struct RawGame {
     /// index in that list, its value's length (varint) and its value.
     pub kept: Vec<u8>,
     /// The `GameId` tag (lichess exports carry the game's id in it).
-    pub(crate) game_id_tag: Option<String>,
+    pub game_id_tag: Option<String>,
     pub sans: Vec<SanPlus>,
     /// Set if the PGN of this game could not be parsed (the game is skipped).
     pub error: Option<String>,
@@ -423,11 +423,26 @@ pub fn replay_into(
     rules: &CountRules,
     plies: &mut Vec<Ply>,
 ) -> Result<(), SkipReason> {
+    replay_keeping(g, rules, plies, None).map(|_| ())
+}
+
+/// [`replay_into`], also keeping the whole mainline's moves in `moves` (cleared first) when
+/// given; returns the game's start position.
+pub fn replay_keeping(
+    g: &RawGame,
+    rules: &CountRules,
+    plies: &mut Vec<Ply>,
+    mut moves: Option<&mut Vec<shakmaty::Move>>,
+) -> Result<Chess, SkipReason> {
     plies.clear();
-    let mut pos = start_position(g, rules)?;
+    if let Some(m) = moves.as_deref_mut() {
+        m.clear();
+    }
+    let start = start_position(g, rules)?;
     if g.sans.is_empty() {
         return Err(SkipReason::NoMoves);
     }
+    let mut pos = start.clone();
     for (ply, san) in g.sans.iter().enumerate() {
         let m = match crate::chess::legal::fast_san_move(&pos, &san.san) {
             Some(m) => m,
@@ -445,9 +460,12 @@ pub fn replay_into(
                 white_moved: pos.turn().is_white(),
             });
         }
+        if let Some(v) = moves.as_deref_mut() {
+            v.push(m);
+        }
         pos.play_unchecked(m);
     }
-    Ok(())
+    Ok(start)
 }
 
 /// The result of a game by its tag.

@@ -8,9 +8,11 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 /// Routes, as `route` labels; anything else is `other`.
-pub const ROUTES: [&str; 12] = [
+pub const ROUTES: [&str; 14] = [
     "/masters",
     "/lichess",
+    "/masters/pgn",
+    "/lichess/pgn",
     "/v1/position",
     "/v1/book",
     "/v1/openings",
@@ -62,6 +64,10 @@ pub fn route_index(route: &str) -> usize {
     // The explorer page's files all count under one label.
     let route = if route.starts_with("/assets/") {
         "/assets"
+    } else if route.starts_with("/masters/pgn/") {
+        "/masters/pgn"
+    } else if route.starts_with("/lichess/pgn/") {
+        "/lichess/pgn"
     } else {
         route
     };

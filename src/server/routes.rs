@@ -48,6 +48,8 @@ fn routes() -> Router<Arc<AppState>> {
     let read = Router::new()
         .route("/masters", get(explorer))
         .route("/lichess", get(explorer))
+        .route("/masters/pgn/{id}", get(game_pgn))
+        .route("/lichess/pgn/{id}", get(game_pgn))
         .route("/v1/position", get(position))
         .route("/v1/book", get(book))
         .route("/v1/openings", get(openings::openings))
@@ -193,7 +195,7 @@ async fn not_found(uri: Uri) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
         format!(
-            "no route {}: the routes are / (the explorer page), /masters, /lichess, /v1/position, /v1/book, /v1/openings, /health, /metrics and POST /v1/import",
+            "no route {}: the routes are / (the explorer page), /masters, /lichess, /masters/pgn/ID, /lichess/pgn/ID, /v1/position, /v1/book, /v1/openings, /health, /metrics and POST /v1/import",
             clip_path(uri.path())
         ),
     )
@@ -240,6 +242,30 @@ async fn explorer(State(s): State<Arc<AppState>>, uri: Uri) -> Result<Response, 
         &explore_counting(&book, &line, p.moves, &counting)?,
         book.generation(),
     )
+}
+
+/// `GET /masters/pgn/{id}`, `GET /lichess/pgn/{id}`: a stored game as PGN
+/// (`application/x-chess-pgn`), 404 for an id the book stores no game under.
+async fn game_pgn(
+    State(s): State<Arc<AppState>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Result<Response, ApiError> {
+    let book = s.live.snapshot();
+    let parsed = crate::ops::games::parse_game_id(&id)?;
+    match crate::ops::games::pgn_by_id(&book, parsed)? {
+        Some(pgn) => Ok((
+            [(
+                header::CONTENT_TYPE,
+                "application/x-chess-pgn; charset=utf-8",
+            )],
+            pgn,
+        )
+            .into_response()),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("no game {} in this book", clip_path(&id)),
+        )),
+    }
 }
 
 /// `GET /v1/position`: `probe --json`'s shape for one position of any game's book.

@@ -15,6 +15,7 @@ pub mod filter;
 pub(crate) mod fpset;
 pub mod gameblock;
 pub mod gamerefs;
+pub(crate) mod gamerun;
 pub(crate) mod rangecoder;
 pub(crate) mod record;
 #[doc(hidden)]

@@ -33,7 +33,7 @@ pub(super) fn apply_phase(
     plan: &[PlannedInput],
     staging: &Staging,
     state: &mut ImportState,
-    in_memory: Option<Vec<SortedAggregate>>,
+    (in_memory, games): (Option<Vec<SortedAggregate>>, Vec<super::games::GameSink>),
     opts: &ImportOptions,
     progress: &Progress,
 ) -> Result<Applied> {
@@ -82,6 +82,7 @@ pub(super) fn apply_phase(
         game_fingerprints,
         facets: opts.rules.facets,
         facet_games: state.facet_games.clone(),
+        stored_games: stored_games(staging.dir(), state, games)?,
     };
     let new = NewEntries::of(state, staging.dir(), in_memory);
     staging.mark_applying(&attempt)?;
@@ -93,6 +94,25 @@ pub(super) fn apply_phase(
         writer_opts: &writer_opts,
     };
     apply(&target, new, added)
+}
+
+/// The games this import stores, each source in the game store's order: the workers' games
+/// held in memory (nothing was spilled) or the game runs spilled beside the runs.
+fn stored_games(
+    staging: &Path,
+    state: &ImportState,
+    in_memory: Vec<super::games::GameSink>,
+) -> Result<Vec<crate::store::book::GameStream<'static>>> {
+    let mut out: Vec<crate::store::book::GameStream<'static>> = Vec::new();
+    for sink in in_memory {
+        out.push(Box::new(sink.into_sorted().map(Ok)));
+    }
+    for (name, _) in &state.game_runs {
+        out.push(Box::new(crate::store::gamerun::GameRunReader::open(
+            &staging.join(name),
+        )?));
+    }
+    Ok(out)
 }
 
 /// Merges runs in passes until at most `fan_in` remain (crash-safe: the merged run is

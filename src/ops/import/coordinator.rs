@@ -323,9 +323,14 @@ impl Coordinator<'_> {
             Msg::Flush(staging.join(name))
         })?;
         for r in replies {
-            if let Reply::Flushed(p, n) = r
+            if let Reply::Flushed(p, n, games) = r
                 && n > 0
             {
+                if let Some((g, count)) = games {
+                    self.staged += std::fs::metadata(&g).map_or(0, |m| m.len());
+                    let name = g.file_name().unwrap_or_default().to_string_lossy();
+                    state.game_runs.push((name.to_string(), count));
+                }
                 self.staged += std::fs::metadata(&p).map_or(0, |m| m.len());
                 state.runs.push((
                     p.file_name()
@@ -515,6 +520,8 @@ pub(super) struct ReadOutcome {
     pub(super) read_fp: Vec<Option<input::ReadFingerprint>>,
     /// `--dedupe`: the fingerprints of the games read outgrew their share of `--memory`.
     pub(super) dedupe_spilled: bool,
+    /// The workers' games to store, if nothing was spilled (books that store games).
+    pub(super) games: Vec<super::games::GameSink>,
 }
 
 /// Reads all inputs, replays games on the workers and checkpoints spilled runs.
@@ -557,10 +564,14 @@ pub(super) fn read_phase(
     };
     let known = known.as_ref().map(|(index, _)| index);
 
+    let mut games = Vec::new();
     let in_memory = std::thread::scope(|s| -> Result<Option<Vec<SortedAggregate>>> {
         let (res_tx, res_rx) = unbounded::<Reply>();
         let txs = (0..jobs)
-            .map(|id| worker::spawn(s, id, (opts.rules, opts.game), budget, &res_tx))
+            .map(|id| {
+                let rules = (opts.rules, opts.game, opts.store_games);
+                worker::spawn(s, id, rules, budget, &res_tx)
+            })
             .collect();
         drop(res_tx);
         let mut co = Coordinator {
@@ -608,7 +619,10 @@ pub(super) fn read_phase(
             let parts = replies
                 .into_iter()
                 .filter_map(|r| match r {
-                    Reply::Taken(v) => Some(v),
+                    Reply::Taken(v, g) => {
+                        games.extend(g);
+                        Some(v)
+                    }
                     _ => None,
                 })
                 .collect();
@@ -624,6 +638,7 @@ pub(super) fn read_phase(
         in_memory,
         read_fp,
         dedupe_spilled: seen.spilled(),
+        games,
     })
 }
 

@@ -20,6 +20,7 @@ mod aggregate;
 mod apply;
 mod coordinator;
 mod disk;
+mod games;
 pub(crate) mod memory;
 mod options;
 mod plan;
@@ -53,6 +54,8 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     }
     let opts = &ImportOptions {
         memory_mib,
+        // Othello games carry no tags: only chess books store games.
+        store_games: opts.store_games && opts.game == crate::ops::game::Game::Chess,
         ..opts.clone()
     };
     let mut summary = import_fitted(book_path, inputs, opts)?;
@@ -160,7 +163,7 @@ fn import_fitted(
         &plan,
         &staging,
         &mut state,
-        read.in_memory,
+        (read.in_memory, read.games),
         opts,
         &progress,
     )?;

@@ -20,6 +20,9 @@ pub const DELTA_MIN_THRESHOLD: u64 = 100_000;
 pub struct ImportOptions {
     pub rules: CountRules,
     pub dedupe: bool,
+    /// Keep each counted game in the book's game store (docs/FORMAT.md §15): the default for
+    /// chess; `--no-games` (and Othello, whose games carry no tags) keep none.
+    pub store_games: bool,
     pub force: bool,
     /// Fingerprint every input file's bytes even where its identity (path, size, mtime,
     /// inode, device) matches an import record's.
@@ -60,6 +63,7 @@ impl Default for ImportOptions {
             },
             facets: None,
             dedupe: false,
+            store_games: true,
             force: false,
             rehash: false,
             jobs: 0,

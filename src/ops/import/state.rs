@@ -67,13 +67,18 @@ pub(super) struct ImportState {
     /// is. Kept so that a resumed import finishes the level as it began it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) pass_level: Option<(usize, usize)>,
+    /// Game runs spilled beside the runs (books that store games): file names and game
+    /// counts. Never merged in passes; the book's writer merges them all.
+    #[serde(default)]
+    pub(super) game_runs: Vec<(String, u64)>,
 }
 
 /// 2: `games_log_bytes` and `games.fp` (a version-1 state never recorded fingerprints).
 /// 3: `--dedupe` reads in chunks like any import; `games_in_input` is gone (a version-2
 /// `--dedupe` state counted games, not bytes, so it cannot be resumed by this version).
 /// 4: runs in the block format (`BDBRUN02`); a state of an earlier version starts over.
-const STATE_VERSION: u32 = 4;
+/// 5: game runs (`game_runs`, `BDBGAM01`) beside the runs; a version-4 state kept no games.
+const STATE_VERSION: u32 = 5;
 
 impl ImportState {
     /// The state of an import that has read nothing yet.

@@ -8,13 +8,14 @@ use std::path::PathBuf;
 use crossbeam_channel::{Receiver, Sender, bounded};
 
 use super::aggregate::{Aggregator, SortedAggregate};
+use super::games::GameSink;
 use super::options::InputKind;
 use crate::error::Error;
 use crate::ops::game::Game;
 use crate::ops::othello::games::{self as othello_games, OthelloGame};
 use crate::ops::pgn::{
     CountRules, GameReader, GameResult, Ply, RawGame, SkipReason, game_fingerprint, game_result,
-    replay_into,
+    replay_into, replay_keeping,
 };
 use crate::store::Entry;
 use crate::store::run::RunWriter;
@@ -68,8 +69,11 @@ pub(super) enum Reply {
         games: ParsedGames,
         spare: Vec<u8>,
     },
-    Flushed(PathBuf, u64),
-    Taken(SortedAggregate),
+    /// A run spilled: its path and entries, and the game run beside it (path, games), if
+    /// the worker had games to store.
+    Flushed(PathBuf, u64, Option<(PathBuf, u64)>),
+    /// The aggregate, and the games to store (books that store games).
+    Taken(SortedAggregate, Option<GameSink>),
     Failed(Error),
 }
 
@@ -89,8 +93,18 @@ fn count_game(
     agg: &mut Aggregator,
     plies: &mut Vec<Ply>,
     tally: &mut Tally,
+    store: Option<(&mut GameSink, Option<u128>)>,
 ) -> bool {
-    match replay_into(g, rules, plies) {
+    let replayed = match store {
+        None => replay_into(g, rules, plies),
+        Some((sink, fp)) => {
+            let mut moves = std::mem::take(&mut sink.moves);
+            let r = replay_keeping(g, rules, plies, Some(&mut moves));
+            sink.moves = moves;
+            r.map(|start| sink.add(g, &start, || fp.unwrap_or_else(|| game_fingerprint(g))))
+        }
+    };
+    match replayed {
         Ok(()) => {
             tally.imported += 1;
             let elos = [g.white_elo, g.black_elo];
@@ -188,13 +202,14 @@ fn worker(
     id: usize,
     rx: Receiver<Msg>,
     tx: Sender<Reply>,
-    rules: (CountRules, Game),
+    rules: (CountRules, Game, bool),
     budget: usize,
 ) {
     let mut w = Worker {
         id,
         rules: rules.0,
         game: rules.1,
+        games: rules.2.then(GameSink::default),
         budget,
         // Vectors reserved for the budget (untouched capacity costs no memory), the hash
         // table sized for a typical mix and doubled as needed (Aggregator::for_budget).
@@ -218,6 +233,9 @@ struct Worker {
     game: Game,
     budget: usize,
     agg: Aggregator,
+    /// The games counted since the last spill, kept for the book's game store (`None`: the
+    /// book stores no games).
+    games: Option<GameSink>,
     plies: Vec<Ply>,
     parsed: HashMap<u64, (usize, ParsedChunk)>,
 }
@@ -255,7 +273,10 @@ impl Worker {
                 }
             },
             Msg::Flush(path) => self.flush(path),
-            Msg::Take => Reply::Taken(std::mem::take(&mut self.agg).into_sorted()),
+            Msg::Take => Reply::Taken(
+                std::mem::take(&mut self.agg).into_sorted(),
+                self.games.take(),
+            ),
         };
         (reply, true)
     }
@@ -276,7 +297,11 @@ impl Worker {
             skipped: t.skipped,
             counted,
             facet_games: t.facet_games,
-            full: self.agg.full(self.budget),
+            // The games kept for the store take their share of the worker's budget.
+            full: self.agg.full(
+                self.budget
+                    .saturating_sub(self.games.as_ref().map_or(0, GameSink::bytes)),
+            ),
             spare: spare.map(|mut b| {
                 b.clear();
                 b
@@ -309,7 +334,15 @@ impl Worker {
         let mut t = Tally::default();
         let read = each_game(&data, first_line, |g| match g {
             Ok(g) => {
-                count_game(&g, &self.rules, &mut self.agg, &mut self.plies, &mut t);
+                let store = self.games.as_mut().map(|s| (s, None));
+                count_game(
+                    &g,
+                    &self.rules,
+                    &mut self.agg,
+                    &mut self.plies,
+                    &mut t,
+                    store,
+                );
                 Some(g)
             }
             Err(s) => {
@@ -355,8 +388,16 @@ impl Worker {
         for (g, keep) in games.into_iter().zip(keep) {
             match g {
                 Ok((g, fp)) => {
+                    let store = self.games.as_mut().map(|s| (s, fp));
                     if keep
-                        && count_game(&g, &self.rules, &mut self.agg, &mut self.plies, &mut t)
+                        && count_game(
+                            &g,
+                            &self.rules,
+                            &mut self.agg,
+                            &mut self.plies,
+                            &mut t,
+                            store,
+                        )
                         && let Some(fp) = fp
                     {
                         counted.push(fp);
@@ -371,8 +412,19 @@ impl Worker {
     /// Spills the aggregate, sorted, as a run at `path`.
     fn flush(&mut self, path: std::path::PathBuf) -> Reply {
         if self.agg.is_empty() {
-            return Reply::Flushed(path, 0);
+            return Reply::Flushed(path, 0, None);
         }
+        // The game run first: a run recorded in the state implies its game run is durable.
+        let games = match self.games.as_mut().filter(|g| g.len() > 0) {
+            Some(sink) => {
+                let gpath = path.with_extension("games");
+                match sink.spill(&gpath) {
+                    Ok(n) => Some((gpath, n)),
+                    Err(e) => return Reply::Failed(e.into()),
+                }
+            }
+            None => None,
+        };
         let mut sorted = std::mem::take(&mut self.agg).into_sorted();
         let res = RunWriter::create(&path, self.game.codec()).and_then(|mut w| {
             let mut e = Entry::default();
@@ -384,7 +436,7 @@ impl Worker {
         // The same tables serve the next round: no fresh pages to fault in.
         self.agg = sorted.into_aggregator();
         match res {
-            Ok(n) => Reply::Flushed(path, n),
+            Ok(n) => Reply::Flushed(path, n, games),
             Err(e) => Reply::Failed(e.into()),
         }
     }
@@ -394,7 +446,7 @@ impl Worker {
 pub(super) fn spawn<'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
     id: usize,
-    rules: (CountRules, Game),
+    rules: (CountRules, Game, bool),
     budget: usize,
     replies: &Sender<Reply>,
 ) -> Sender<Msg> {

@@ -43,6 +43,8 @@ pub(crate) struct Additions {
     /// The facets the counts are split by (the book's), and the games counted by facet.
     pub(crate) facets: crate::store::facet::FacetSet,
     pub(crate) facet_games: crate::store::facet::FacetGames,
+    /// Games to store (docs/FORMAT.md §15), each stream in the game store's order.
+    pub(crate) stored_games: Vec<super::GameStream<'static>>,
 }
 
 impl Additions {
@@ -55,6 +57,9 @@ impl Additions {
         w.add_facet_games(&self.facet_games);
         if let Some(g) = self.game_fingerprints {
             w.add_game_fingerprints_from(g);
+        }
+        for g in self.stored_games {
+            w.store_sorted_games(g);
         }
     }
 }

@@ -1,0 +1,54 @@
+//! `bookdb pgn`: stored games given back as PGN, by id.
+
+use std::process::ExitCode;
+
+use super::args::BookArg;
+
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    book: BookArg,
+    /// Game ids: 8 characters of 0-9A-Za-z (a lichess game id, or the id bookdb derived
+    /// from the game, which the PGN's `GameId` tag shows).
+    #[arg(required_unless_present = "all")]
+    ids: Vec<String>,
+    /// Every stored game, oldest first (each file of the book in turn).
+    #[arg(long, conflicts_with = "ids")]
+    all: bool,
+}
+
+impl Args {
+    pub(crate) fn run(self) -> anyhow::Result<ExitCode> {
+        let ids = self
+            .ids
+            .iter()
+            .map(|s| bookdb::ops::games::parse_game_id(s))
+            .collect::<Result<Vec<u64>, _>>()?;
+        let (_, book) = bookdb::ops::game::Game::open(&self.book.book)?;
+        let mut missing = Vec::new();
+        super::output::with_stdout(|out| {
+            if self.all {
+                return Ok(bookdb::ops::games::write_all_pgn(&book, out)?);
+            }
+            for (id, given) in ids.into_iter().zip(&self.ids) {
+                match bookdb::ops::games::pgn_by_id(&book, id)? {
+                    Some(pgn) => out.write_all(pgn.as_bytes())?,
+                    None => missing.push(given.clone()),
+                }
+            }
+            Ok(())
+        })?;
+        for given in &missing {
+            eprintln!(
+                "bookdb: no game {given} in {} (it stores {} games)",
+                self.book.book.display(),
+                book.games_stored()
+            );
+        }
+        Ok(if missing.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        })
+    }
+}

@@ -1,0 +1,59 @@
+//! The games a book stores, given back (docs/FORMAT.md §15): a game id parsed and its games
+//! found over the book's files, as PGN.
+
+use crate::error::{Error, Result};
+use crate::ops::gamerec;
+use crate::store::Book;
+
+/// A game id as given (8 characters of `0-9A-Za-z`: a lichess id, or the id bookdb derived
+/// from the game's fingerprint), or a usage error saying what an id looks like.
+pub fn parse_game_id(s: &str) -> Result<u64> {
+    gamerec::parse_id(s.trim()).ok_or_else(|| {
+        Error::Usage(format!(
+            "{s:?} is not a game id: ids are 8 characters of 0-9A-Za-z (a lichess game id, or the id in the `GameId` tag `bookdb pgn` prints)"
+        ))
+    })
+}
+
+/// The PGN of the stored games with this id (one game, or several that share the id, one
+/// after the other); `None` when the book stores no game with it.
+pub fn pgn_by_id(book: &Book, id: u64) -> Result<Option<String>> {
+    let games = book.games_by_id(id)?;
+    if games.is_empty() {
+        return Ok(None);
+    }
+    let mut out = String::new();
+    for g in &games {
+        let pgn = gamerec::to_pgn(g).map_err(|e| {
+            Error::Store(crate::store::error::Error::Corrupt(
+                crate::store::error::Corruption::GameStore {
+                    at: format!("game {}", gamerec::id_string(id)),
+                    reason: e,
+                },
+            ))
+        })?;
+        out.push_str(&pgn);
+    }
+    Ok(Some(out))
+}
+
+/// Writes every stored game as PGN, file by file (the base, then each segment), each in its
+/// store's order (oldest first).
+pub fn write_all_pgn(book: &Book, out: &mut dyn std::io::Write) -> Result<()> {
+    for f in book.files() {
+        for g in f.games_iter()? {
+            let g = g?;
+            let pgn = gamerec::to_pgn(&g).map_err(|e| {
+                Error::Store(crate::store::error::Error::Corrupt(
+                    crate::store::error::Corruption::GameStore {
+                        at: format!("game {}", gamerec::id_string(g.id)),
+                        reason: e,
+                    },
+                ))
+            })?;
+            out.write_all(pgn.as_bytes())
+                .map_err(|e| Error::io("writing PGN", e))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,229 @@
+//! The game store (docs/FORMAT.md §15, issue 27): every game an import counts comes back as
+//! its PGN (kept tags and whole mainline) by id, from the CLI (`bookdb pgn`) and the server
+//! (`/masters/pgn/{id}`, `/lichess/pgn/{id}`), whatever the spills, segments, compactions and
+//! merges in between; `--no-games` books keep none. An independent replay with python-chess
+//! checks the given-back games move by move (skipped with a printed reason without it).
+
+mod common;
+use common::server::Server;
+use common::{Bookdb, bookdb, s, sample_halves, sample_pgn, stats, verify};
+
+use std::path::Path;
+
+use bookdb::ops::pgn::{GameReader, game_fingerprint};
+
+/// A game as compared: its fingerprint (tags White/Black/Date/Round/Event/Site, result and
+/// moves) and its kept tags, by the game's id as the stored PGN's `GameId` tag names it.
+fn games_in(pgn: &[u8]) -> Vec<(u128, Vec<u8>, Option<String>)> {
+    let mut r = GameReader::new(pgn);
+    let mut out = Vec::new();
+    while let Some(g) = r.next_game().unwrap() {
+        assert!(g.error.is_none(), "{:?}", g.error);
+        out.push((game_fingerprint(&g), g.kept.to_vec(), g.game_id_tag.clone()));
+    }
+    out
+}
+
+/// The input's games as a multiset of (fingerprint, kept tags).
+fn input_games(pgn: &Path) -> Vec<(u128, Vec<u8>)> {
+    let mut v: Vec<_> = games_in(&std::fs::read(pgn).unwrap())
+        .into_iter()
+        .map(|(f, k, _)| (f, k))
+        .collect();
+    v.sort();
+    v
+}
+
+fn all_pgn(book: &Path) -> String {
+    bookdb(["pgn", "--book", s(book), "--all"]).ok()
+}
+
+/// The stored games as (fingerprint, kept tags), sorted; checks every one carries its id.
+fn stored_games(book: &Path) -> Vec<(u128, Vec<u8>)> {
+    let mut v: Vec<_> = games_in(all_pgn(book).as_bytes())
+        .into_iter()
+        .map(|(f, k, id)| {
+            assert!(
+                id.is_some_and(|i| i.len() == 8),
+                "a stored game names its id"
+            );
+            (f, k)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn import(inputs: &[&Path], book: &Path, extra: &[&str]) -> serde_json::Value {
+    Bookdb::import(inputs, book)
+        .args(["--quiet", "--json"])
+        .args(extra)
+        .json()
+}
+
+#[test]
+fn every_counted_game_comes_back_with_its_tags_and_moves_spilled_or_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let want = input_games(&sample_pgn());
+    // The sample five times over: enough to spill at the smallest budget. A game counted
+    // again (no --dedupe) is stored once.
+    let sample = dir.path().join("five.pgn");
+    let text = std::fs::read(sample_pgn()).unwrap();
+    std::fs::write(&sample, [&text[..], b"\n"].concat().repeat(5)).unwrap();
+    let in_memory = dir.path().join("m.book");
+    let r = import(&[&sample], &in_memory, &[]);
+    assert_eq!(
+        (r["runs"].as_u64(), r["games_imported"].as_u64()),
+        (Some(0), Some(1000)),
+        "{r}"
+    );
+    let spilled = dir.path().join("s.book");
+    let r = import(&[&sample], &spilled, &["--memory", "1", "--jobs", "2"]);
+    assert!(
+        r["runs"].as_u64().unwrap() > 2,
+        "tiny --memory must spill: {r}"
+    );
+    for book in [&in_memory, &spilled] {
+        assert_eq!(stats(book)["stored_games"], 200);
+        assert_eq!(stored_games(book), want, "{}", book.display());
+        assert!(verify(book).contains("200 stored games checked; OK"));
+    }
+    // The store's order depends on the games alone, not on how the import ran.
+    assert_eq!(all_pgn(&in_memory), all_pgn(&spilled));
+}
+
+#[test]
+fn games_are_found_by_id_and_unknown_ids_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = common::write_text(
+        dir.path(),
+        "l.pgn",
+        concat!(
+            "[Event \"Rated blitz game\"]\n[Site \"https://lichess.org/q7ZvsdUF\"]\n",
+            "[Date \"2020.01.02\"]\n[White \"a\"]\n[Black \"b\"]\n[Result \"0-1\"]\n",
+            "[WhiteElo \"1500\"]\n[BlackElo \"1600\"]\n[TimeControl \"180+0\"]\n\n",
+            "1. f3 e5 2. g4 Qh4# 0-1\n\n",
+            "[Event \"Casual\"]\n[Site \"Berlin\"]\n[Date \"1852.??.??\"]\n",
+            "[White \"Anderssen\"]\n[Black \"Dufresne\"]\n[Result \"1-0\"]\n\n",
+            "1. e4 e5 2. Nf3 Nc6 3. Bc4 Bc5 4. b4 Bxb4 5. c3 Ba5 6. d4 1-0\n"
+        ),
+    );
+    let book = dir.path().join("l.book");
+    import(&[&pgn], &book, &[]);
+    let one = bookdb(["pgn", "--book", s(&book), "q7ZvsdUF"]).ok();
+    assert!(
+        one.starts_with("[Event \"Rated blitz game\"]\n[Site \"https://lichess.org/q7ZvsdUF\"]\n"),
+        "{one}"
+    );
+    assert!(one.contains("[GameId \"q7ZvsdUF\"]"), "{one}");
+    assert!(one.contains("1. f3 e5 2. g4 Qh4# 0-1"), "{one}");
+    // The other game's id is derived from its fingerprint; `--all` shows it.
+    let all = all_pgn(&book);
+    let ids: Vec<String> = games_in(all.as_bytes())
+        .into_iter()
+        .filter_map(|(_, _, id)| id)
+        .collect();
+    assert_eq!(ids.len(), 2);
+    let other = ids.iter().find(|i| *i != "q7ZvsdUF").unwrap();
+    let berlin = bookdb(["pgn", "--book", s(&book), other]).ok();
+    assert!(berlin.contains("[Site \"Berlin\"]"), "{berlin}");
+    // Unknown: exit 1 with a message; not an id: a usage error.
+    let out = bookdb(["pgn", "--book", s(&book), "zzzzzzzz"]).output();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no game zzzzzzzz"));
+    let err = bookdb(["pgn", "--book", s(&book), "nope"]).fails_with(1);
+    assert!(err.contains("not a game id"), "{err}");
+
+    // The server: lichess's routes for a game's PGN.
+    let srv = Server::start(&book, &[]);
+    for route in ["/masters/pgn/q7ZvsdUF", "/lichess/pgn/q7ZvsdUF"] {
+        let r = srv.get(route);
+        assert_eq!(r.status, 200, "{route}");
+        assert_eq!(
+            r.header("content-type"),
+            Some("application/x-chess-pgn; charset=utf-8")
+        );
+        assert_eq!(r.body, one);
+    }
+    let r = srv.get("/masters/pgn/zzzzzzzz");
+    assert_eq!(r.status, 404);
+    assert!(r.error().contains("no game zzzzzzzz"), "{}", r.error());
+    assert_eq!(srv.get("/masters/pgn/nope").status, 400);
+}
+
+#[test]
+fn no_games_books_store_none_and_answer_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("n.book");
+    import(&[&sample_pgn()], &book, &["--no-games"]);
+    assert_eq!(stats(&book)["stored_games"], 0);
+    assert_eq!(all_pgn(&book), "");
+    assert!(verify(&book).contains("0 stored games checked; OK"));
+}
+
+#[test]
+fn segments_compaction_and_merge_keep_every_game() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = sample_halves(dir.path());
+    let want = input_games(&sample_pgn());
+    let book = dir.path().join("b.book");
+    import(&[&first], &book, &[]);
+    // A small second import goes to a delta segment with its own store.
+    let r = import(&[&second], &book, &["--delta-min", "1000000"]);
+    assert_eq!(r["applied"], "delta", "{r}");
+    assert_eq!(stats(&book)["stored_games"], 200);
+    assert_eq!(stored_games(&book), want);
+    verify(&book);
+    bookdb(["compact", "--book", s(&book), "--quiet"]).ok();
+    assert_eq!(stats(&book)["segments"], 0);
+    assert_eq!(stored_games(&book), want);
+    assert!(verify(&book).contains("200 stored games checked; OK"));
+    // Merged with a book of the first half again: each game is stored once.
+    let half = dir.path().join("h.book");
+    import(&[&first], &half, &[]);
+    let merged = dir.path().join("m.book");
+    bookdb(["merge", "--quiet", "--out", s(&merged), s(&book), s(&half)]).ok();
+    assert_eq!(stats(&merged)["stored_games"], 200);
+    assert_eq!(stored_games(&merged), want);
+}
+
+/// python-chess replays every given-back game to the same moves and tags as the input's.
+#[test]
+fn python_chess_replays_the_given_back_games_as_the_input() {
+    let Some(py) = common::python_chess() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("p.book");
+    import(&[&sample_pgn()], &book, &[]);
+    let back = dir.path().join("back.pgn");
+    std::fs::write(&back, all_pgn(&book)).unwrap();
+    let script = r#"
+import sys, chess.pgn
+TAGS = ["Event", "Site", "Date", "Round", "White", "Black", "Result", "WhiteElo", "BlackElo", "TimeControl", "ECO"]
+def games(path):
+    out = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        while True:
+            g = chess.pgn.read_game(f)
+            if g is None:
+                return sorted(out)
+            tags = tuple(g.headers.get(t, "?") if t in ("Event","Site","Date","Round","White","Black","Result") else g.headers.get(t, "") for t in TAGS)
+            out.append((tags, tuple(m.uci() for m in g.mainline_moves())))
+a, b = games(sys.argv[1]), games(sys.argv[2])
+assert len(a) == len(b) == 200, (len(a), len(b))
+for x, y in zip(a, b):
+    assert x == y, (x, y)
+print("ok", len(a))
+"#;
+    let out = std::process::Command::new(py)
+        .args(["-c", script, s(&sample_pgn()), s(&back)])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
