@@ -227,3 +227,34 @@ print("ok", len(a))
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// An import killed after it spilled runs (and their game runs) and checkpointed, run again,
+/// resumes from the checkpoint and stores every game once; killed at random moments, too.
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_killed_import_resumes_with_its_game_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let want = input_games(&sample_pgn());
+    let five = dir.path().join("five.pgn");
+    let text = std::fs::read(sample_pgn()).unwrap();
+    std::fs::write(&five, [&text[..], b"\n"].concat().repeat(5)).unwrap();
+    for (i, point) in [
+        "import-checkpoint-saved",
+        "import-runs-spilled",
+        "import-applying-marked",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let book = dir.path().join(format!("k{i}.book"));
+        let run =
+            || Bookdb::import(&[&five], &book).args(["--quiet", "--memory", "1", "--jobs", "2"]);
+        assert!(run().run_crashing(Some(point), None), "killed at {point}");
+        let r: serde_json::Value = run().arg("--json").json();
+        assert_eq!(r["resumed"], point != "import-runs-spilled", "{point}: {r}");
+        assert_eq!(stats(&book)["games"], 1000, "{point}");
+        assert_eq!(stats(&book)["stored_games"], 200, "{point}");
+        assert_eq!(stored_games(&book), want, "{point}");
+        verify(&book);
+    }
+}

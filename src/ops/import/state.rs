@@ -190,7 +190,12 @@ impl Staging {
             .and_then(|b| serde_json::from_slice(&b).ok())
             // Runs of versions before 4 are in the per-entry format: those states start over.
             .filter(|s: &ImportState| s.version == STATE_VERSION && s.id == self.id && !has_stdin)
-            .filter(|s| s.runs.iter().all(|(r, _)| self.path(r).exists()))
+            .filter(|s| {
+                s.runs
+                    .iter()
+                    .chain(&s.game_runs)
+                    .all(|(r, _)| self.path(r).exists())
+            })
             .map(|s| ImportState {
                 version: STATE_VERSION,
                 ..s
@@ -210,7 +215,11 @@ impl Staging {
                     && n != SKIPPED_LOG
                     && n != GAMES_LOG
                     && n != APPLYING
-                    && !state.runs.iter().any(|(r, _)| *r == n)
+                    && !state
+                        .runs
+                        .iter()
+                        .chain(&state.game_runs)
+                        .any(|(r, _)| *r == n)
                 {
                     let _ = std::fs::remove_file(e.path());
                 }
