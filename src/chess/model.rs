@@ -74,6 +74,7 @@ fn square_index<const RANK: usize>(squares: &[PieceCode; 64], file: usize) -> us
     };
     ((file * 8 + RANK) * CTX + below) * CTX + left
 }
+
 const CASTLE_STRIDE: usize = 17;
 const EP_STRIDE: usize = 10;
 
@@ -204,16 +205,19 @@ impl ChessModel {
     #[doc(hidden)]
     pub fn encode_state_into(&self, s: &PosState, out: &mut Vec<u8>) {
         let mut enc = Encoder::appending_to(std::mem::take(out));
+        // A code above 12 (not a valid state) is coded as 12, as `pack` writes it; every
+        // table index is then in range.
+        let squares = s.squares.map(|c| c.min(12));
         // In packing order, unrolled by rank like the decoding.
         for file in 0..8 {
-            self.encode_square::<0>(&mut enc, &s.squares, file);
-            self.encode_square::<1>(&mut enc, &s.squares, file);
-            self.encode_square::<2>(&mut enc, &s.squares, file);
-            self.encode_square::<3>(&mut enc, &s.squares, file);
-            self.encode_square::<4>(&mut enc, &s.squares, file);
-            self.encode_square::<5>(&mut enc, &s.squares, file);
-            self.encode_square::<6>(&mut enc, &s.squares, file);
-            self.encode_square::<7>(&mut enc, &s.squares, file);
+            self.encode_square::<0>(&mut enc, &squares, file);
+            self.encode_square::<1>(&mut enc, &squares, file);
+            self.encode_square::<2>(&mut enc, &squares, file);
+            self.encode_square::<3>(&mut enc, &squares, file);
+            self.encode_square::<4>(&mut enc, &squares, file);
+            self.encode_square::<5>(&mut enc, &squares, file);
+            self.encode_square::<6>(&mut enc, &squares, file);
+            self.encode_square::<7>(&mut enc, &squares, file);
         }
         let turn = usize::from(s.black_to_move);
         enc.encode(turn as u32 * (TOTAL / 2), TOTAL / 2);
@@ -439,6 +443,21 @@ mod tests {
                 let bytes = m.encode_state(&p);
                 prop_assert_eq!(m.decode_state(&bytes), Some(p.clone()));
             }
+        }
+
+        /// A state with codes above 12 (not valid) is coded as with 12 there, never panics.
+        #[test]
+        fn invalid_codes_are_coded_as_12(
+            p in arb_state(),
+            bad in proptest::collection::vec((0usize..64, 13u8..=255), 1..4),
+        ) {
+            let mut q = p.clone();
+            for &(i, c) in &bad {
+                q.squares[i] = c;
+            }
+            let mut clamped = q.clone();
+            clamped.squares = q.squares.map(|c| c.min(12));
+            prop_assert_eq!(trained().encode_state(&q), encode_reference(trained(), &clamped));
         }
 
         #[test]
