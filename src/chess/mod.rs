@@ -66,7 +66,7 @@ impl PositionCodec for ChessCodec {
             return generic_prepare(self, model, pos, moves, coded);
         };
         let state = PosState::unpack(pos)?;
-        coded.extend_from_slice(&m.encode_state(&state));
+        m.encode_state_into(&state, coded);
         Ok(index_moves_of(&state, moves))
     }
     fn unindex_moves(&self, pos: &[u8], idx: &[u8]) -> Result<Vec<u16>, CodecError> {

@@ -15,6 +15,8 @@ pub(crate) struct Encoder {
     pending: u64,
     first: bool,
     out: Vec<u8>,
+    /// Where this message starts in `out`.
+    start: usize,
 }
 
 impl Default for Encoder {
@@ -26,13 +28,19 @@ impl Default for Encoder {
 impl Encoder {
     #[doc(hidden)]
     pub fn new() -> Encoder {
+        Encoder::appending_to(Vec::with_capacity(16))
+    }
+
+    /// An encoder whose message is appended to `out` ([`Encoder::finish`] returns it).
+    pub(crate) fn appending_to(out: Vec<u8>) -> Encoder {
         Encoder {
             low: 0,
             range: u32::MAX,
             cache: 0,
             pending: 1,
             first: true,
-            out: Vec::with_capacity(16),
+            start: out.len(),
+            out,
         }
     }
 
@@ -77,13 +85,14 @@ impl Encoder {
     }
 
     /// Ends the message with as few bytes as possible: picks the value in the final interval
-    /// with the most trailing zero bits; trailing zero bytes are dropped.
+    /// with the most trailing zero bits; trailing zero bytes are dropped. Returns the output
+    /// (with what it held before, see [`Encoder::appending_to`]).
     pub(crate) fn finish(mut self) -> Vec<u8> {
         // range >= 2^24, so [low, low + range) holds a multiple of 2^24.
         self.low = (self.low + 0xFF_FFFF) & !0xFF_FFFFu64;
         self.shift_low();
         self.shift_low();
-        while self.out.last() == Some(&0) {
+        while self.out.len() > self.start && self.out.last() == Some(&0) {
             self.out.pop();
         }
         self.out
@@ -149,12 +158,44 @@ impl<'a> Decoder<'a> {
         Some(sym)
     }
 
+    /// [`Decoder::decode_symbol`] for a table of `N - 1` symbols given as a fixed-size array
+    /// (`cum[0] == 0`, ascending, `cum[N - 1] == TOTAL`) with the symbol `likely` tried
+    /// first: the same result and state on any input. If the code falls in `likely`'s
+    /// interval, `r * cum[likely] <= code < r * cum[likely + 1]`, the linear search would stop
+    /// there too (the table ascends) and the code is valid (below `r * TOTAL`). The products
+    /// fit `u32` (`cum <= TOTAL = 2^15`, `r < 2^17`), and `r * freq` is their difference.
+    #[inline(always)]
+    pub(crate) fn decode_likely<const N: usize>(
+        &mut self,
+        cum: &[u16; N],
+        likely: usize,
+    ) -> Option<usize> {
+        if let (Some(&lo), Some(&hi)) = (cum.get(likely), cum.get(likely + 1)) {
+            let r = self.range >> TOTAL_BITS;
+            let lo = r.wrapping_mul(u32::from(lo));
+            let hi = r.wrapping_mul(u32::from(hi));
+            if lo <= self.code && self.code < hi {
+                self.code -= lo;
+                self.range = hi - lo;
+                self.normalize();
+                return Some(likely);
+            }
+        }
+        self.decode_symbol(cum, N - 1)
+    }
+
     /// Consumes the symbol `[cum, cum + freq)` found via [`Decoder::peek`].
     #[inline]
     pub(crate) fn consume(&mut self, cum: u32, freq: u32) {
         let r = self.range >> TOTAL_BITS;
         self.code = self.code.wrapping_sub(r.wrapping_mul(cum));
         self.range = r.wrapping_mul(freq);
+        self.normalize();
+    }
+
+    /// Shifts in bytes until the range is at least `TOP` again.
+    #[inline(always)]
+    fn normalize(&mut self) {
         while self.range < TOP {
             self.range <<= 8;
             self.code = (self.code << 8) | u32::from(self.next_byte());
@@ -308,6 +349,33 @@ mod tests {
             for ti in picks {
                 let want = t[ti].decode(&mut a);
                 let got = b.decode_symbol(&t[ti].cum, t[ti].len());
+                prop_assert_eq!(got, want);
+                if want.is_none() {
+                    break;
+                }
+                prop_assert_eq!((a.code, a.range, a.pos), (b.code, b.range, b.pos));
+            }
+        }
+
+        /// Trying the likely symbol first (any symbol, or one out of range) decodes exactly
+        /// what the linear search decodes, on any bytes.
+        #[test]
+        fn decode_likely_equals_decode_symbol(
+            data in proptest::collection::vec(any::<u8>(), 0..40),
+            picks in proptest::collection::vec((0usize..3, 0usize..8), 1..100),
+        ) {
+            let t = tables();
+            let t0: [u16; 8] = t[0].cum[..].try_into().unwrap();
+            let t1: [u16; 3] = t[1].cum[..].try_into().unwrap();
+            let t2: [u16; 4] = t[2].cum[..].try_into().unwrap();
+            let (mut a, mut b) = (Decoder::new(&data), Decoder::new(&data));
+            for (ti, likely) in picks {
+                let want = a.decode_symbol(&t[ti].cum, t[ti].len());
+                let got = match ti {
+                    0 => b.decode_likely(&t0, likely),
+                    1 => b.decode_likely(&t1, likely),
+                    _ => b.decode_likely(&t2, likely),
+                };
                 prop_assert_eq!(got, want);
                 if want.is_none() {
                     break;
