@@ -206,6 +206,10 @@ fn passing_coded_positions_through_writes_the_same_file_as_coding_them_again() {
         w.add_facets(b.facets());
         w.add_facet_games(&b.facet_games());
         imports.extend(b.imports().unwrap());
+        // Their stored games, as a merge carries them (docs/FORMAT.md §15).
+        for f in b.files() {
+            w.store_sorted_games(f.games_iter().unwrap());
+        }
     }
     w.add_imports(imports);
     let streams: Vec<Box<dyn Iterator<Item = bookdb::store::error::Result<bookdb::store::Entry>>>> = vec![

@@ -266,6 +266,24 @@ fn main() {
     };
     out.put("game_block", "two-games", &gb(&games));
     out.put("game_block", "no-games", &gb(&[]));
+    // game_run: the same games, sorted, as an import spills them (and a run of none).
+    let dir = std::env::temp_dir().join(format!("bookdb-seeds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut sorted = games.clone();
+    sorted.sort_by(bookdb::store::gameblock::store_order);
+    for (name, games) in [("two-games", sorted), ("no-games", Vec::new())] {
+        let path = dir.join(format!("{name}.games"));
+        let mut w = bookdb::store::gamerun::GameRunWriter::create(&path).expect("game run");
+        for g in games {
+            w.push(g).expect("sorted");
+        }
+        w.finish().expect("game run written");
+        let bytes = std::fs::read(&path).expect("game run read");
+        out.put("game_run", name, &bytes);
+        out.put("game_run", &format!("{name}-no-magic"), &bytes[8..]);
+        let _ = std::fs::remove_file(&path);
+    }
+    let _ = std::fs::remove_dir(&dir);
     // Keep the trained model referenced by the seeds in sync with the fuzz targets.
     let _ = loaded_model();
 

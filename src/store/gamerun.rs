@@ -21,7 +21,7 @@ const RUN_LEVEL: i32 = 3;
 const MAX_FRAME: u32 = 80 << 20;
 
 /// Writes games, already in the store's order, as a game run.
-pub(crate) struct GameRunWriter {
+pub struct GameRunWriter {
     tmp: PathBuf,
     path: PathBuf,
     out: BufWriter<File>,
@@ -33,7 +33,7 @@ pub(crate) struct GameRunWriter {
 }
 
 impl GameRunWriter {
-    pub(crate) fn create(path: &Path) -> Result<GameRunWriter> {
+    pub fn create(path: &Path) -> Result<GameRunWriter> {
         let tmp = path.with_extension("games-tmp");
         let f = crate::store::files::create_temp(&tmp)?;
         crate::store::files::adopt_dir_access(&f, &tmp)?;
@@ -55,7 +55,7 @@ impl GameRunWriter {
         Error::io(format!("writing game run {}", self.tmp.display()), e)
     }
 
-    pub(crate) fn push(&mut self, g: StoredGame) -> Result<()> {
+    pub fn push(&mut self, g: StoredGame) -> Result<()> {
         if let Some(prev) = self.pending.last().or(self.last.as_ref())
             && store_order(prev, &g) == std::cmp::Ordering::Greater
         {
@@ -96,7 +96,7 @@ impl GameRunWriter {
     }
 
     /// Ends the run durably and moves it to its final name. Returns the game count.
-    pub(crate) fn finish(mut self) -> Result<u64> {
+    pub fn finish(mut self) -> Result<u64> {
         self.write_block()?;
         let ctx = |e| Error::io(format!("finishing game run {}", self.tmp.display()), e);
         let mut tail = Vec::with_capacity(16);
@@ -113,7 +113,7 @@ impl GameRunWriter {
 
 /// Reads a game run back, checking its frames, count, checksum and order: an iterator of
 /// games in the store's order.
-pub(crate) struct GameRunReader {
+pub struct GameRunReader {
     name: String,
     src: Box<dyn Read + Send>,
     crc: crc32fast::Hasher,
@@ -124,13 +124,13 @@ pub(crate) struct GameRunReader {
 }
 
 impl GameRunReader {
-    pub(crate) fn open(path: &Path) -> Result<GameRunReader> {
+    pub fn open(path: &Path) -> Result<GameRunReader> {
         let name = path.display().to_string();
         let f = File::open(path).map_err(|e| Error::io(format!("opening game run {name}"), e))?;
-        GameRunReader::from_reader(name, Box::new(BufReader::with_capacity(1 << 16, f)))
+        GameRunReader::from_reader(name, Box::new(BufReader::with_capacity(1 << 14, f)))
     }
 
-    pub(crate) fn from_reader(name: String, mut src: Box<dyn Read + Send>) -> Result<Self> {
+    pub fn from_reader(name: String, mut src: Box<dyn Read + Send>) -> Result<Self> {
         let mut magic = [0u8; 8];
         src.read_exact(&mut magic)
             .map_err(|e| Error::io(format!("game run {name}: reading header"), e))?;

@@ -15,7 +15,8 @@ pub mod filter;
 pub(crate) mod fpset;
 pub mod gameblock;
 pub mod gamerefs;
-pub(crate) mod gamerun;
+#[doc(hidden)]
+pub mod gamerun;
 pub(crate) mod rangecoder;
 pub(crate) mod record;
 #[doc(hidden)]

@@ -7,6 +7,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::open::GameTables;
+use super::options::PAGE_FIT;
 use super::*;
 use crate::store::error::{Corruption, Error, Result};
 use crate::store::gameblock::{self, StoredGame, store_order};
@@ -14,9 +15,10 @@ use crate::store::gameblock::{self, StoredGame, store_order};
 /// Games per block written, and the raw bytes past which a block is closed early.
 const BLOCK_GAMES: usize = 1024;
 const BLOCK_RAW: usize = 256 << 10;
-/// zstd level of the blocks a writer codes (docs/PERFORMANCE.md, "Game store records": the
-/// large set's games at 43 % of its PGN at `zstd -19`).
-const GAME_LEVEL: i32 = 19;
+/// zstd level of the blocks a writer codes: on the bench set's 135k games level 6 takes
+/// 63.0 B a game against 61.8 at level 19, in a fraction of the time (docs/PERFORMANCE.md,
+/// "Game store in books").
+const GAME_LEVEL: i32 = 6;
 
 /// Games in the store's order ([`store_order`]), each checked where it was read.
 pub type GameStream<'a> = Box<dyn Iterator<Item = Result<StoredGame>> + Send + 'a>;
@@ -36,14 +38,23 @@ impl BookFile {
 
     /// The block that holds game `number`: (its first number, its games).
     fn game_block_of(&self, t: &GameTables, number: u32) -> Result<(u32, Vec<StoredGame>)> {
-        let row = t
+        let (first, _) = t
             .blocks
-            .range(..=number)?
+            .range(..=(number, u16::MAX))?
             .next_back()
             .transpose()?
-            .ok_or_else(|| bad(format!("game {number}"), "no block holds it"))?;
-        let first = row.0.value();
-        let games = gameblock::decode(row.1.value()).map_err(|e| bad(block_at(first), e))?;
+            .ok_or_else(|| bad(format!("game {number}"), "no block holds it"))?
+            .0
+            .value();
+        let mut bytes = Vec::new();
+        for (i, row) in t.blocks.range((first, 0)..=(first, u16::MAX))?.enumerate() {
+            let (k, v) = row?;
+            if usize::from(k.value().1) != i {
+                return Err(bad(block_at(first), format!("chunk {} missing", i)));
+            }
+            bytes.extend_from_slice(v.value());
+        }
+        let games = gameblock::decode(&bytes).map_err(|e| bad(block_at(first), e))?;
         if (number - first) as usize >= games.len() {
             return Err(bad(
                 format!("game {number}"),
@@ -79,18 +90,20 @@ impl BookFile {
     }
 
     /// Every stored game of this file in number order. The blocks must number the games
-    /// densely from 0 and hold, in all, the games meta records; anything else is an error.
+    /// densely from 0, each block's chunks numbered from 0, and hold, in all, the games meta
+    /// records; anything else is an error.
     pub fn games_iter(&self) -> Result<GameStream<'static>> {
         let Some(t) = &self.games else {
             return Ok(Box::new(std::iter::empty()));
         };
         let path = self.path.clone();
-        let mut range = shield("reading the game store", || {
-            Ok(t.blocks.range::<u32>(..)?)
+        let mut rows = shield("reading the game store", || {
+            Ok(t.blocks.range::<(u32, u16)>(..)?.peekable())
         })
         .map_err(|e| e.in_file(&self.path))?;
         let want = self.games_stored;
         let (mut next, mut block, mut done) = (0u64, std::vec::IntoIter::default(), false);
+        let mut bytes: Vec<Vec<u8>> = Vec::new();
         Ok(Box::new(std::iter::from_fn(move || {
             if done {
                 return None;
@@ -101,7 +114,26 @@ impl BookFile {
                         next += 1;
                         return Ok(Some(g));
                     }
-                    let Some(row) = range.next() else {
+                    // The next block: its chunks, in order.
+                    bytes.clear();
+                    let mut first = None;
+                    while let Some(row) = rows.next_if(|r| match (r, first) {
+                        (Ok((k, _)), Some(f)) => k.value().0 == f,
+                        _ => true,
+                    }) {
+                        let (k, v) = row?;
+                        let (f, chunk) = k.value();
+                        let f = *first.get_or_insert(f);
+                        bytes.push(v.value().to_vec());
+                        if usize::from(chunk) + 1 != bytes.len() {
+                            done = true;
+                            return Err(bad(
+                                block_at(f),
+                                format!("chunk {} missing", bytes.len() - 1),
+                            ));
+                        }
+                    }
+                    let Some(first) = first else {
                         done = true;
                         if next != want {
                             return Err(bad(
@@ -111,22 +143,20 @@ impl BookFile {
                         }
                         return Ok(None);
                     };
-                    let (k, v) = row?;
-                    let first = u64::from(k.value());
-                    if first != next {
+                    if u64::from(first) != next {
                         done = true;
                         return Err(bad(
-                            block_at(k.value()),
+                            block_at(first),
                             format!("expected a block from {next}"),
                         ));
                     }
-                    let games = gameblock::decode(v.value()).map_err(|e| {
+                    let games = gameblock::decode(&bytes.concat()).map_err(|e| {
                         done = true;
-                        bad(block_at(k.value()), e)
+                        bad(block_at(first), e)
                     })?;
                     if games.is_empty() {
                         done = true;
-                        return Err(bad(block_at(k.value()), "an empty block"));
+                        return Err(bad(block_at(first), "an empty block"));
                     }
                     block = games.into_iter();
                 }
@@ -277,7 +307,7 @@ fn copy_store(f: &BookFile, txn: &redb::WriteTransaction) -> Result<u64> {
     let mut blocks = txn.open_table(GAME_BLOCKS)?;
     let mut ids = txn.open_table(GAME_IDS)?;
     shield("copying the game store", || {
-        for row in t.blocks.range::<u32>(..)? {
+        for row in t.blocks.range::<(u32, u16)>(..)? {
             let (k, v) = row?;
             blocks.insert(k.value(), v.value())?;
         }
@@ -292,8 +322,11 @@ fn copy_store(f: &BookFile, txn: &redb::WriteTransaction) -> Result<u64> {
 
 /// Writes games, in the store's order, as numbered blocks and id rows.
 struct StoreWriter<'t> {
-    blocks: redb::Table<'t, u32, &'static [u8]>,
+    blocks: redb::Table<'t, (u32, u16), &'static [u8]>,
     ids: redb::Table<'t, (u64, u32), ()>,
+    /// The id rows, inserted in key order at the end: inserted in number order (random ids)
+    /// they left the table's pages half full, 70 B a game on the bench set.
+    id_rows: Vec<(u64, u32)>,
     pending: Vec<StoredGame>,
     pending_raw: usize,
     next: u32,
@@ -305,6 +338,7 @@ impl<'t> StoreWriter<'t> {
         Ok(StoreWriter {
             blocks: txn.open_table(GAME_BLOCKS)?,
             ids: txn.open_table(GAME_IDS)?,
+            id_rows: Vec::new(),
             pending: Vec::new(),
             pending_raw: 0,
             next: 0,
@@ -317,7 +351,7 @@ impl<'t> StoreWriter<'t> {
         self.next = number
             .checked_add(1)
             .ok_or_else(|| Error::Internal("more than 2^32 games in one file".into()))?;
-        self.ids.insert((g.id, number), ())?;
+        self.id_rows.push((g.id, number));
         self.pending_raw += 6 + g.fields.iter().map(|f| f.len() + 2).sum::<usize>();
         self.pending.push(g);
         if self.pending.len() >= BLOCK_GAMES || self.pending_raw >= BLOCK_RAW {
@@ -332,7 +366,11 @@ impl<'t> StoreWriter<'t> {
         }
         let bytes = gameblock::encode(&self.pending, GAME_LEVEL)
             .map_err(|e| Error::Internal(format!("coding a game block: {e}")))?;
-        self.blocks.insert(self.first, bytes.as_slice())?;
+        for (i, chunk) in bytes.chunks(PAGE_FIT).enumerate() {
+            let i = u16::try_from(i)
+                .map_err(|_| Error::Internal("a game block of more than 65,535 chunks".into()))?;
+            self.blocks.insert((self.first, i), chunk)?;
+        }
         self.first = self.next;
         self.pending.clear();
         self.pending_raw = 0;
@@ -341,6 +379,10 @@ impl<'t> StoreWriter<'t> {
 
     fn finish(mut self) -> Result<u64> {
         self.seal()?;
+        self.id_rows.sort_unstable();
+        for &row in &self.id_rows {
+            self.ids.insert(row, ())?;
+        }
         Ok(u64::from(self.next))
     }
 }

@@ -363,7 +363,7 @@ pub(super) fn read_eval_count(meta: &redb::ReadOnlyTable<&str, &[u8]>) -> Result
 
 /// A file's `game_blocks` and `game_ids` tables, open for the file's life.
 pub(crate) struct GameTables {
-    pub(crate) blocks: redb::ReadOnlyTable<u32, &'static [u8]>,
+    pub(crate) blocks: redb::ReadOnlyTable<(u32, u16), &'static [u8]>,
     pub(crate) ids: redb::ReadOnlyTable<(u64, u32), ()>,
 }
 

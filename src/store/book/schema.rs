@@ -20,10 +20,12 @@ pub(crate) const EVALS: TableDefinition<(u64, &[u8]), &[u8]> = TableDefinition::
 /// bytes. Absent in files written before it (they are probed without a filter).
 pub(crate) const KEY_FILTER: TableDefinition<u32, &[u8]> = TableDefinition::new("key_filter");
 
-/// The game store's blocks (format 6, docs/FORMAT.md §15): the number of the block's first
-/// game → a game block ([`crate::store::gameblock`]). Numbers are dense from 0 in each file, in
-/// (date, id) order. Absent in files without games.
-pub(crate) const GAME_BLOCKS: TableDefinition<u32, &[u8]> = TableDefinition::new("game_blocks");
+/// The game store's blocks (format 6, docs/FORMAT.md §15): (the number of the block's first
+/// game, chunk) → the chunk's bytes: a game block ([`crate::store::gameblock`]) cut into
+/// chunks of at most a page (a value of many pages would take the next power of two of them).
+/// Numbers are dense from 0 in each file, in (date, id) order. Absent in files without games.
+pub(crate) const GAME_BLOCKS: TableDefinition<(u32, u16), &[u8]> =
+    TableDefinition::new("game_blocks");
 /// The game store's id index (format 6): (game id, game number) → nothing; every stored game
 /// has exactly one row. Absent with `game_blocks`.
 pub(crate) const GAME_IDS: TableDefinition<(u64, u32), ()> = TableDefinition::new("game_ids");
