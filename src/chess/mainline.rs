@@ -84,6 +84,33 @@ fn play_coded(pos: &mut Chess, m: &Move) -> bool {
     }
 }
 
+/// The move of the legal code `code` in `pos` when it is plainly a normal move (not a king's
+/// while castling is possible, not en passant): what `legal_move` gives, without its check.
+fn plain_move(pos: &Chess, code: u16) -> Option<Move> {
+    let from = Square::new(u32::from(code & 63));
+    let to = to_square(code);
+    let board = pos.board();
+    let role = board.role_at(from)?;
+    let capture = if board.by_color(!pos.turn()).contains(to) {
+        board.role_at(to)
+    } else {
+        None
+    };
+    let plain = (role != Role::King || !pos.castles().has_color(pos.turn()))
+        && !(role == Role::Pawn && from.file() != to.file() && capture.is_none());
+    let promotion = match code >> 12 {
+        0 => None,
+        p => Some(*Role::ALL.get(usize::from(p - 1))?),
+    };
+    plain.then_some(Move::Normal {
+        role,
+        from,
+        capture,
+        to,
+        promotion,
+    })
+}
+
 /// Codes a mainline played from `start`: one rank byte per move.
 pub fn encode_mainline(start: &Chess, moves: &[Move]) -> Result<Vec<u8>, MainlineError> {
     let mut pos = start.clone();
@@ -115,8 +142,11 @@ pub fn decode_mainline(start: &Chess, ranks: &[u8]) -> Result<Vec<Move>, Mainlin
             return Err(MainlineError::RankOutOfRange { ply, rank, legal });
         }
         let code = *keys.select_nth_unstable(usize::from(rank)).1 as u16;
-        // `legal_move` gives only legal moves: playing it needs no second check.
-        let m = legal_move(&pos, code).ok_or(MainlineError::Illegal { ply })?;
+        // Both give only legal moves: playing one needs no second check.
+        let m = match plain_move(&pos, code) {
+            Some(m) => m,
+            None => legal_move(&pos, code).ok_or(MainlineError::Illegal { ply })?,
+        };
         out.push(m);
         pos.play_unchecked(m);
         last_to = Some(to_square(code));
