@@ -158,6 +158,13 @@ pub(crate) fn for_each_legal_code(pos: &Chess, f: impl FnMut(u16)) {
 /// [`for_each_legal_code`] for the moves to the squares of `dests` only (ranking moves needs
 /// only the codes below the highest one, and a code orders by destination before origin).
 pub(crate) fn for_each_legal_code_to(pos: &Chess, dests: Bitboard, mut f: impl FnMut(u16)) {
+    for_each_legal_move_to(pos, dests, |c, _| f(c));
+}
+
+/// [`for_each_legal_code_to`], also giving the role of the moving piece (the mainline's move
+/// ranks score every legal move by it).
+#[inline]
+pub(crate) fn for_each_legal_move_to(pos: &Chess, dests: Bitboard, mut f: impl FnMut(u16, Role)) {
     let board = pos.board();
     let turn = pos.turn();
     let us = pos.us();
@@ -176,7 +183,7 @@ pub(crate) fn for_each_legal_code_to(pos: &Chess, dests: Bitboard, mut f: impl F
             let after =
                 (occupied ^ Bitboard::from(from) ^ Bitboard::from(capture)) | Bitboard::from(to);
             if (board.attacks_to(king, !turn, after) & !Bitboard::from(capture)).is_empty() {
-                f(code(from, to, 0));
+                f(code(from, to, 0), Role::Pawn);
             }
         }
     }
@@ -223,40 +230,40 @@ pub(crate) fn for_each_legal_code_to(pos: &Chess, dests: Bitboard, mut f: impl F
                 }
                 if Bitboard::BACKRANKS.contains(to) {
                     for p in PROMOTIONS {
-                        f(code(from, to, p));
+                        f(code(from, to, p), Role::Pawn);
                     }
                 } else {
-                    f(code(from, to, 0));
+                    f(code(from, to, 0), Role::Pawn);
                 }
             }
         }
         // Knights and sliders (each role's attack function called directly: the generic
         // `attacks::attacks` is an out-of-line dispatch on the role).
-        let mut piece_moves = |from: Square, dests: Bitboard| {
+        let mut piece_moves = |from: Square, dests: Bitboard, role: Role| {
             for to in dests & target {
                 if unpinned(from, to) {
-                    f(code(from, to, 0));
+                    f(code(from, to, 0), role);
                 }
             }
         };
         for from in board.knights() & us {
-            piece_moves(from, attacks::knight_attacks(from));
+            piece_moves(from, attacks::knight_attacks(from), Role::Knight);
         }
         for from in board.bishops() & us {
-            piece_moves(from, attacks::bishop_attacks(from, occupied));
+            piece_moves(from, attacks::bishop_attacks(from, occupied), Role::Bishop);
         }
         for from in board.rooks() & us {
-            piece_moves(from, attacks::rook_attacks(from, occupied));
+            piece_moves(from, attacks::rook_attacks(from, occupied), Role::Rook);
         }
         for from in board.queens() & us {
-            piece_moves(from, attacks::queen_attacks(from, occupied));
+            piece_moves(from, attacks::queen_attacks(from, occupied), Role::Queen);
         }
     }
 
     // King steps to squares no enemy piece attacks.
     for to in attacks::king_attacks(king) & king_target {
         if board.attacks_to(to, !turn, occupied).is_empty() {
-            f(code(king, to, 0));
+            f(code(king, to, 0), Role::King);
         }
     }
 
@@ -288,7 +295,7 @@ pub(crate) fn for_each_legal_code_to(pos: &Chess, dests: Bitboard, mut f: impl F
             }) {
                 continue;
             }
-            f(code(king, king_to, 0));
+            f(code(king, king_to, 0), Role::King);
         }
     }
 }

@@ -2,17 +2,20 @@
 //! its rank among the position's legal moves ordered by a fixed static score
 //! ([`ranked_moves`]), so that the moves players choose take small ranks and an entropy coder
 //! (the game block's zstd) stores a move in a few bits. The order is part of the format: a
-//! change to [`move_score`] is a new rank order version.
+//! change to the score (`mainline_score.rs`) is a new rank order version.
 //!
 //! The score is deliberately cheap and deterministic (no search, no tables trained on games):
 //! captures by the victim's value against the attacker's, promotions, castling, centralising
 //! piece-square steps and development, and a penalty for stepping onto a square an enemy pawn
 //! attacks. Ties are broken by the move code, ascending.
 
-use shakmaty::{Bitboard, Chess, Color, Move, Piece, Position, Role, Square, attacks};
+use shakmaty::{Chess, Move, Position, Role, Square};
 
-use super::legal;
+use super::mainline_score as score;
 use super::position::{encode_move, legal_move};
+
+#[cfg(test)]
+mod reference;
 
 /// The rank order this build writes (FORMAT §15.2); a stored mainline names the order it was
 /// ranked in.
@@ -29,225 +32,83 @@ pub enum MainlineError {
     RankOutOfRange { ply: usize, rank: u8, legal: usize },
 }
 
-/// The piece values the score uses (pawn 100).
-fn value(role: Role) -> i32 {
-    match role {
-        Role::Pawn => 100,
-        Role::Knight => 300,
-        Role::Bishop => 310,
-        Role::Rook => 500,
-        Role::Queen => 900,
-        Role::King => 0,
-    }
-}
-
-/// Centrality of a square (0 on the rim, 3 in the four centre squares).
-fn centrality(sq: Square) -> i32 {
-    let f = u32::from(sq.file()) as i32;
-    let r = u32::from(sq.rank()) as i32;
-    let df = if f < 4 { f } else { 7 - f };
-    let dr = if r < 4 { r } else { 7 - r };
-    df.min(dr)
-}
-
-/// How far a square is up the board from `color`'s side (0 on its first rank).
-fn advance(sq: Square, color: Color) -> i32 {
-    let r = u32::from(sq.rank()) as i32;
-    if color == Color::White { r } else { 7 - r }
-}
-
-/// What the score of every move of a position needs, computed once per position.
-struct Context {
-    /// Squares the side not to move attacks (any piece; through the current occupancy).
-    enemy_attacks: Bitboard,
-    /// Squares its pawns attack.
-    enemy_pawn_attacks: Bitboard,
-    /// Squares the side to move attacks.
-    our_attacks: Bitboard,
-    /// The square the last move went to, if known (recaptures there come first).
-    last_to: Option<Square>,
-    /// Non-pawn material of both sides (pawn 100): kings step out in endgames.
-    material: i32,
-    /// Per role (by `Role as usize`), the squares from which a piece of it would attack the
-    /// enemy king (direct checks, through the current occupancy).
-    checks: [Bitboard; 7],
-    /// The board as a mailbox.
-    squares: [Option<Piece>; 64],
-}
-
-impl Context {
-    fn of(pos: &Chess, last_to: Option<Square>) -> Context {
-        let board = pos.board();
-        let occupied = board.occupied();
-        let us = pos.turn();
-        let mut squares = [None; 64];
-        let (mut material, mut ours, mut theirs) = (0, Bitboard(0), Bitboard(0));
-        for (sq, p) in board.iter() {
-            squares[usize::from(sq)] = Some(p);
-            if p.role != Role::Pawn {
-                material += value(p.role);
-            }
-            let a = attacks::attacks(sq, p, occupied);
-            if p.color == us {
-                ours |= a;
-            } else {
-                theirs |= a;
-            }
-        }
-        let mut enemy_pawn_attacks = Bitboard(0);
-        for sq in board.by_piece(Piece {
-            color: !us,
-            role: Role::Pawn,
-        }) {
-            enemy_pawn_attacks |= attacks::pawn_attacks(!us, sq);
-        }
-        let mut checks = [Bitboard(0); 7];
-        if let Some(k) = board.king_of(!us) {
-            for role in Role::ALL {
-                // A piece of ours attacks the king from the squares an enemy piece of the same
-                // role on the king's square attacks (for pawns, the mirrored attack).
-                checks[role as usize] = attacks::attacks(k, Piece { color: !us, role }, occupied);
-            }
-        }
-        Context {
-            checks,
-            squares,
-            enemy_attacks: theirs,
-            enemy_pawn_attacks,
-            our_attacks: ours,
-            last_to,
-            material,
-        }
-    }
-}
-
-/// The static score of a legal move code in `pos` (higher: ranked first).
-fn move_score(pos: &Chess, code: u16, cx: &Context) -> i32 {
-    let from = Square::new(u32::from(code & 63));
-    let to = Square::new(u32::from((code >> 6) & 63));
-    let promotion = code >> 12;
-    let us = pos.turn();
-    let Some(piece) = cx.squares[usize::from(from)] else {
-        return i32::MIN;
-    };
-    let role = piece.role;
-    let mine = value(role);
-    let attacked = cx.enemy_attacks.contains(to);
-    let defended = cx.our_attacks.contains(to);
-    let mut s = 0;
-    // Captures: a free piece first, then by what the exchange wins; recaptures first of all.
-    let victim = match cx.squares[usize::from(to)] {
-        Some(v) if v.color != us => Some(value(v.role)),
-        None if role == Role::Pawn && from.file() != to.file() => Some(100),
-        _ => None,
-    };
-    if let Some(v) = victim {
-        let gain = if attacked { v - mine } else { v };
-        s += 1000 + 2 * gain.max(-300);
-        if cx.last_to == Some(to) {
-            s += 1500;
-        }
-    } else if attacked && role != Role::Pawn && role != Role::King {
-        // A piece stepping where it can be taken for free, or by a cheaper piece.
-        let loss = if cx.enemy_pawn_attacks.contains(to) || !defended {
-            mine
-        } else {
-            mine / 3
-        };
-        s -= loss;
-    } else if attacked && role == Role::Pawn && !defended {
-        s -= 120;
-    }
-    // A piece under attack moving away.
-    if role != Role::Pawn
-        && role != Role::King
-        && cx.enemy_attacks.contains(from)
-        && (cx.enemy_pawn_attacks.contains(from) || !cx.our_attacks.contains(from))
-        && !attacked
-    {
-        s += mine / 2;
-    }
-    match promotion {
-        5 => s += 2000,
-        p if p != 0 => s -= 400,
-        _ => {}
-    }
-    let endgame = cx.material <= 2600;
-    let dc = centrality(to) - centrality(from);
-    match role {
-        Role::King => {
-            let df = (u32::from(from.file()) as i32 - u32::from(to.file()) as i32).abs();
-            if df == 2 {
-                s += 300; // castling
-            } else if endgame {
-                s += 20 * dc;
-            } else {
-                s -= 200;
-            }
-        }
-        Role::Pawn => {
-            s += 25 * dc + if endgame { 25 } else { 5 } * advance(to, us);
-            if (u32::from(from.rank()) as i32 - u32::from(to.rank()) as i32).abs() == 2 {
-                s += 30 * centrality(to);
-            }
-            // Rim pawns rarely move early.
-            if !endgame && (to.file() == shakmaty::File::A || to.file() == shakmaty::File::H) {
-                s -= 30;
-            }
-        }
-        Role::Knight | Role::Bishop => {
-            s += 40 * dc;
-            // Development off the back rank; back to it rarely.
-            if advance(from, us) == 0 && centrality(to) > 0 {
-                s += 90;
-            }
-            if advance(to, us) == 0 {
-                s -= 60;
-            }
-        }
-        Role::Rook => s += 10 * dc + if endgame { 20 } else { 0 },
-        Role::Queen => s += 10 * dc - if endgame { 0 } else { 40 },
-    }
-    // Checks (direct only, through the occupancy before the move).
-    let checker = if promotion == 5 { Role::Queen } else { role };
-    if cx.checks[checker as usize].contains(to) {
-        s += 150;
-    }
-    s
-}
-
-/// The legal moves of `pos` as move codes in rank order: by [`move_score`], descending, then
-/// by code, ascending. `last_to` is where the previous move went (`None` at a game's start).
+/// The legal moves of `pos` as move codes in rank order: by the static score
+/// (`mainline_score::move_score`), descending, then by code, ascending. `last_to` is where the
+/// previous move went (`None` at a game's start).
 pub fn ranked_moves(pos: &Chess, last_to: Option<Square>) -> Vec<u16> {
-    let cx = Context::of(pos, last_to);
-    let mut scored: Vec<(i32, u16)> = Vec::with_capacity(64);
-    legal::for_each_legal_code(pos, |c| scored.push((move_score(pos, c, &cx), c)));
-    scored.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    scored.into_iter().map(|(_, c)| c).collect()
-}
-
-/// The rank of the legal move `code` in `pos` (as [`ranked_moves`] orders them), without
-/// sorting; `None` if it is not legal there.
-fn rank_of(pos: &Chess, code: u16, last_to: Option<Square>) -> Option<usize> {
-    let cx = Context::of(pos, last_to);
-    let played = move_score(pos, code, &cx);
-    let (mut rank, mut found) = (0, false);
-    legal::for_each_legal_code(pos, |c| {
-        if c == code {
-            found = true;
-        } else {
-            let sc = move_score(pos, c, &cx);
-            if sc > played || (sc == played && c < code) {
-                rank += 1;
-            }
-        }
-    });
-    found.then_some(rank)
+    let mut keys = Vec::with_capacity(64);
+    score::sort_keys(pos, last_to, &mut keys);
+    keys.sort_unstable();
+    keys.into_iter().map(|k| k as u16).collect()
 }
 
 /// Where a move code goes.
 fn to_square(code: u16) -> Square {
     Square::new(u32::from((code >> 6) & 63))
+}
+
+/// Plays `m`, whose code is legal in `pos`, as `Position::play` would: by `play_unchecked`
+/// when `m` is plainly the legal move of its code (a normal move of the piece on its origin,
+/// capturing what stands on its destination; not a king's while castling is possible, not
+/// en passant), otherwise by `play`, which checks it. `false`: `m` is not legal.
+fn play_coded(pos: &mut Chess, m: &Move) -> bool {
+    if let Move::Normal {
+        role,
+        from,
+        capture,
+        to,
+        ..
+    } = *m
+    {
+        let board = pos.board();
+        let victim = if board.by_color(!pos.turn()).contains(to) {
+            board.role_at(to)
+        } else {
+            None
+        };
+        let plain = board.role_at(from) == Some(role)
+            && capture == victim
+            && (role != Role::King || !pos.castles().has_color(pos.turn()))
+            && !(role == Role::Pawn && from.file() != to.file() && victim.is_none());
+        if plain {
+            pos.play_unchecked(*m);
+            return true;
+        }
+    }
+    match std::mem::take(pos).play(*m) {
+        Ok(next) => {
+            *pos = next;
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// The move of the legal code `code` in `pos` when it is plainly a normal move (not a king's
+/// while castling is possible, not en passant): what `legal_move` gives, without its check.
+fn plain_move(pos: &Chess, code: u16) -> Option<Move> {
+    let from = Square::new(u32::from(code & 63));
+    let to = to_square(code);
+    let board = pos.board();
+    let role = board.role_at(from)?;
+    let capture = if board.by_color(!pos.turn()).contains(to) {
+        board.role_at(to)
+    } else {
+        None
+    };
+    let plain = (role != Role::King || !pos.castles().has_color(pos.turn()))
+        && !(role == Role::Pawn && from.file() != to.file() && capture.is_none());
+    let promotion = match code >> 12 {
+        0 => None,
+        p => Some(*Role::ALL.get(usize::from(p - 1))?),
+    };
+    plain.then_some(Move::Normal {
+        role,
+        from,
+        capture,
+        to,
+        promotion,
+    })
 }
 
 /// Codes a mainline played from `start`: one rank byte per move.
@@ -257,10 +118,12 @@ pub fn encode_mainline(start: &Chess, moves: &[Move]) -> Result<Vec<u8>, Mainlin
     let mut last_to = None;
     for (ply, m) in moves.iter().enumerate() {
         let code = encode_move(m);
-        let rank = rank_of(&pos, code, last_to).ok_or(MainlineError::Illegal { ply })?;
+        let rank = score::rank_of(&pos, code, last_to).ok_or(MainlineError::Illegal { ply })?;
         // At most 218 legal moves: a rank fits a byte.
         out.push(rank as u8);
-        pos = pos.play(*m).map_err(|_| MainlineError::Illegal { ply })?;
+        if !play_coded(&mut pos, m) {
+            return Err(MainlineError::Illegal { ply });
+        }
         last_to = Some(to_square(code));
     }
     Ok(out)
@@ -271,18 +134,21 @@ pub fn decode_mainline(start: &Chess, ranks: &[u8]) -> Result<Vec<Move>, Mainlin
     let mut pos = start.clone();
     let mut out = Vec::with_capacity(ranks.len());
     let mut last_to = None;
+    let mut keys = Vec::with_capacity(64);
     for (ply, &rank) in ranks.iter().enumerate() {
-        let ranked = ranked_moves(&pos, last_to);
-        let code = *ranked
-            .get(usize::from(rank))
-            .ok_or(MainlineError::RankOutOfRange {
-                ply,
-                rank,
-                legal: ranked.len(),
-            })?;
-        let m = legal_move(&pos, code).ok_or(MainlineError::Illegal { ply })?;
+        score::sort_keys(&pos, last_to, &mut keys);
+        let legal = keys.len();
+        if usize::from(rank) >= legal {
+            return Err(MainlineError::RankOutOfRange { ply, rank, legal });
+        }
+        let code = *keys.select_nth_unstable(usize::from(rank)).1 as u16;
+        // Both give only legal moves: playing one needs no second check.
+        let m = match plain_move(&pos, code) {
+            Some(m) => m,
+            None => legal_move(&pos, code).ok_or(MainlineError::Illegal { ply })?,
+        };
         out.push(m);
-        pos = pos.play(m).map_err(|_| MainlineError::Illegal { ply })?;
+        pos.play_unchecked(m);
         last_to = Some(to_square(code));
     }
     Ok(out)
@@ -381,5 +247,165 @@ mod tests {
             prop_assert_eq!(decode_mainline(&start, &ranks).unwrap(), moves);
             let _ = decode_mainline(&start, &choices);
         }
+    }
+
+    /// A move among the legal ones of `pos` by `c`: with `c` below 96, one of the special moves
+    /// if any (promotions, castling, en passant, captures, checks), else any.
+    fn pick(pos: &Chess, c: u8) -> Option<Move> {
+        let legal = pos.legal_moves();
+        if legal.is_empty() {
+            return None;
+        }
+        if c < 96 {
+            let special: Vec<Move> = legal
+                .iter()
+                .copied()
+                .filter(|m| {
+                    m.is_promotion()
+                        || m.is_castle()
+                        || m.is_en_passant()
+                        || m.is_capture()
+                        || pos.clone().play(*m).is_ok_and(|p| p.is_check())
+                })
+                .collect();
+            if !special.is_empty() {
+                return Some(special[usize::from(c) % special.len()]);
+            }
+        }
+        Some(legal[usize::from(c) % legal.len()])
+    }
+
+    /// The reference's ranks and moves equal ours on the game `moves` from `start`, ply by ply
+    /// the whole rank order.
+    fn assert_same_as_reference(start: &Chess, moves: &[Move]) {
+        let ranks = encode_mainline(start, moves).unwrap();
+        assert_eq!(ranks, reference::encode_mainline(start, moves).unwrap());
+        assert_eq!(decode_mainline(start, &ranks).unwrap(), moves);
+        assert_eq!(reference::decode_mainline(start, &ranks).unwrap(), moves);
+        let (mut pos, mut last_to) = (start.clone(), None);
+        for m in moves {
+            assert_eq!(
+                ranked_moves(&pos, last_to),
+                reference::ranked_moves(&pos, last_to)
+            );
+            last_to = Some(to_square(encode_move(m)));
+            pos = pos.play(*m).unwrap();
+        }
+        assert_eq!(
+            ranked_moves(&pos, last_to),
+            reference::ranked_moves(&pos, last_to)
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Random games, from the start or from a position random play reached (given as its
+        /// FEN), biased to promotions, castling, en passant, captures and checks: the same ranks
+        /// and rank orders as the reference, and the same answer to any bytes.
+        #[test]
+        fn ranks_equal_the_reference(
+            prefix in proptest::collection::vec(any::<u8>(), 0..120),
+            choices in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let mut start = Chess::default();
+            for c in &prefix {
+                let Some(m) = pick(&start, *c) else { break };
+                start = start.play(m).unwrap();
+            }
+            let fen = shakmaty::fen::Fen::from_position(&start, shakmaty::EnPassantMode::Legal);
+            let start = super::super::parse_fen(&fen.to_string()).unwrap();
+            let mut pos = start.clone();
+            let mut moves = Vec::new();
+            for c in &choices {
+                let Some(m) = pick(&pos, *c) else { break };
+                pos = pos.play(m).unwrap();
+                moves.push(m);
+            }
+            assert_same_as_reference(&start, &moves);
+            prop_assert_eq!(
+                decode_mainline(&start, &choices),
+                reference::decode_mainline(&start, &choices)
+            );
+        }
+    }
+
+    #[test]
+    fn illegal_moves_are_errors_as_in_the_reference() {
+        let (start, mut moves) = play_sans(&["e4", "e5", "Nf3", "Nc6", "Bb5", "a6"]);
+        let legal = moves[4];
+        // The right squares with the wrong piece or capture, and a move of the other side.
+        let wrong = [
+            Move::Normal {
+                role: Role::Queen,
+                from: legal.from().unwrap(),
+                capture: None,
+                to: legal.to(),
+                promotion: None,
+            },
+            Move::Normal {
+                role: Role::Bishop,
+                from: legal.from().unwrap(),
+                capture: Some(Role::Pawn),
+                to: legal.to(),
+                promotion: None,
+            },
+            moves[1],
+        ];
+        for w in wrong {
+            moves[4] = w;
+            assert_eq!(
+                encode_mainline(&start, &moves),
+                reference::encode_mainline(&start, &moves)
+            );
+            assert_eq!(
+                encode_mainline(&start, &moves),
+                Err(MainlineError::Illegal { ply: 4 })
+            );
+        }
+    }
+
+    /// Every game of the shared medium set (../shared/data/README.md) and of its FEN-started
+    /// studies: the same ranks as the reference. Skipped, saying so, without the data.
+    #[test]
+    fn real_games_rank_as_in_the_reference() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/pgn");
+        let mut files = vec![root.join("medium-10k.pgn")];
+        if let Ok(dir) = std::fs::read_dir(root.join("studies")) {
+            files.extend(dir.filter_map(|e| e.ok().map(|e| e.path())));
+        }
+        let rules = crate::ops::pgn::CountRules {
+            max_ply: 0,
+            min_rating: None,
+            facets: crate::store::facet::FacetSet::NONE,
+        };
+        let (mut games, mut plies) = (0usize, 0usize);
+        for path in files {
+            let Ok(file) = std::fs::File::open(&path) else {
+                eprintln!("skipped: {} is absent", path.display());
+                continue;
+            };
+            let mut reader = crate::ops::pgn::GameReader::new(std::io::BufReader::new(file));
+            let (mut kept, mut moves) = (Vec::new(), Vec::new());
+            while let Some(g) = reader.next_game().unwrap() {
+                let Ok(start) =
+                    crate::ops::pgn::replay_keeping(&g, &rules, &mut kept, Some(&mut moves))
+                else {
+                    continue;
+                };
+                let ranks = encode_mainline(&start, &moves).unwrap();
+                assert_eq!(
+                    ranks,
+                    reference::encode_mainline(&start, &moves).unwrap(),
+                    "{} line {}",
+                    path.display(),
+                    g.line
+                );
+                assert_eq!(decode_mainline(&start, &ranks).unwrap(), moves);
+                games += 1;
+                plies += moves.len();
+            }
+        }
+        eprintln!("{games} games, {plies} plies: the same ranks as the reference");
     }
 }

@@ -6,6 +6,7 @@ pub mod attach;
 pub(crate) mod error;
 pub(crate) mod legal;
 pub mod mainline;
+mod mainline_score;
 pub(crate) mod model;
 pub mod openings;
 pub(crate) mod packed;
