@@ -159,21 +159,13 @@ impl GameRunReader {
         self.src.read_exact(&mut len).map_err(|e| self.damaged(e))?;
         let n = u32::from_le_bytes(len);
         if n == 0 {
-            let mut tail = [0u8; 12];
-            self.src
-                .read_exact(&mut tail)
-                .map_err(|e| self.damaged(e))?;
-            let count = u64::from_le_bytes(tail[..8].try_into().unwrap_or_default());
-            let crc = u32::from_le_bytes(tail[8..].try_into().unwrap_or_default());
-            if count != self.count || crc != self.crc.clone().finalize() {
-                return Err(self.damaged("count or checksum mismatch"));
-            }
-            let mut rest = [0u8; 1];
-            return match self.src.read(&mut rest) {
-                Ok(0) => Ok(false),
-                Ok(_) => Err(self.damaged("bytes after the end frame")),
-                Err(e) => Err(self.damaged(e)),
-            };
+            return crate::store::run::read_end_frame(
+                &mut self.src,
+                self.count,
+                self.crc.clone().finalize(),
+            )
+            .map(|()| false)
+            .map_err(|e| self.damaged(e));
         }
         if n > MAX_FRAME {
             return Err(self.damaged(format!("frame of {n} bytes")));

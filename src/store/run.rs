@@ -297,6 +297,31 @@ impl RunWriter {
     }
 }
 
+/// Reads what follows a spill file's end frame marker (`len = 0`): the item count (u64 LE) and
+/// the crc32 of all frame bytes (u32 LE), which must equal `count` and `crc`, and then
+/// nothing. Shared by entry runs and game runs (docs/FORMAT.md §8.4, §8.5); the error says what
+/// is wrong.
+pub(crate) fn read_end_frame(
+    src: &mut dyn Read,
+    count: u64,
+    crc: u32,
+) -> std::result::Result<(), String> {
+    let mut tail = [0u8; 12];
+    src.read_exact(&mut tail).map_err(|e| e.to_string())?;
+    let (c, k) = tail.split_at(8);
+    let stored_count = u64::from_le_bytes(c.try_into().unwrap_or_default());
+    let stored_crc = u32::from_le_bytes(k.try_into().unwrap_or_default());
+    if stored_count != count || stored_crc != crc {
+        return Err("count or checksum mismatch".into());
+    }
+    let mut rest = [0u8; 1];
+    match src.read(&mut rest) {
+        Ok(0) => Ok(()),
+        Ok(_) => Err("bytes after the end frame".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// Reads a run back, checking order, count and checksums.
 #[doc(hidden)]
 pub struct RunReader {
@@ -392,21 +417,9 @@ impl RunReader {
         self.src.read_exact(&mut len).map_err(|e| self.damaged(e))?;
         let n = u32::from_le_bytes(len);
         if n == 0 {
-            let mut tail = [0u8; 12];
-            self.src
-                .read_exact(&mut tail)
-                .map_err(|e| self.damaged(e))?;
-            let count = u64::from_le_bytes(tail[..8].try_into().unwrap_or_default());
-            let crc = u32::from_le_bytes(tail[8..].try_into().unwrap_or_default());
-            if count != self.count || crc != self.crc.clone().finalize() {
-                return Err(self.damaged("count or checksum mismatch"));
-            }
-            let mut rest = [0u8; 1];
-            match self.src.read(&mut rest) {
-                Ok(0) => return Ok(false),
-                Ok(_) => return Err(self.damaged("bytes after the end frame")),
-                Err(e) => return Err(self.damaged(e)),
-            }
+            return read_end_frame(&mut self.src, self.count, self.crc.clone().finalize())
+                .map(|()| false)
+                .map_err(|e| self.damaged(e));
         }
         if n > MAX_FRAME {
             return Err(self.damaged(format!("frame of {n} bytes")));
