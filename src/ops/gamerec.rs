@@ -100,7 +100,6 @@ pub type RecordError = MainlineError;
 
 /// A game ready for a game store: its id and fields.
 pub fn record(g: &RawGame, start: &Chess, fingerprint: u128) -> Result<StoredGame, RecordError> {
-    let tags = kept_tags(&g.kept);
     let mut pos = start.clone();
     let mut moves = Vec::with_capacity(g.sans.len());
     for (ply, san) in g.sans.iter().enumerate() {
@@ -111,15 +110,7 @@ pub fn record(g: &RawGame, start: &Chess, fingerprint: u128) -> Result<StoredGam
         pos = pos.play(m).map_err(|_| MainlineError::Illegal { ply })?;
         moves.push(m);
     }
-    let mut fields: Vec<Vec<u8>> = tags
-        .iter()
-        .map(|t| t.unwrap_or_default().to_vec())
-        .collect();
-    fields.push(mainline::encode_mainline(start, &moves)?);
-    Ok(StoredGame {
-        id: game_id(g, fingerprint),
-        fields,
-    })
+    record_moves(g, start, &moves, || fingerprint)
 }
 
 /// A game ready for a game store from its mainline, already replayed from `start` (the

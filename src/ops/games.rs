@@ -24,17 +24,21 @@ pub fn pgn_by_id(book: &Book, id: u64) -> Result<Option<String>> {
     }
     let mut out = String::new();
     for g in &games {
-        let pgn = gamerec::to_pgn(g).map_err(|e| {
-            Error::Store(crate::store::error::Error::Corrupt(
-                crate::store::error::Corruption::GameStore {
-                    at: format!("game {}", gamerec::id_string(id)),
-                    reason: e,
-                },
-            ))
-        })?;
-        out.push_str(&pgn);
+        out.push_str(&pgn_of(g)?);
     }
     Ok(Some(out))
+}
+
+/// A stored game as PGN; a game whose stored fields do not make one is damage in the store.
+fn pgn_of(g: &crate::store::gameblock::StoredGame) -> Result<String> {
+    gamerec::to_pgn(g).map_err(|reason| {
+        Error::Store(crate::store::error::Error::Corrupt(
+            crate::store::error::Corruption::GameStore {
+                at: format!("game {}", gamerec::id_string(g.id)),
+                reason,
+            },
+        ))
+    })
 }
 
 /// Writes every stored game as PGN, file by file (the base, then each segment), each in its
@@ -42,15 +46,7 @@ pub fn pgn_by_id(book: &Book, id: u64) -> Result<Option<String>> {
 pub fn write_all_pgn(book: &Book, out: &mut dyn std::io::Write) -> Result<()> {
     for f in book.files() {
         for g in f.games_iter()? {
-            let g = g?;
-            let pgn = gamerec::to_pgn(&g).map_err(|e| {
-                Error::Store(crate::store::error::Error::Corrupt(
-                    crate::store::error::Corruption::GameStore {
-                        at: format!("game {}", gamerec::id_string(g.id)),
-                        reason: e,
-                    },
-                ))
-            })?;
+            let pgn = pgn_of(&g?)?;
             out.write_all(pgn.as_bytes())
                 .map_err(|e| Error::io("writing PGN", e))?;
         }
