@@ -72,7 +72,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let fp = game_fingerprint(&g);
         let t0 = std::time::Instant::now();
-        let rec = record(&g, &start, fp);
+        let rec = record(&g, &start, 50, fp);
         record_time += t0.elapsed();
         let Ok(rec) = rec else {
             skipped += 1;

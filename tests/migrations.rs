@@ -145,6 +145,26 @@ fn every_older_format_version_migrates() {
             let p: serde_json::Value = bookdb(["probe", "--json", "--book", s(&book)]).json();
             assert_eq!(p["evals"][0]["depth"], 12, "{p}");
             verify(&book);
+            if version >= 6 {
+                // Format 6 stored the games (without UTCDate and counted plies): format 7
+                // keeps them and derives the references, as a fresh import does.
+                assert_eq!(st["stored_games"], 200, "v{version}: {st}");
+                let all = |b: &Path| bookdb(["pgn", "--all", "--book", s(b)]).ok();
+                assert_eq!(all(&book), all(&fresh), "v{version}: stored games changed");
+                for line in [&[][..], &["e4"], &["d4", "Nf6"]] {
+                    let games = |b: &Path| {
+                        let mut a = vec!["games", "--json", "--book", s(b)];
+                        let moves = line.join(" ");
+                        if !line.is_empty() {
+                            a.extend(["--moves", moves.as_str()]);
+                        }
+                        bookdb(a).ok()
+                    };
+                    let got = games(&book);
+                    assert!(!got.is_empty(), "v{version}: no games after {line:?}");
+                    assert_eq!(got, games(&fresh), "v{version}: games after {line:?}");
+                }
+            }
             continue;
         }
         let cells = bookdb(["dump", "--facets", "--book", s(&book)]).ok();

@@ -71,10 +71,29 @@ fn check_against_dump(srv: &Server, line: &Value) {
         let sum: u64 = want.iter().map(|m| [0, m.1, m.2, m.3, m.4][i]).sum();
         assert_eq!(j[field].as_u64().unwrap(), sum, "{fen} {field}");
     }
-    assert_eq!(j["topGames"], serde_json::json!([]));
-    assert_eq!(j["recentGames"], serde_json::json!([]));
+    // The games (tests/game_refs.rs checks which): /masters lists at most 15 top games, each
+    // playing one of the position's moves, and no recent ones; a move's game is given exactly
+    // when one game played it.
+    let top = j["topGames"].as_array().unwrap();
+    assert!(top.len() <= 15, "{fen}: {top:?}");
+    assert_eq!(top.is_empty(), want.is_empty(), "{fen}: {top:?}");
+    for g in top {
+        assert!(
+            want.iter().any(|m| m.0 == g["uci"].as_str().unwrap()),
+            "{fen}: {g}"
+        );
+    }
+    assert!(j.get("recentGames").is_none(), "{fen}");
     for m in j["moves"].as_array().unwrap() {
-        assert!(m["game"].is_null());
+        let games = counts(m);
+        assert_eq!(
+            m["game"].is_object(),
+            games.1 + games.2 + games.3 + games.4 == 1,
+            "{fen}: {m}"
+        );
+        if m["game"].is_object() {
+            assert_eq!(m["game"]["uci"], m["uci"], "{fen}: {m}");
+        }
         assert!(!m["san"].as_str().unwrap().is_empty());
     }
     // /v1/position: dump's shape for the same position.

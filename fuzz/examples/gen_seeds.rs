@@ -259,7 +259,7 @@ fn main() {
             None => shakmaty::Chess::default(),
         };
         let fp = bookdb::ops::pgn::game_fingerprint(&g);
-        games.push(bookdb::ops::gamerec::record(&g, &start, fp).expect("seed game"));
+        games.push(bookdb::ops::gamerec::record(&g, &start, 50, fp).expect("seed game"));
     }
     let gb = |g: &[bookdb::store::gameblock::StoredGame]| {
         bookdb::store::gameblock::encode(g, 3).expect("game block")

@@ -4,6 +4,8 @@
 
 pub mod attach;
 pub(crate) mod error;
+pub mod gamefields;
+pub mod gameindex;
 pub(crate) mod legal;
 pub mod mainline;
 mod mainline_score;
@@ -55,6 +57,16 @@ impl PositionCodec for ChessCodec {
     }
     fn index_moves(&self, pos: &[u8], moves: &[u16]) -> Option<Vec<u8>> {
         index_moves_of(&PosState::unpack(pos).ok()?, moves)
+    }
+    fn index_game(
+        &self,
+        game: &crate::store::gameblock::StoredGame,
+        pairs: &mut Vec<(u64, u16)>,
+    ) -> Result<Option<crate::store::gamerefs::GameFacts>, CodecError> {
+        gameindex::index_game(game, pairs)
+    }
+    fn upgrade_game(&self, game: &mut crate::store::gameblock::StoredGame) {
+        gamefields::upgrade(game);
     }
     fn prepare(
         &self,

@@ -28,7 +28,8 @@ pub(crate) struct Args {
     #[arg(long)]
     min_rating: Option<u32>,
     /// Skip games identical to an earlier one (tags White/Black/Date/Round/Event/Site,
-    /// result and moves).
+    /// result and moves). Always on when the book stores games (the default for chess);
+    /// with --no-games, only when given.
     #[arg(long)]
     dedupe: bool,
     /// Keep no games in the book's game store (chess books keep each counted game, header

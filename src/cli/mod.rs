@@ -13,6 +13,7 @@ mod compact;
 mod completions;
 mod dump;
 mod export;
+mod games;
 mod import;
 mod import_evals;
 mod import_polyglot;
@@ -49,6 +50,8 @@ pub(crate) enum Cmd {
     Dump(dump::Args),
     /// Print a position's key, bit count and packed bytes.
     Pack(pack::Args),
+    /// List the strongest and newest stored games of a position (filters as probe's).
+    Games(games::Args),
     /// Print stored games as PGN, by id (the games an import stored; `--no-games` books keep none).
     Pgn(pgn::Args),
     /// Show book statistics.
@@ -93,6 +96,7 @@ impl Cmd {
             Cmd::Pack(a) => a.run(),
             Cmd::Stats(a) => a.run(),
             Cmd::Pgn(a) => a.run(),
+            Cmd::Games(a) => a.run(),
             Cmd::Verify(a) => a.run(),
             Cmd::Export(a) => a.run(),
             Cmd::ImportPolyglot(a) => a.run(),
@@ -114,6 +118,7 @@ impl Cmd {
             Cmd::Import(a) => a.job.output.json,
             Cmd::Probe(a) => a.json.json,
             Cmd::Stats(a) => a.json.json,
+            Cmd::Games(a) => a.json.json,
             Cmd::Verify(a) => a.output.json,
             Cmd::Export(a) => a.output.json,
             Cmd::ImportPolyglot(a) => a.output.json,

@@ -12,9 +12,16 @@ pub(crate) struct Args {
     /// from the game, which the PGN's `GameId` tag shows).
     #[arg(required_unless_present = "all")]
     ids: Vec<String>,
-    /// Every stored game, oldest first (each file of the book in turn).
+    /// Every stored game, oldest first (each file of the book in turn); with --fen or
+    /// --moves, every stored game whose mainline reaches that position (a scan of the store).
     #[arg(long, conflicts_with = "ids")]
     all: bool,
+    /// With --all: the position as a FEN.
+    #[arg(long, requires = "all")]
+    fen: Option<String>,
+    /// With --all: the position after these moves (from the start or --fen), SAN or UCI.
+    #[arg(long, requires = "all")]
+    moves: Option<String>,
 }
 
 impl Args {
@@ -27,6 +34,18 @@ impl Args {
         let (_, book) = bookdb::ops::game::Game::open(&self.book.book)?;
         let mut missing = Vec::new();
         super::output::with_stdout(|out| {
+            if self.all && (self.fen.is_some() || self.moves.is_some()) {
+                let line =
+                    bookdb::ops::position::chess_line(&bookdb::ops::position::PositionQuery {
+                        fen: self.fen.as_deref(),
+                        board: None,
+                        line: self.moves.as_deref(),
+                        names: bookdb::ops::position::Names::CLI,
+                    })?;
+                let pos = line.last().ok_or_else(|| anyhow::anyhow!("no position"))?;
+                bookdb::ops::games::write_pgn_reaching(&book, pos, out)?;
+                return Ok(());
+            }
             if self.all {
                 return Ok(bookdb::ops::games::write_all_pgn(&book, out)?);
             }

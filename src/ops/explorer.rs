@@ -13,6 +13,7 @@ use crate::chess::openings::{Opening, name_along, name_of};
 use crate::chess::{PosState, encode_move, move_uci};
 use crate::error::{Error, Result};
 use crate::ops::facets::{Counting, HistoryPoint, history, performance};
+use crate::ops::topgames::{GameObject, Wanted, position_games};
 use crate::store::Book;
 use crate::store::cells::opponent_ratings;
 
@@ -20,7 +21,8 @@ use crate::store::cells::opponent_ratings;
 pub const DEFAULT_MOVES: usize = 12;
 
 /// The answer for one position, in the lichess explorer's shape plus bookdb's `key`, `fen` and
-/// `unknown`. The book keeps no games, so `topGames` and `recentGames` are always empty.
+/// `unknown`. `topGames` and `recentGames` come from the book's game references (brief §9;
+/// empty in a book without games); `/masters` answers have no `recentGames`.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct ExplorerAnswer {
@@ -28,8 +30,9 @@ pub struct ExplorerAnswer {
     pub draws: u64,
     pub black: u64,
     pub moves: Vec<ExplorerMove>,
-    pub top_games: Vec<()>,
-    pub recent_games: Vec<()>,
+    pub top_games: Vec<GameObject>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recent_games: Option<Vec<GameObject>>,
     pub opening: Option<Opening>,
     /// Polyglot key, 16 hex digits.
     pub key: String,
@@ -60,8 +63,8 @@ pub struct ExplorerMove {
     pub white: u64,
     pub draws: u64,
     pub black: u64,
-    /// Always `null`: the book keeps no games.
-    pub game: Option<()>,
+    /// The move's game when exactly one counted game played it (and the book stores it).
+    pub game: Option<GameObject>,
     /// The name of the position the move reaches, if it has one of its own.
     pub opening: Option<Opening>,
     pub unknown: u64,
@@ -80,6 +83,18 @@ pub fn explore_counting(
     line: &[Chess],
     max_moves: usize,
     counting: &Counting,
+) -> Result<ExplorerAnswer> {
+    explore_games(book, line, max_moves, counting, None)
+}
+
+/// [`explore_counting`] with the games `wanted` (`topGames`, `recentGames`, `moves[].game`)
+/// chosen from the book's references under the same filter.
+pub fn explore_games(
+    book: &Book,
+    line: &[Chess],
+    max_moves: usize,
+    counting: &Counting,
+    wanted: Option<Wanted>,
 ) -> Result<ExplorerAnswer> {
     counting.check_book(book.facets())?;
     let pos = line
@@ -106,7 +121,10 @@ pub fn explore_counting(
         black: 0,
         moves: Vec::new(),
         top_games: Vec::new(),
-        recent_games: Vec::new(),
+        recent_games: match wanted {
+            Some(Wanted::Masters { .. }) => None,
+            _ => Some(Vec::new()),
+        },
         opening: name_along(line.iter()).cloned(),
         key: format!("{:016x}", state.key()),
         fen: state.fen(),
@@ -123,7 +141,24 @@ pub fn explore_counting(
         out.unknown += m.unknown;
     }
     let legal = pos.legal_moves();
-    for m in sorted_moves(&entry).into_iter().take(max_moves) {
+    let listed: Vec<_> = sorted_moves(&entry).into_iter().take(max_moves).collect();
+    let mut games = match wanted {
+        Some(w) => {
+            let singles: Vec<u16> = listed
+                .iter()
+                .filter(|m| m.games() == 1)
+                .map(|m| m.mv)
+                .collect();
+            let g = position_games(book, state.key(), &counting.filter, w, &singles)?;
+            out.top_games = g.top;
+            if let Some(r) = &mut out.recent_games {
+                *r = g.recent;
+            }
+            g.single
+        }
+        None => Default::default(),
+    };
+    for m in listed {
         // A move the position does not allow (possible only in a damaged or foreign book) is
         // listed by its UCI with no SAN and no opening, never dropped from the totals.
         let (san, opening) = match legal.iter().find(|mv| encode_move(mv) == m.mv) {
@@ -151,7 +186,7 @@ pub fn explore_counting(
             white: m.white,
             draws: m.draws,
             black: m.black,
-            game: None,
+            game: games.remove(&m.mv),
             opening,
             unknown: m.unknown,
         });

@@ -15,11 +15,8 @@ use crate::store::gameblock::StoredGame;
 
 use super::pgn::RawGame;
 
-pub use super::pgn::KEPT_TAGS;
-/// The fields of a stored chess game: the kept tags, then the mainline's ranks.
-pub const FIELDS: usize = KEPT_TAGS.len() + 1;
-const FEN_FIELD: usize = 11;
-const MOVES_FIELD: usize = KEPT_TAGS.len();
+use crate::chess::gamefields::{FEN_FIELD, MOVES_FIELD, RESULT_FIELD, SITE_FIELD, plies_field};
+pub use crate::chess::gamefields::{FIELDS, KEPT_TAGS};
 
 /// The kept tags of a game as met (the last value of a repeated tag wins); `None` where absent.
 fn kept_tags(kept: &[u8]) -> Vec<Option<&[u8]>> {
@@ -88,7 +85,7 @@ pub fn game_id(g: &RawGame, fingerprint: u128) -> u64 {
 
 /// The lichess id of a game, from its `Site` URL or its `GameId` tag.
 fn lichess_id(g: &RawGame, tags: &[Option<&[u8]>]) -> Option<u64> {
-    let site = tags[1].map(|v| String::from_utf8_lossy(v).into_owned());
+    let site = tags[SITE_FIELD].map(|v| String::from_utf8_lossy(v).into_owned());
     if let Some(id) = site.as_deref().and_then(lichess_site_id) {
         return Some(id);
     }
@@ -99,7 +96,13 @@ fn lichess_id(g: &RawGame, tags: &[Option<&[u8]>]) -> Option<u64> {
 pub type RecordError = MainlineError;
 
 /// A game ready for a game store: its id and fields.
-pub fn record(g: &RawGame, start: &Chess, fingerprint: u128) -> Result<StoredGame, RecordError> {
+/// `max_ply` is the import's: the record keeps how many plies of the game were counted.
+pub fn record(
+    g: &RawGame,
+    start: &Chess,
+    max_ply: usize,
+    fingerprint: u128,
+) -> Result<StoredGame, RecordError> {
     let mut pos = start.clone();
     let mut moves = Vec::with_capacity(g.sans.len());
     for (ply, san) in g.sans.iter().enumerate() {
@@ -110,16 +113,17 @@ pub fn record(g: &RawGame, start: &Chess, fingerprint: u128) -> Result<StoredGam
         pos = pos.play(m).map_err(|_| MainlineError::Illegal { ply })?;
         moves.push(m);
     }
-    record_moves(g, start, &moves, || fingerprint)
+    record_moves(g, start, &moves, max_ply, || fingerprint)
 }
 
 /// A game ready for a game store from its mainline, already replayed from `start` (the
-/// import's replay keeps the moves: [`super::pgn::replay_keeping`]); `fingerprint` is asked
-/// for only when the game carries no lichess id.
+/// import's replay keeps the moves: [`super::pgn::replay_keeping`]), of which the first
+/// `max_ply` were counted; `fingerprint` is asked for only when the game carries no lichess id.
 pub fn record_moves(
     g: &RawGame,
     start: &Chess,
     moves: &[shakmaty::Move],
+    max_ply: usize,
     fingerprint: impl FnOnce() -> u128,
 ) -> Result<StoredGame, RecordError> {
     let tags = kept_tags(&g.kept);
@@ -128,6 +132,7 @@ pub fn record_moves(
         .map(|t| t.unwrap_or_default().to_vec())
         .collect();
     fields.push(mainline::encode_mainline(start, moves)?);
+    fields.push(plies_field(max_ply.min(moves.len())));
     let id = match lichess_id(g, &tags) {
         Some(id) => id,
         None => (fingerprint() >> (128 - 47)) as u64,
@@ -156,7 +161,7 @@ pub fn to_pgn(g: &StoredGame) -> Result<String, String> {
     let mut out = String::new();
     for (i, name) in KEPT_TAGS.iter().enumerate() {
         let v = tag(i);
-        let roster = i <= 6;
+        let roster = i <= RESULT_FIELD;
         if v.is_empty() && !roster {
             continue;
         }
@@ -185,7 +190,7 @@ pub fn to_pgn(g: &StoredGame) -> Result<String, String> {
         let san = SanPlus::from_move_and_play_unchecked(&mut pos, m);
         text.push(san.to_string());
     }
-    let result = tag(6);
+    let result = tag(RESULT_FIELD);
     text.push(if result.is_empty() {
         "*".into()
     } else {
@@ -250,7 +255,7 @@ mod tests {
     fn a_game_comes_back_as_pgn_with_its_tags_and_moves() {
         let pgn = "[Event \"Casual \\\"blitz\\\"\"]\n[Site \"Berlin\"]\n[Date \"1852.??.??\"]\n[Round \"?\"]\n[White \"Anderssen, Adolf\"]\n[Black \"Dufresne, Jean\"]\n[Result \"1-0\"]\n[ECO \"C52\"]\n[Annotator \"x\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bc4 Bc5 4. b4 {Evans} Bxb4 (4... Bb6) 5. c3 Ba5 6. d4 1-0\n";
         let g = raw(pgn);
-        let rec = record(&g, &Chess::default(), game_fingerprint(&g)).unwrap();
+        let rec = record(&g, &Chess::default(), 50, game_fingerprint(&g)).unwrap();
         let back = to_pgn(&rec).unwrap();
         assert!(
             back.starts_with("[Event \"Casual \\\"blitz\\\"\"]\n[Site \"Berlin\"]\n"),
@@ -273,7 +278,7 @@ mod tests {
         let pgn = "[Event \"E\"]\n[SetUp \"1\"]\n[FEN \"4k3/8/8/8/8/8/4P3/4K3 b - - 0 40\"]\n\n40... Kd7 41. e4 *\n";
         let g = raw(pgn);
         let start = crate::chess::parse_fen("4k3/8/8/8/8/8/4P3/4K3 b - - 0 40").unwrap();
-        let rec = record(&g, &start, 0).unwrap();
+        let rec = record(&g, &start, 50, 0).unwrap();
         let back = to_pgn(&rec).unwrap();
         assert!(back.contains("40... Kd7 41. e4 *"), "{back}");
         assert!(back.contains("[SetUp \"1\"]"), "{back}");

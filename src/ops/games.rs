@@ -53,3 +53,54 @@ pub fn write_all_pgn(book: &Book, out: &mut dyn std::io::Write) -> Result<()> {
     }
     Ok(())
 }
+
+/// Writes as PGN every stored game whose mainline reaches the position `target` (any ply, not
+/// only the counted ones), file by file in store order; returns how many. A scan of the whole
+/// store: each game's moves are decoded and replayed.
+pub fn write_pgn_reaching(
+    book: &Book,
+    target: &shakmaty::Chess,
+    out: &mut dyn std::io::Write,
+) -> Result<u64> {
+    use crate::chess::gamefields::{FEN_FIELD, MOVES_FIELD};
+    use shakmaty::Position;
+    let (key, packed) = crate::chess::key_and_pack(target);
+    let mut n = 0;
+    for f in book.files() {
+        for g in f.games_iter()? {
+            let g = g?;
+            let fen = String::from_utf8_lossy(g.fields.get(FEN_FIELD).map_or(&[][..], |v| v));
+            let start = if fen.trim().is_empty() {
+                shakmaty::Chess::default()
+            } else {
+                match crate::chess::parse_fen(fen.trim()) {
+                    Ok(p) => p,
+                    Err(_) => continue,
+                }
+            };
+            let ranks = g.fields.get(MOVES_FIELD).map_or(&[][..], |v| v);
+            let Ok(moves) = crate::chess::mainline::decode_mainline(&start, ranks) else {
+                continue;
+            };
+            let mut pos = start;
+            let mut reached = false;
+            for m in moves.iter().map(Some).chain([None]) {
+                let (k, p) = crate::chess::key_and_pack(&pos);
+                if k == key && p.as_bytes() == packed.as_bytes() {
+                    reached = true;
+                    break;
+                }
+                match m {
+                    Some(m) => pos.play_unchecked(*m),
+                    None => break,
+                }
+            }
+            if reached {
+                out.write_all(pgn_of(&g)?.as_bytes())
+                    .map_err(|e| Error::io("writing PGN", e))?;
+                n += 1;
+            }
+        }
+    }
+    Ok(n)
+}

@@ -20,5 +20,6 @@ pub mod reader;
 pub mod rewrite;
 pub mod rewrite_budget;
 pub mod stats;
+pub mod topgames;
 pub mod tt;
 pub mod verify;

@@ -57,22 +57,7 @@ pub struct RawGame {
     pub error: Option<String>,
 }
 
-/// The tags a game store keeps (brief §9), in the order of a stored game's fields and of the
-/// PGN it gives back (`ops::gamerec`).
-pub const KEPT_TAGS: [&str; 12] = [
-    "Event",
-    "Site",
-    "Date",
-    "Round",
-    "White",
-    "Black",
-    "Result",
-    "WhiteElo",
-    "BlackElo",
-    "TimeControl",
-    "ECO",
-    "FEN",
-];
+pub use crate::chess::gamefields::KEPT_TAGS;
 /// Appends a tag to a game's kept tags (`RawGame::kept`) if it is one of [`KEPT_TAGS`].
 fn keep_tag(kept: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     if let Some(i) = KEPT_TAGS.iter().position(|t| t.as_bytes() == name) {
@@ -88,10 +73,7 @@ struct RawVisitor {
     spare: Option<RawGame>,
 }
 
-fn parse_elo(v: &[u8]) -> Option<u32> {
-    let s = std::str::from_utf8(v.trim_ascii()).ok()?;
-    s.parse::<u32>().ok().filter(|&e| e > 0 && e < 5000)
-}
+use crate::store::tags::parse_elo;
 
 /// Most moves (plies) of a mainline that are read: under FIDE's automatic draws (the 75-move
 /// rule, fivefold repetition) no game lasts beyond 8,849 moves (17,697 plies), so a longer

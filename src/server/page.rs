@@ -21,13 +21,14 @@ const INDEX: &str = include_str!("page/index.html");
 /// The assets: (file name, content type, contents). The scripts, in the order the page loads
 /// them: the rules of chess, the chess board, the search / paste / copy tools, the Othello page,
 /// the facet filters and chart, and the explorer that ties them together.
-const ASSETS: [(&str, &str, &str); 9] = [
+const ASSETS: [(&str, &str, &str); 10] = [
     js("chess-rules.js", include_str!("page/chess-rules.js")),
     js("board.js", include_str!("page/board.js")),
     js("tools.js", include_str!("page/tools.js")),
     js("othello.js", include_str!("page/othello.js")),
     js("facets.js", include_str!("page/facets.js")),
     js("eval.js", include_str!("page/eval.js")),
+    js("games.js", include_str!("page/games.js")),
     js("explorer.js", include_str!("page/explorer.js")),
     (
         "explorer.css",

@@ -28,6 +28,9 @@ pub struct ExplorerParams {
     pub filter: CellFilter,
     /// `history=true`.
     pub history: bool,
+    /// `topGames`, `recentGames` when given.
+    pub top_games: Option<usize>,
+    pub recent_games: Option<usize>,
 }
 
 /// A request to `/v1/position`: a chess position (`fen` and a line of moves) or an Othello
@@ -160,9 +163,10 @@ pub fn explorer(query: &str) -> Result<ExplorerParams, ApiError> {
         Some(v) => number("moves", v, u32::MAX as u64)?.min(MAX_LISTED_MOVES as u64) as usize,
         None => DEFAULT_MOVES,
     };
-    for name in ["topGames", "recentGames"] {
+    let mut counts = [None, None];
+    for (i, name) in ["topGames", "recentGames"].into_iter().enumerate() {
         if let Some(v) = p.get(name) {
-            number(name, v, 1_000)?;
+            counts[i] = Some(number(name, v, 1_000)? as usize);
         }
     }
     fn bad(name: &'static str) -> impl Fn(String) -> ApiError {
@@ -203,6 +207,8 @@ pub fn explorer(query: &str) -> Result<ExplorerParams, ApiError> {
         moves,
         filter,
         history,
+        top_games: counts[0],
+        recent_games: counts[1],
     })
 }
 

@@ -25,10 +25,11 @@ use super::options::MAX_HEAD;
 use super::page;
 use super::params;
 use super::state::AppState;
-use crate::ops::explorer::explore_counting;
+use crate::ops::explorer::explore_games;
 use crate::ops::facets::Counting;
 use crate::ops::game::Game;
 use crate::ops::position;
+use crate::ops::topgames::{LICHESS_GAMES, LICHESS_TOP, MASTERS_TOP, Wanted};
 
 /// Longest URI accepted (bytes): longer ones get 414.
 pub const MAX_URI: usize = 16 * 1024;
@@ -238,8 +239,18 @@ async fn explorer(State(s): State<Arc<AppState>>, uri: Uri) -> Result<Response, 
         filter: p.filter.clone(),
         history: p.history.then(|| uri.path().starts_with("/masters")),
     };
+    let wanted = if uri.path().starts_with("/masters") {
+        Wanted::Masters {
+            top: p.top_games.unwrap_or(MASTERS_TOP),
+        }
+    } else {
+        Wanted::Lichess {
+            top: p.top_games.unwrap_or(LICHESS_TOP),
+            recent: p.recent_games.unwrap_or(LICHESS_GAMES),
+        }
+    };
     to_json(
-        &explore_counting(&book, &line, p.moves, &counting)?,
+        &explore_games(&book, &line, p.moves, &counting, Some(wanted))?,
         book.generation(),
     )
 }

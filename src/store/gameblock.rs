@@ -21,14 +21,22 @@ const HEADER: usize = 14;
 pub const MAX_BLOCK_GAMES: usize = 1 << 16;
 /// The most raw bytes a block's frame may expand to.
 pub const MAX_BLOCK_RAW: usize = 64 << 20;
-/// The field a game store orders its games by: the game's date as PGN writes it
-/// (`YYYY.MM.DD`, `?` for unknown digits; any other text sorts as undated).
-pub const DATE_FIELD: usize = 2;
+/// The fields a game store orders its games by, the first of them that holds a date as PGN
+/// writes it (`YYYY.MM.DD`, `?` for unknown digits; any other text sorts as undated): for
+/// chess `UTCDate`, then `Date`.
+pub const DATE_FIELDS: [usize; 2] = [12, 2];
+/// The `Date` field (the second of [`DATE_FIELDS`]).
+pub const DATE_FIELD: usize = DATE_FIELDS[1];
 
-/// A game's date as a sortable number `yyyymmdd` from [`DATE_FIELD`] (unknown parts 0; 0 for
-/// an undated game or a game with fewer fields).
+/// A game's date as a sortable number `yyyymmdd` from the first of [`DATE_FIELDS`] that holds
+/// one (unknown parts 0; 0 for an undated game or a game with fewer fields).
 pub fn date_key(g: &StoredGame) -> u32 {
-    let Some(d) = g.fields.get(DATE_FIELD) else {
+    let shaped = |d: &&Vec<u8>| d.len() == 10 && d[4] == b'.' && d[7] == b'.';
+    let Some(d) = DATE_FIELDS
+        .iter()
+        .filter_map(|&i| g.fields.get(i))
+        .find(shaped)
+    else {
         return 0;
     };
     let part = |r: std::ops::Range<usize>| -> u32 {

@@ -5,6 +5,16 @@
 //! the games gives, whatever the order of imports and merges: associative and commutative, as
 //! the property tests check. Not yet stored in books (issue 27).
 
+/// What a game's references need of it, as its codec reads it from the stored game
+/// ([`super::PositionCodec::index_game`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GameFacts {
+    /// The game's cell, every facet (the book masks what it does not keep).
+    pub cell: super::facet::Cell,
+    /// WhiteElo + BlackElo when both are ratings the book counts, else 0.
+    pub strength: u16,
+}
+
 /// Newest games a cell names.
 pub const NEWEST: usize = 8;
 /// Strongest games a cell names.

@@ -19,8 +19,10 @@ pub mod gamerefs;
 pub mod gamerun;
 pub(crate) mod rangecoder;
 pub(crate) mod record;
+pub mod refblock;
 #[doc(hidden)]
 pub mod run;
+pub mod tags;
 pub mod tt;
 #[doc(hidden)]
 pub mod varint;
@@ -97,6 +99,20 @@ pub trait PositionCodec: Send + Sync {
     fn unindex_moves(&self, _pos: &[u8], _idx: &[u8]) -> Result<Vec<u16>, CodecError> {
         Err("this codec does not index moves".into())
     }
+    /// The (key, move code) pairs a stored game counted (each once, in any order) into `pairs`
+    /// (cleared first), and the facts its references need: `None` for a codec whose books
+    /// keep no games. An error names what in the game does not decode.
+    fn index_game(
+        &self,
+        _game: &gameblock::StoredGame,
+        pairs: &mut Vec<(u64, u16)>,
+    ) -> Result<Option<gamerefs::GameFacts>, CodecError> {
+        pairs.clear();
+        Ok(None)
+    }
+    /// Brings a game stored by an older format version to the layout this build writes
+    /// (docs/FORMAT.md §15.2); nothing for a game already in it.
+    fn upgrade_game(&self, _game: &mut gameblock::StoredGame) {}
 }
 
 /// [`PositionCodec::prepare`] from the codec's other methods (its default, and a codec's

@@ -43,8 +43,15 @@ impl GameSink {
     }
 
     /// Keeps the record of a counted game replayed from `start` (its moves in `self.moves`).
-    pub(super) fn add(&mut self, g: &RawGame, start: &Chess, fingerprint: impl FnOnce() -> u128) {
-        let rec = match gamerec::record_moves(g, start, &self.moves, fingerprint) {
+    /// `max_ply`: the import's, the plies of a game it counts.
+    pub(super) fn add(
+        &mut self,
+        g: &RawGame,
+        start: &Chess,
+        max_ply: usize,
+        fingerprint: impl FnOnce() -> u128,
+    ) {
+        let rec = match gamerec::record_moves(g, start, &self.moves, max_ply, fingerprint) {
             Ok(r) => r,
             Err(_) => {
                 self.unstored += 1;

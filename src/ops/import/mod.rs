@@ -52,10 +52,14 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     {
         eprintln!("bookdb: warning: {w}");
     }
+    // Othello games carry no tags: only chess books store games. A book that stores games
+    // counts each game once whatever `--dedupe` says (brief §9): the same game (same
+    // fingerprint) imported twice is skipped as a duplicate.
+    let store_games = opts.store_games && opts.game == crate::ops::game::Game::Chess;
     let opts = &ImportOptions {
         memory_mib,
-        // Othello games carry no tags: only chess books store games.
-        store_games: opts.store_games && opts.game == crate::ops::game::Game::Chess,
+        store_games,
+        dedupe: opts.dedupe || store_games,
         ..opts.clone()
     };
     let mut summary = import_fitted(book_path, inputs, opts)?;

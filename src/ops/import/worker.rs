@@ -101,7 +101,11 @@ fn count_game(
             let mut moves = std::mem::take(&mut sink.moves);
             let r = replay_keeping(g, rules, plies, Some(&mut moves));
             sink.moves = moves;
-            r.map(|start| sink.add(g, &start, || fp.unwrap_or_else(|| game_fingerprint(g))))
+            r.map(|start| {
+                sink.add(g, &start, rules.max_ply, || {
+                    fp.unwrap_or_else(|| game_fingerprint(g))
+                })
+            })
         }
     };
     match replayed {

@@ -79,6 +79,9 @@ pub struct VerifyReport {
     /// Stored games checked (docs/FORMAT.md §15): every game block decoded, numbers dense,
     /// one id row per game naming its id.
     pub stored_games: u64,
+    /// Positions whose game references were checked (docs/FORMAT.md §15.3): rebuilt from the
+    /// file's games and compared, with the games' facts.
+    pub game_ref_positions: u64,
     /// Key filter partitions checked (docs/FORMAT.md §4.7; files written before filters have
     /// none).
     pub key_filter_partitions: u64,
@@ -128,6 +131,7 @@ impl VerifyReport {
         self.pairs += sub.pairs;
         self.evaluations += sub.evaluations;
         self.stored_games += sub.stored_games;
+        self.game_ref_positions += sub.game_ref_positions;
         self.key_filter_partitions += sub.key_filter_partitions;
         self.problems_total += sub.problems_total - sub.problems.len() as u64;
         for p in sub.problems {
@@ -309,13 +313,14 @@ impl fmt::Display for VerifyReport {
         }
         write!(
             f,
-            "{}: {} blocks, {} entries, {} pairs, {} evaluated positions, {} stored games checked; {}",
+            "{}: {} blocks, {} entries, {} pairs, {} evaluated positions, {} stored games and the references of {} positions checked; {}",
             r.book,
             r.blocks,
             r.entries,
             r.pairs,
             r.evaluations,
             r.stored_games,
+            r.game_ref_positions,
             if r.ok() {
                 "OK".to_string()
             } else {
@@ -423,6 +428,10 @@ struct BlockSum {
 
 /// Checks one file of a book: block checksums and headers, every entry decodes, keys recompute
 /// to the stored fragments, order, legality, and the file's own counters.
+/// Memory for sorting the references verify rebuilds (past it, sorted runs are spilled to the
+/// temporary directory).
+const REFS_BUDGET: usize = 64 << 20;
+
 fn verify_file(file: &BookFile, game: Game, threads: usize, window: usize) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
     let mut counted = BookMeta::default();
@@ -481,6 +490,10 @@ fn verify_file(file: &BookFile, game: Game, threads: usize, window: usize) -> Re
     ev.problems.into_iter().for_each(|p| report.problem(p));
     match file.check_game_ids() {
         Ok(n) => report.stored_games += n,
+        Err(e) => report.problem(e.to_string()),
+    }
+    match file.check_game_refs(REFS_BUDGET) {
+        Ok(n) => report.game_ref_positions += n,
         Err(e) => report.problem(e.to_string()),
     }
     let meta = file.meta();

@@ -61,6 +61,7 @@ function init() {
   initFilters();
   initHistory();
   initEval();
+  initGames();
   board = self.BookdbBoard.createBoard(els.board, onBoardMove);
   self.BookdbTools.init({
     onOpening: (o) => go({
@@ -445,6 +446,7 @@ function render() {
   renderEval();
   renderMoves();
   renderHistory();
+  renderGames();
   els.prev.disabled = els.first.disabled = state.idx === 0;
   els.next.disabled = els.last.disabled = state.idx >= state.line.length;
   if (document.activeElement !== els.fen) {

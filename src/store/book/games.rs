@@ -64,6 +64,32 @@ impl BookFile {
         Ok((first, games))
     }
 
+    /// Game `number` of this file (its last few blocks read are kept decoded).
+    pub fn game_by_number(&self, number: u32) -> Result<StoredGame> {
+        const KEPT: usize = 16;
+        let Some(t) = &self.games else {
+            return Err(bad(format!("game {number}"), "the file stores no games"));
+        };
+        let hit = |c: &[(u32, Arc<Vec<StoredGame>>)]| {
+            c.iter()
+                .rev()
+                .find(|(first, g)| *first <= number && ((number - first) as usize) < g.len())
+                .map(|(first, g)| g[(number - first) as usize].clone())
+        };
+        if let Some(g) = hit(&self.game_cache.lock().unwrap_or_else(|e| e.into_inner())) {
+            return Ok(g);
+        }
+        let (first, games) = shield("reading the game store", || self.game_block_of(t, number))
+            .map_err(|e| e.in_file(&self.path))?;
+        let g = games[(number - first) as usize].clone();
+        let mut c = self.game_cache.lock().unwrap_or_else(|e| e.into_inner());
+        if c.len() >= KEPT {
+            c.remove(0);
+        }
+        c.push((first, Arc::new(games)));
+        Ok(g)
+    }
+
     /// This file's stored games with this id (more than one only if two games share it), each
     /// with its number in this file.
     pub fn games_by_id(&self, id: u64) -> Result<Vec<(u32, StoredGame)>> {
@@ -271,35 +297,60 @@ impl GameCarry {
         self.dropped = true;
     }
 
-    /// Writes the merged store into `txn`'s game tables; returns the games written (the
-    /// caller records them in meta `games_stored`).
-    pub(crate) fn write(&mut self, txn: &redb::WriteTransaction) -> Result<u64> {
+    /// Writes the merged store into `txn`'s game tables, and the references derived from it
+    /// (`ctx`); returns the games written (the caller records them in meta `games_stored`).
+    pub(crate) fn write(
+        &mut self,
+        txn: &redb::WriteTransaction,
+        ctx: &super::refs::RefContext,
+    ) -> Result<u64> {
         let carried: Vec<&Arc<BookFile>> =
             self.from.iter().filter(|f| f.games_stored() > 0).collect();
         if self.dropped || (carried.is_empty() && self.new.is_empty() && self.streams.is_empty()) {
             return Ok(0);
         }
-        if carried.len() == 1 && self.new.is_empty() && self.streams.is_empty() {
+        // One store carried alone, of this format and with the same facets, keeps its numbers
+        // and so its references: copied as they are.
+        if carried.len() == 1
+            && self.new.is_empty()
+            && self.streams.is_empty()
+            && carried[0].format_version() == FORMAT_VERSION
+            && carried[0].has_game_refs()
+            && carried[0].facets == ctx.facets
+        {
             return copy_store(carried[0], txn);
         }
-        let mut parts: Vec<GameStream<'static>> = carried
-            .iter()
-            .map(|f| f.games_iter())
-            .collect::<Result<_>>()?;
+        let mut parts: Vec<GameStream<'static>> = Vec::new();
+        for f in &carried {
+            let games = f.games_iter()?;
+            if f.format_version() == FORMAT_VERSION {
+                parts.push(games);
+            } else {
+                // An older layout, brought to this one before it is ordered (the upgrade
+                // keeps the order: format 6 games have no UTCDate, so sort by Date as before).
+                let codec = ctx.codec.clone();
+                parts.push(Box::new(games.map(move |g| {
+                    g.map(|mut g| {
+                        codec.upgrade_game(&mut g);
+                        g
+                    })
+                })));
+            }
+        }
         parts.append(&mut self.streams);
         let mut fresh = std::mem::take(&mut self.new);
         fresh.sort_by(store_order);
         parts.push(Box::new(fresh.into_iter().map(Ok)));
-        let mut out = StoreWriter::open(txn)?;
+        let mut out = StoreWriter::open(txn, super::refs::RefBuilder::new(ctx.clone()))?;
         for g in MergeGames::new(parts) {
             out.push(g?)?;
         }
-        out.finish()
+        out.finish(txn)
     }
 }
 
 /// Copies a file's game store as it is (the numbers do not change when one store is carried
-/// alone): its blocks, then the id rows.
+/// alone): its blocks, the id rows, the facts and the references.
 fn copy_store(f: &BookFile, txn: &redb::WriteTransaction) -> Result<u64> {
     let Some(t) = &f.games else {
         return Ok(0);
@@ -313,6 +364,14 @@ fn copy_store(f: &BookFile, txn: &redb::WriteTransaction) -> Result<u64> {
         }
         for row in t.ids.range::<(u64, u32)>(..)? {
             ids.insert(row?.0.value(), ())?;
+        }
+        let mut facts = txn.open_table(GAME_FACTS)?;
+        for (k, v) in f.fact_chunks()? {
+            facts.insert(k, v.as_slice())?;
+        }
+        let mut refs = txn.open_table(GAME_REFS)?;
+        for (k, v) in f.ref_blocks()? {
+            refs.insert(k, v.as_slice())?;
         }
         Ok(())
     })
@@ -331,10 +390,14 @@ struct StoreWriter<'t> {
     pending_raw: usize,
     next: u32,
     first: u32,
+    refs: super::refs::RefBuilder,
 }
 
 impl<'t> StoreWriter<'t> {
-    fn open(txn: &'t redb::WriteTransaction) -> Result<StoreWriter<'t>> {
+    fn open(
+        txn: &'t redb::WriteTransaction,
+        refs: super::refs::RefBuilder,
+    ) -> Result<StoreWriter<'t>> {
         Ok(StoreWriter {
             blocks: txn.open_table(GAME_BLOCKS)?,
             ids: txn.open_table(GAME_IDS)?,
@@ -343,6 +406,7 @@ impl<'t> StoreWriter<'t> {
             pending_raw: 0,
             next: 0,
             first: 0,
+            refs,
         })
     }
 
@@ -352,6 +416,7 @@ impl<'t> StoreWriter<'t> {
             .checked_add(1)
             .ok_or_else(|| Error::Internal("more than 2^32 games in one file".into()))?;
         self.id_rows.push((g.id, number));
+        self.refs.add(&g)?;
         self.pending_raw += 6 + g.fields.iter().map(|f| f.len() + 2).sum::<usize>();
         self.pending.push(g);
         if self.pending.len() >= BLOCK_GAMES || self.pending_raw >= BLOCK_RAW {
@@ -377,13 +442,19 @@ impl<'t> StoreWriter<'t> {
         Ok(())
     }
 
-    fn finish(mut self) -> Result<u64> {
+    fn finish(mut self, txn: &redb::WriteTransaction) -> Result<u64> {
         self.seal()?;
         self.id_rows.sort_unstable();
         for &row in &self.id_rows {
             self.ids.insert(row, ())?;
         }
-        Ok(u64::from(self.next))
+        let n = u64::from(self.next);
+        let StoreWriter {
+            blocks, ids, refs, ..
+        } = self;
+        drop((blocks, ids));
+        refs.write(txn)?;
+        Ok(n)
     }
 }
 

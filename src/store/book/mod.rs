@@ -20,6 +20,7 @@ mod live;
 mod open;
 mod options;
 mod reader;
+mod refs;
 mod schema;
 mod seal;
 mod train;
@@ -45,6 +46,7 @@ pub(crate) use live::{Publication, current_generation, lock_for_writing, publish
 pub(crate) use open::looks_like_damaged_book;
 pub use options::WriterOptions;
 pub use reader::*;
+pub use refs::{Fact, FactReader};
 pub use schema::*;
 pub use view::*;
 pub use writer::*;

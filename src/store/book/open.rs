@@ -365,6 +365,9 @@ pub(super) fn read_eval_count(meta: &redb::ReadOnlyTable<&str, &[u8]>) -> Result
 pub(crate) struct GameTables {
     pub(crate) blocks: redb::ReadOnlyTable<(u32, u16), &'static [u8]>,
     pub(crate) ids: redb::ReadOnlyTable<(u64, u32), ()>,
+    /// The references and facts (format 7; `None` in a format-6 file opened to migrate it).
+    pub(crate) refs: Option<redb::ReadOnlyTable<u64, &'static [u8]>>,
+    pub(crate) facts: Option<redb::ReadOnlyTable<u32, &'static [u8]>>,
 }
 
 /// Opens a file's game tables (both or neither) and reads meta `games_stored`.
@@ -388,8 +391,32 @@ pub(super) fn open_game_tables(
         Err(redb::TableError::TableDoesNotExist(_)) => None,
         Err(e) => return Err(e.into()),
     };
+    let refs = match txn.open_table(GAME_REFS) {
+        Ok(t) => Some(t),
+        Err(redb::TableError::TableDoesNotExist(_)) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let facts = match txn.open_table(GAME_FACTS) {
+        Ok(t) => Some(t),
+        Err(redb::TableError::TableDoesNotExist(_)) => None,
+        Err(e) => return Err(e.into()),
+    };
+    if refs.is_some() != facts.is_some() {
+        return Err(Error::Corrupt(Corruption::Meta(
+            "the game references are incomplete (one of game_refs and game_facts is missing)"
+                .into(),
+        )));
+    }
     match (blocks, ids) {
-        (Some(blocks), Some(ids)) => Ok((Some(GameTables { blocks, ids }), stored)),
+        (Some(blocks), Some(ids)) => Ok((
+            Some(GameTables {
+                blocks,
+                ids,
+                refs,
+                facts,
+            }),
+            stored,
+        )),
         (None, None) if stored == 0 => Ok((None, 0)),
         _ => Err(Error::Corrupt(Corruption::Meta(format!(
             "the game store is incomplete (meta records {stored} games; one of game_blocks \

@@ -29,10 +29,18 @@ pub(crate) const GAME_BLOCKS: TableDefinition<(u32, u16), &[u8]> =
 /// The game store's id index (format 6): (game id, game number) → nothing; every stored game
 /// has exactly one row. Absent with `game_blocks`.
 pub(crate) const GAME_IDS: TableDefinition<(u64, u32), ()> = TableDefinition::new("game_ids");
+/// The game references (format 7, docs/FORMAT.md §15.3): the key of a block's first position
+/// → a reference block ([`crate::store::refblock`]): per position and move, the numbers of the
+/// games its cells name. Derived from the file's game store; present with it.
+pub(crate) const GAME_REFS: TableDefinition<u64, &[u8]> = TableDefinition::new("game_refs");
+/// Each stored game's cell and strength (format 7): the first game number of a chunk (a
+/// multiple of [`crate::store::refblock::FACTS_PER_CHUNK`]) → the chunk. Present with
+/// `game_refs`.
+pub(crate) const GAME_FACTS: TableDefinition<u32, &[u8]> = TableDefinition::new("game_facts");
 
 pub(crate) const MAGIC: &[u8] = b"bookdb";
 /// Book format version written by this build. See migrations/README.md.
-pub(crate) const FORMAT_VERSION: u32 = 6;
+pub(crate) const FORMAT_VERSION: u32 = 7;
 /// Oldest format version `bookdb migrate` converts (migrations/README.md).
 pub(crate) const OLDEST_MIGRATABLE: u32 = 1;
 

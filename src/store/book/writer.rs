@@ -577,7 +577,13 @@ impl BookWriter {
                 if evals > 0 {
                     m.insert(META_EVALS, evals.to_le_bytes().as_slice())?;
                 }
-                let games = self.games.write(&txn)?;
+                let ctx = super::refs::RefContext {
+                    codec: self.codec.clone(),
+                    facets: self.facets,
+                    budget: self.opts.commit_bytes,
+                    prefix: self.tmp_path.clone(),
+                };
+                let games = self.games.write(&txn, &ctx)?;
                 if games > 0 {
                     m.insert(META_GAMES_STORED, games.to_le_bytes().as_slice())?;
                 }

@@ -6,11 +6,12 @@ use proptest::prelude::*;
 use std::path::Path;
 
 fn game(id: u64, date: &str, moves: &[u8]) -> StoredGame {
-    let mut fields = vec![Vec::new(); 13];
+    use crate::chess::gamefields::{FIELDS, MOVES_FIELD};
+    let mut fields = vec![Vec::new(); FIELDS];
     fields[0] = b"Event".to_vec();
     fields[gameblock::DATE_FIELD] = date.as_bytes().to_vec();
     fields[4] = format!("White {id}").into_bytes();
-    fields[12] = moves.to_vec();
+    fields[MOVES_FIELD] = moves.to_vec();
     StoredGame { id, fields }
 }
 
@@ -87,8 +88,18 @@ fn a_file_without_games_has_no_game_tables_and_answers_none() {
 fn rewrites_carry_the_store_and_drop_games_empties_it() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a.book");
+    // Two legal plies each (any first move leaves Black 20), and a long name: blocks of
+    // several chunks.
     let many: Vec<StoredGame> = (0..3000)
-        .map(|i| game(i * 7919 % 5003, "2020.01.02", &[(i % 200) as u8; 40]))
+        .map(|i| {
+            let mut g = game(
+                i * 7919 % 5003,
+                "2020.01.02",
+                &[(i % 20) as u8, (i % 19) as u8],
+            );
+            g.fields[5] = (0..40).map(|k| b'a' + ((i + k) % 26) as u8).collect();
+            g
+        })
         .collect();
     write(&a, None, many.clone());
     let before = stored(&a);
@@ -156,5 +167,11 @@ proptest! {
         prop_assert_eq!(stored(&last), stored(&whole));
         let b = Book::open(&last, crate::chess_codec()).unwrap();
         prop_assert_eq!(b.base().check_game_ids().unwrap(), b.games_stored());
+        // The references too: the same bytes, and what verify rebuilds (with spills).
+        let w = Book::open(&whole, crate::chess_codec()).unwrap();
+        prop_assert_eq!(b.base().ref_blocks().unwrap(), w.base().ref_blocks().unwrap());
+        prop_assert_eq!(b.base().fact_chunks().unwrap(), w.base().fact_chunks().unwrap());
+        prop_assert!(!w.base().ref_blocks().unwrap().is_empty());
+        prop_assert!(b.base().check_game_refs(1).unwrap() > 0);
     }
 }

@@ -1,0 +1,736 @@
+//! The game references of a book file (format 7, docs/FORMAT.md §15.3), a pure function of the
+//! file's game store: per (position, move, cell) the newest and the strongest games
+//! ([`crate::store::gamerefs`]), kept per (position, move) as the union of its cells' lists in
+//! `game_refs`, with each game's cell and strength in `game_facts`. [`RefBuilder`] derives them
+//! while the store is written (its codec replays each game: [`PositionCodec::index_game`]),
+//! sorting within a memory budget and spilling sorted runs beside the file; reads find a
+//! position's block and a game's facts.
+
+use std::collections::BinaryHeap;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::open::GameTables;
+use super::*;
+use crate::store::PositionCodec;
+use crate::store::error::{Corruption, Error, Result};
+use crate::store::facet::FacetSet;
+use crate::store::gameblock::StoredGame;
+use crate::store::gamerefs::{NEWEST, STRONGEST};
+use crate::store::refblock::{self, FACTS_PER_CHUNK, PosRefs};
+
+/// Raw bytes past which a reference block is closed.
+const REF_BLOCK_RAW: usize = 4096;
+/// zstd level of reference blocks.
+const REF_LEVEL: i32 = 3;
+/// The least sorting memory a builder takes, whatever it is given (bytes).
+const MIN_BUDGET: usize = 4096;
+/// Most runs one merge reads at once.
+const FAN_IN: usize = 16;
+/// zstd window of a run (2^17 = 128 KiB): what each open run costs to read, FAN_IN at a time.
+const RUN_WINDOW_LOG: u32 = 17;
+/// Bytes of a tuple in a spilled run.
+const TUPLE_BYTES: usize = 20;
+
+/// What a writer derives references with.
+#[derive(Clone)]
+pub(crate) struct RefContext {
+    pub(crate) codec: Arc<dyn PositionCodec>,
+    /// The facets the new file keeps (a game's cell is masked to them).
+    pub(crate) facets: FacetSet,
+    /// Memory for sorting (bytes); past it, sorted runs are spilled.
+    pub(crate) budget: usize,
+    /// Spilled runs are `<prefix>.refs-<n>`.
+    pub(crate) prefix: PathBuf,
+}
+
+/// One counted (position, move) of one game.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Tuple {
+    key: u64,
+    mv: u16,
+    cell: u32,
+    number: u32,
+    strength: u16,
+}
+
+impl Tuple {
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.key.to_le_bytes());
+        out.extend_from_slice(&self.mv.to_le_bytes());
+        out.extend_from_slice(&self.cell.to_le_bytes());
+        out.extend_from_slice(&self.number.to_le_bytes());
+        out.extend_from_slice(&self.strength.to_le_bytes());
+    }
+
+    fn get(b: &[u8; TUPLE_BYTES]) -> Tuple {
+        let u = |r: std::ops::Range<usize>| -> u64 {
+            b[r].iter().rev().fold(0u64, |a, &x| a << 8 | u64::from(x))
+        };
+        Tuple {
+            key: u(0..8),
+            mv: u(8..10) as u16,
+            cell: u(10..14) as u32,
+            number: u(14..18) as u32,
+            strength: u(18..20) as u16,
+        }
+    }
+}
+
+/// Derives a file's references and facts from its games, given in number order.
+pub(crate) struct RefBuilder {
+    ctx: RefContext,
+    tuples: Vec<Tuple>,
+    runs: Vec<PathBuf>,
+    /// Each run's tier (0: spilled from memory; n + 1: merged from FAN_IN runs of tier n).
+    levels: Vec<u32>,
+    /// Runs made so far (names them), and the one being written.
+    made: usize,
+    partial: Option<PathBuf>,
+    pairs: Vec<(u64, u16)>,
+    /// The facts of the games since the last whole chunk, and the chunks done.
+    facts: Vec<(u32, u16)>,
+    chunks: Vec<(u32, Vec<u8>)>,
+    next: u32,
+}
+
+impl RefBuilder {
+    pub(crate) fn new(ctx: RefContext) -> RefBuilder {
+        RefBuilder {
+            ctx,
+            tuples: Vec::new(),
+            runs: Vec::new(),
+            levels: Vec::new(),
+            made: 0,
+            partial: None,
+            pairs: Vec::new(),
+            facts: Vec::new(),
+            chunks: Vec::new(),
+            next: 0,
+        }
+    }
+
+    /// Adds the next game (its number is the count of games added before it).
+    pub(crate) fn add(&mut self, g: &StoredGame) -> Result<()> {
+        let number = self.next;
+        self.next += 1;
+        let facts = self
+            .ctx
+            .codec
+            .index_game(g, &mut self.pairs)
+            .map_err(|e| Error::Internal(format!("indexing stored game {number}: {e}")))?;
+        let (cell, strength) = match facts {
+            Some(f) => (f.cell.masked(self.ctx.facets).id().0, f.strength),
+            None => (0, 0),
+        };
+        self.facts.push((cell, strength));
+        if self.facts.len() == FACTS_PER_CHUNK as usize {
+            let first = number + 1 - FACTS_PER_CHUNK;
+            self.chunks
+                .push((first, refblock::encode_facts(&self.facts)));
+            self.facts.clear();
+        }
+        for &(key, mv) in &self.pairs {
+            self.tuples.push(Tuple {
+                key,
+                mv,
+                cell,
+                number,
+                strength,
+            });
+        }
+        if self.tuples.len() * std::mem::size_of::<Tuple>() >= self.ctx.budget.max(MIN_BUDGET) {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    fn spill(&mut self) -> Result<()> {
+        self.tuples.sort_unstable();
+        let tuples = std::mem::take(&mut self.tuples);
+        let path = self.write_run(tuples.into_iter().map(Ok))?;
+        self.runs.push(path);
+        self.levels.push(0);
+        // Tiers: FAN_IN runs of one level merge into one of the next, so a merge never opens
+        // more than FAN_IN runs and each tuple is rewritten log_FAN_IN(runs) times.
+        while self.levels.len() >= FAN_IN
+            && self.levels[self.levels.len() - FAN_IN..]
+                .iter()
+                .all(|&l| l == self.levels[self.levels.len() - 1])
+        {
+            let level = self.levels[self.levels.len() - 1];
+            let from = self.runs.split_off(self.runs.len() - FAN_IN);
+            self.levels.truncate(self.levels.len() - FAN_IN);
+            let merged = self.write_run(RunMerge::open(&from)?);
+            for r in &from {
+                let _ = std::fs::remove_file(r);
+            }
+            self.runs.push(merged?);
+            self.levels.push(level + 1);
+        }
+        Ok(())
+    }
+
+    /// Writes sorted tuples as a run file; returns its path.
+    fn write_run(&mut self, tuples: impl Iterator<Item = Result<Tuple>>) -> Result<PathBuf> {
+        let path = PathBuf::from(format!("{}.refs-{}", self.ctx.prefix.display(), self.made));
+        self.made += 1;
+        let io = |e: std::io::Error| Error::io(format!("writing {}", path.display()), e);
+        let file = std::fs::File::create(&path).map_err(io)?;
+        // Listed at once, so that a failure below still removes it.
+        self.partial = Some(path.clone());
+        let mut z = zstd::Encoder::new(BufWriter::with_capacity(1 << 16, file), 1).map_err(io)?;
+        z.set_parameter(zstd::stream::raw::CParameter::WindowLog(RUN_WINDOW_LOG))
+            .map_err(io)?;
+        let mut buf = Vec::with_capacity(1 << 16);
+        for t in tuples {
+            t?.put(&mut buf);
+            if buf.len() >= 1 << 16 {
+                z.write_all(&buf).map_err(io)?;
+                buf.clear();
+            }
+        }
+        z.write_all(&buf).map_err(io)?;
+        z.finish().and_then(|mut w| w.flush()).map_err(io)?;
+        self.partial = None;
+        Ok(path)
+    }
+
+    /// Writes the facts and references into `txn`.
+    pub(crate) fn write(mut self, txn: &redb::WriteTransaction) -> Result<()> {
+        let mut facts = txn.open_table(GAME_FACTS)?;
+        let mut refs = txn.open_table(GAME_REFS)?;
+        for (first, chunk) in std::mem::take(&mut self.chunks) {
+            facts.insert(first, chunk.as_slice())?;
+        }
+        if !self.facts.is_empty() {
+            let first = self.next - self.facts.len() as u32;
+            facts.insert(first, refblock::encode_facts(&self.facts).as_slice())?;
+        }
+        let mut block: Vec<PosRefs> = Vec::new();
+        let mut raw = 0usize;
+        let mut flush = |block: &mut Vec<PosRefs>, raw: &mut usize| -> Result<()> {
+            if let Some(first) = block.first().map(|p| p.key) {
+                let bytes = refblock::encode_refs(block, REF_LEVEL)
+                    .map_err(|e| Error::Internal(format!("coding a reference block: {e}")))?;
+                refs.insert(first, bytes.as_slice())?;
+            }
+            block.clear();
+            *raw = 0;
+            Ok(())
+        };
+        self.positions(|p| {
+            raw += 4 + p.moves.iter().map(|(_, n)| 4 + 3 * n.len()).sum::<usize>();
+            block.push(p);
+            if raw >= REF_BLOCK_RAW {
+                flush(&mut block, &mut raw)?;
+            }
+            Ok(())
+        })?;
+        flush(&mut block, &mut raw)
+    }
+
+    /// The references, position by position in key order.
+    pub(crate) fn positions(&mut self, mut out: impl FnMut(PosRefs) -> Result<()>) -> Result<()> {
+        let mut tuples: Box<dyn Iterator<Item = Result<Tuple>>> = if self.runs.is_empty() {
+            self.tuples.sort_unstable();
+            Box::new(std::mem::take(&mut self.tuples).into_iter().map(Ok))
+        } else {
+            if !self.tuples.is_empty() {
+                self.spill()?;
+            }
+            Box::new(RunMerge::open(&self.runs)?)
+        };
+        let mut group = Group::default();
+        let mut pos: Option<PosRefs> = None;
+        let mut numbers: Vec<u32> = Vec::new();
+        let close_move =
+            |pos: &mut Option<PosRefs>, current: (u64, u16), numbers: &mut Vec<u32>| {
+                numbers.sort_unstable_by(|a, b| b.cmp(a));
+                numbers.dedup();
+                let p = pos.get_or_insert_with(|| PosRefs {
+                    key: current.0,
+                    moves: Vec::new(),
+                });
+                p.moves.push((current.1, std::mem::take(numbers)));
+            };
+        let mut last: Option<Tuple> = None;
+        for t in tuples.by_ref() {
+            let t = t?;
+            if let Some(l) = last {
+                if (l.key, l.mv, l.cell) != (t.key, t.mv, t.cell) {
+                    group.drain_into(&mut numbers);
+                }
+                if (l.key, l.mv) != (t.key, t.mv) {
+                    close_move(&mut pos, (l.key, l.mv), &mut numbers);
+                }
+                if l.key != t.key
+                    && let Some(p) = pos.take()
+                {
+                    out(p)?;
+                }
+            }
+            group.add(t.number, t.strength);
+            last = Some(t);
+        }
+        if let Some(l) = last {
+            group.drain_into(&mut numbers);
+            close_move(&mut pos, (l.key, l.mv), &mut numbers);
+            if let Some(p) = pos.take() {
+                out(p)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for RefBuilder {
+    fn drop(&mut self) {
+        for r in self.runs.iter().chain(&self.partial) {
+            let _ = std::fs::remove_file(r);
+        }
+    }
+}
+
+/// One (position, move, cell)'s games, in number order: its newest and strongest so far.
+#[derive(Default)]
+struct Group {
+    newest: std::collections::VecDeque<u32>,
+    /// (strength, number), best first.
+    strongest: Vec<(u16, u32)>,
+}
+
+impl Group {
+    fn add(&mut self, number: u32, strength: u16) {
+        if self.newest.len() == NEWEST {
+            self.newest.pop_front();
+        }
+        self.newest.push_back(number);
+        let s = (strength, number);
+        if self.strongest.len() < STRONGEST || self.strongest.last().is_some_and(|&l| s > l) {
+            let at = self.strongest.partition_point(|&x| x > s);
+            self.strongest.insert(at, s);
+            self.strongest.truncate(STRONGEST);
+        }
+    }
+
+    fn drain_into(&mut self, numbers: &mut Vec<u32>) {
+        numbers.extend(self.newest.drain(..));
+        numbers.extend(self.strongest.drain(..).map(|(_, n)| n));
+    }
+}
+
+/// Sorted runs merged into one sorted stream.
+struct RunMerge {
+    readers: Vec<zstd::Decoder<'static, BufReader<BufReader<std::fs::File>>>>,
+    heap: BinaryHeap<std::cmp::Reverse<(Tuple, usize)>>,
+    paths: Vec<PathBuf>,
+}
+
+impl RunMerge {
+    fn open(paths: &[PathBuf]) -> Result<RunMerge> {
+        let mut m = RunMerge {
+            readers: Vec::new(),
+            heap: BinaryHeap::new(),
+            paths: paths.to_vec(),
+        };
+        for (i, p) in paths.iter().enumerate() {
+            let io = |e: std::io::Error| Error::io(format!("reading {}", p.display()), e);
+            let f = std::fs::File::open(p).map_err(io)?;
+            let d = zstd::Decoder::new(BufReader::with_capacity(1 << 14, f)).map_err(io)?;
+            m.readers.push(d);
+            if let Some(t) = m.read(i)? {
+                m.heap.push(std::cmp::Reverse((t, i)));
+            }
+        }
+        Ok(m)
+    }
+
+    fn read(&mut self, i: usize) -> Result<Option<Tuple>> {
+        let mut b = [0u8; TUPLE_BYTES];
+        match self.readers[i].read_exact(&mut b) {
+            Ok(()) => Ok(Some(Tuple::get(&b))),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+            Err(e) => Err(Error::io(format!("reading {}", self.paths[i].display()), e)),
+        }
+    }
+}
+
+impl Iterator for RunMerge {
+    type Item = Result<Tuple>;
+
+    fn next(&mut self) -> Option<Result<Tuple>> {
+        let std::cmp::Reverse((t, i)) = self.heap.pop()?;
+        match self.read(i) {
+            Ok(Some(n)) => self.heap.push(std::cmp::Reverse((n, i))),
+            Ok(None) => {}
+            Err(e) => return Some(Err(e)),
+        }
+        Some(Ok(t))
+    }
+}
+
+fn bad(at: impl std::fmt::Display, reason: impl std::fmt::Display) -> Error {
+    Error::Corrupt(Corruption::GameStore {
+        at: at.to_string(),
+        reason: reason.to_string(),
+    })
+}
+
+/// A game's facts as a file keeps them: its cell id (masked to the file's facets) and strength.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fact {
+    pub cell: crate::store::facet::CellId,
+    pub strength: u16,
+}
+
+impl BookFile {
+    fn ref_tables(&self) -> Option<&GameTables> {
+        self.games.as_ref().filter(|t| t.refs.is_some())
+    }
+
+    /// Whether this file holds references (a file with games, written by format 7).
+    pub fn has_game_refs(&self) -> bool {
+        self.ref_tables().is_some()
+    }
+
+    /// The references of the position with `key` in this file.
+    pub fn refs_at(&self, key: u64) -> Result<Option<PosRefs>> {
+        let Some(refs) = self.ref_tables().and_then(|t| t.refs.as_ref()) else {
+            return Ok(None);
+        };
+        shield("reading game references", || {
+            let Some(row) = refs.range(..=key)?.next_back() else {
+                return Ok(None);
+            };
+            let (k, v) = row?;
+            let first = k.value();
+            let block = refblock::decode_refs(v.value(), first)
+                .map_err(|e| bad(format!("reference block {first:016x}"), e))?;
+            Ok(block.into_iter().find(|p| p.key == key))
+        })
+        .map_err(|e| e.in_file(&self.path))
+    }
+
+    /// Every reference block of this file, in key order: (its row key, its positions).
+    pub(crate) fn ref_blocks(&self) -> Result<Vec<(u64, Vec<u8>)>> {
+        let Some(refs) = self.ref_tables().and_then(|t| t.refs.as_ref()) else {
+            return Ok(Vec::new());
+        };
+        shield("reading game references", || {
+            refs.range::<u64>(..)?
+                .map(|r| {
+                    let (k, v) = r?;
+                    Ok((k.value(), v.value().to_vec()))
+                })
+                .collect()
+        })
+        .map_err(|e| e.in_file(&self.path))
+    }
+
+    /// Every fact chunk of this file, in number order.
+    pub(crate) fn fact_chunks(&self) -> Result<Vec<(u32, Vec<u8>)>> {
+        let Some(facts) = self.ref_tables().and_then(|t| t.facts.as_ref()) else {
+            return Ok(Vec::new());
+        };
+        shield("reading game facts", || {
+            facts
+                .range::<u32>(..)?
+                .map(|r| {
+                    let (k, v) = r?;
+                    Ok((k.value(), v.value().to_vec()))
+                })
+                .collect()
+        })
+        .map_err(|e| e.in_file(&self.path))
+    }
+
+    /// A reader of this file's game facts, keeping the last chunk it read.
+    pub fn facts_reader(&self) -> FactReader<'_> {
+        FactReader {
+            file: self,
+            chunk: None,
+        }
+    }
+}
+
+/// Reads games' facts by number from one file, one chunk at a time.
+pub struct FactReader<'f> {
+    file: &'f BookFile,
+    chunk: Option<(u32, Vec<u8>)>,
+}
+
+impl FactReader<'_> {
+    /// The facts of game `number` of the file.
+    pub fn get(&mut self, number: u32) -> Result<Fact> {
+        let first = number - number % FACTS_PER_CHUNK;
+        if self.chunk.as_ref().is_none_or(|c| c.0 != first) {
+            let t = self
+                .file
+                .ref_tables()
+                .and_then(|t| t.facts.as_ref())
+                .ok_or_else(|| bad(format!("game {number}"), "the file holds no facts"))?;
+            let bytes = shield("reading game facts", || {
+                Ok(t.get(first)?.map(|v| v.value().to_vec()))
+            })
+            .map_err(|e| e.in_file(&self.file.path))?
+            .ok_or_else(|| bad(format!("facts of game {number}"), "no chunk holds them"))?;
+            refblock::check_facts(&bytes).map_err(|e| bad(format!("fact chunk {first}"), e))?;
+            self.chunk = Some((first, bytes));
+        }
+        let (_, bytes) = self
+            .chunk
+            .as_ref()
+            .ok_or_else(|| Error::Internal("fact chunk".into()))?;
+        let (cell, strength) = refblock::fact_at(bytes, (number - first) as usize)
+            .ok_or_else(|| bad(format!("facts of game {number}"), "past its chunk"))?;
+        Ok(Fact {
+            cell: crate::store::facet::CellId(cell),
+            strength,
+        })
+    }
+}
+
+impl BookFile {
+    /// Checks this file's references and facts against the ones its game store gives
+    /// ([`RefBuilder`] over its games, sorting within `budget` bytes, spilling to the system's
+    /// temporary directory): every reference names a stored game whose counted moves reach the
+    /// position and play the move, and every game the store holds is named where its cell
+    /// ranks it. Returns the positions checked.
+    pub fn check_game_refs(&self, budget: usize) -> Result<u64> {
+        if self.games.is_none() {
+            return Ok(0);
+        }
+        if !self.has_game_refs() {
+            return Err(bad(
+                "game_refs",
+                "the file stores games but holds no references (game_refs, game_facts)",
+            ));
+        }
+        static RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let prefix = std::env::temp_dir().join(format!(
+            "bookdb-verify-{}-{}",
+            std::process::id(),
+            RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let mut b = RefBuilder::new(RefContext {
+            codec: self.codec.clone(),
+            facets: self.facets,
+            budget,
+            prefix,
+        });
+        for g in self.games_iter()? {
+            b.add(&g?)?;
+        }
+        let mut want_chunks = std::mem::take(&mut b.chunks);
+        if !b.facts.is_empty() {
+            let first = b.next - b.facts.len() as u32;
+            want_chunks.push((first, refblock::encode_facts(&b.facts)));
+        }
+        let have_chunks = self.fact_chunks()?;
+        if have_chunks != want_chunks {
+            let at = have_chunks
+                .iter()
+                .zip(&want_chunks)
+                .position(|(a, b)| a != b)
+                .unwrap_or(have_chunks.len().min(want_chunks.len()));
+            return Err(bad(
+                "game_facts",
+                format!(
+                    "{} chunks stored, {} derived from the games; they differ from chunk {at}",
+                    have_chunks.len(),
+                    want_chunks.len()
+                ),
+            ));
+        }
+        let mut stored = self.ref_blocks()?.into_iter().map(|(first, bytes)| {
+            refblock::decode_refs(&bytes, first)
+                .map_err(|e| bad(format!("reference block {first:016x}"), e))
+        });
+        let mut pending: std::vec::IntoIter<PosRefs> = Vec::new().into_iter();
+        let mut checked = 0u64;
+        let mut next_stored = || -> Result<Option<PosRefs>> {
+            loop {
+                if let Some(p) = pending.next() {
+                    return Ok(Some(p));
+                }
+                match stored.next() {
+                    Some(block) => pending = block?.into_iter(),
+                    None => return Ok(None),
+                }
+            }
+        };
+        b.positions(|want| {
+            checked += 1;
+            match next_stored()? {
+                Some(have) if have == want => Ok(()),
+                Some(have) => Err(bad(
+                    format!("references of {:016x}", want.key),
+                    format!(
+                        "stored {} moves for key {:016x}, the games give {} moves{}",
+                        have.moves.len(),
+                        have.key,
+                        want.moves.len(),
+                        if have.key == want.key {
+                            " or other games"
+                        } else {
+                            ""
+                        }
+                    ),
+                )),
+                None => Err(bad(
+                    format!("references of {:016x}", want.key),
+                    "missing: the games reach it but no block holds it",
+                )),
+            }
+        })?;
+        if let Some(extra) = next_stored()? {
+            return Err(bad(
+                format!("references of {:016x}", extra.key),
+                "no stored game reaches it",
+            ));
+        }
+        Ok(checked)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::error::CodecError;
+    use crate::store::facet::{Cell, Period};
+    use crate::store::gamerefs::GameFacts;
+    use crate::store::{PositionModel, gamerefs::Refs};
+    use proptest::prelude::*;
+
+    /// A game whose fields are its pairs: field 0 = strength, field 1 = cell speed, then one
+    /// field per pair `key (8 bytes) move (2 bytes)`.
+    struct FakeCodec;
+
+    impl PositionCodec for FakeCodec {
+        fn name(&self) -> &'static str {
+            "fake"
+        }
+        fn key(&self, _: &[u8]) -> std::result::Result<u64, CodecError> {
+            Ok(0)
+        }
+        fn train(&self, _: &[&[u8]]) -> std::result::Result<Vec<u8>, CodecError> {
+            Ok(Vec::new())
+        }
+        fn load_model(&self, _: &[u8]) -> std::result::Result<Arc<dyn PositionModel>, CodecError> {
+            Err("no models".into())
+        }
+        fn index_game(
+            &self,
+            g: &StoredGame,
+            pairs: &mut Vec<(u64, u16)>,
+        ) -> std::result::Result<Option<GameFacts>, CodecError> {
+            pairs.clear();
+            for f in &g.fields[2..] {
+                let key = u64::from_le_bytes(f[..8].try_into().unwrap());
+                pairs.push((key, u16::from_le_bytes([f[8], f[9]])));
+            }
+            pairs.sort_unstable();
+            pairs.dedup();
+            Ok(Some(GameFacts {
+                cell: Cell {
+                    period: Period::Year(2000),
+                    speed: g.fields[1][0],
+                    group: 0,
+                    mode: 0,
+                },
+                strength: u16::from_le_bytes([g.fields[0][0], g.fields[0][1]]),
+            }))
+        }
+    }
+
+    /// A fake game: strength, speed, pairs.
+    type FakeGame = (u16, u8, Vec<(u64, u16)>);
+
+    fn games() -> impl Strategy<Value = Vec<FakeGame>> {
+        proptest::collection::vec(
+            (
+                0u16..4000,
+                0u8..3,
+                proptest::collection::vec((0u64..12, 0u16..3), 1..30),
+            ),
+            1..300,
+        )
+    }
+
+    fn build(games: &[FakeGame], budget: usize, dir: &std::path::Path) -> Vec<PosRefs> {
+        let mut b = RefBuilder::new(RefContext {
+            codec: Arc::new(FakeCodec),
+            facets: FacetSet::ALL,
+            budget,
+            prefix: dir.join(format!("b{budget}")),
+        });
+        for (strength, speed, pairs) in games {
+            let mut fields = vec![strength.to_le_bytes().to_vec(), vec![*speed]];
+            for (k, m) in pairs {
+                let mut f = k.to_le_bytes().to_vec();
+                f.extend_from_slice(&m.to_le_bytes());
+                fields.push(f);
+            }
+            b.add(&StoredGame { id: 0, fields }).unwrap();
+        }
+        let mut out = Vec::new();
+        b.positions(|p| {
+            out.push(p);
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Spilled runs merge to the same references as sorting in memory, and each (position,
+        /// move) names exactly the union of its cells' newest and strongest games.
+        #[test]
+        fn spilled_and_in_memory_builds_agree_and_select_per_cell(gs in games()) {
+            let dir = tempfile::tempdir().unwrap();
+            let mem = build(&gs, 1 << 30, dir.path());
+            let spilled = build(&gs, 0, dir.path());
+            prop_assert_eq!(&mem, &spilled);
+            // The expected union, from the selection rule of store::gamerefs.
+            let mut want: std::collections::BTreeMap<(u64, u16), Vec<u32>> = Default::default();
+            let mut by_cell: std::collections::BTreeMap<(u64, u16, u8), Vec<crate::store::gamerefs::GameRef>> = Default::default();
+            for (n, (strength, speed, pairs)) in gs.iter().enumerate() {
+                let mut ps = pairs.clone();
+                ps.sort_unstable();
+                ps.dedup();
+                for (k, m) in ps {
+                    by_cell.entry((k, m, *speed)).or_default().push(crate::store::gamerefs::GameRef {
+                        date: n as u32,
+                        id: 0,
+                        rating_sum: u32::from(*strength),
+                    });
+                }
+            }
+            for ((k, m, _), refs) in by_cell {
+                let r = Refs::of(refs);
+                let e = want.entry((k, m)).or_default();
+                e.extend(r.newest().iter().chain(r.strongest()).map(|g| g.date));
+            }
+            let mut flat: Vec<((u64, u16), Vec<u32>)> = Vec::new();
+            for p in &mem {
+                for (m, ns) in &p.moves {
+                    flat.push(((p.key, *m), ns.clone()));
+                }
+            }
+            let want: Vec<((u64, u16), Vec<u32>)> = want
+                .into_iter()
+                .map(|(k, mut v)| {
+                    v.sort_unstable_by(|a, b| b.cmp(a));
+                    v.dedup();
+                    (k, v)
+                })
+                .collect();
+            prop_assert_eq!(flat, want);
+            // No run file is left behind.
+            prop_assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        }
+    }
+}

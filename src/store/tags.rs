@@ -1,0 +1,92 @@
+//! The facet rules of docs/FORMAT.md §12 on PGN tag values: a date's period (`UTCDate`,
+//! `Date`), a `TimeControl`'s speed, an `Event`'s mode and an Elo. Game-independent text rules,
+//! shared by the import (which reads tags as they arrive) and by the game store's references
+//! (which read them back from stored games).
+
+use super::facet::{MAX_YEAR, Period};
+
+/// An Elo as the book counts it: a positive integer below 5000; `None` otherwise.
+pub fn parse_elo(v: &[u8]) -> Option<u32> {
+    let s = std::str::from_utf8(v.trim_ascii()).ok()?;
+    s.parse::<u32>().ok().filter(|&e| e > 0 && e < 5000)
+}
+
+/// Parses a PGN date `YYYY.MM.DD`, each field digits or all `?`: year and month known → the
+/// month; year known, month `??` → the year; year `????` → undated. `None` if it does not
+/// parse (a month outside 1–12, a year past [`MAX_YEAR`], other shapes).
+pub fn parse_date(v: &[u8]) -> Option<Period> {
+    let v = v.trim_ascii();
+    if v.len() != 10 || v[4] != b'.' || v[7] != b'.' {
+        return None;
+    }
+    let field = |f: &[u8]| -> Option<Option<u32>> {
+        if f.iter().all(|&b| b == b'?') {
+            Some(None)
+        } else if f.iter().all(u8::is_ascii_digit) {
+            Some(Some(f.iter().fold(0, |a, &b| a * 10 + u32::from(b - b'0'))))
+        } else {
+            None
+        }
+    };
+    let (y, m, d) = (field(&v[..4])?, field(&v[5..7])?, field(&v[8..])?);
+    if d.is_some_and(|d| !(1..=31).contains(&d)) {
+        return None;
+    }
+    match (y, m) {
+        (None, _) => Some(Period::Undated),
+        (Some(y), _) if y > u32::from(MAX_YEAR) => None,
+        (Some(y), None) => Some(Period::Year(y as u16)),
+        (Some(y), Some(m)) if (1..=12).contains(&m) => Some(Period::Month(y as u16, m as u8)),
+        _ => None,
+    }
+}
+
+/// The speed of a `TimeControl` value (0 unknown, else 1 + index in
+/// [`crate::store::facet::SPEEDS`]): `-` is correspondence; otherwise the first period's base
+/// B and increment I (`B`, `B+I`, `M/B`, `M/B+I`, `*B`; after `:` ignored), estimated as
+/// B + 40·I seconds, by lichess's limits. `?`, empty or unparsable: unknown.
+pub fn parse_speed(v: &[u8]) -> u8 {
+    let v = v.trim_ascii();
+    if v == b"-" {
+        return 6;
+    }
+    let first = v.split(|&b| b == b':').next().unwrap_or_default();
+    let first = match first.iter().position(|&b| b == b'/') {
+        Some(i) => &first[i + 1..],
+        None => first.strip_prefix(b"*").unwrap_or(first),
+    };
+    let num = |s: &[u8]| -> Option<u64> {
+        (!s.is_empty() && s.len() <= 12 && s.iter().all(u8::is_ascii_digit))
+            .then(|| s.iter().fold(0, |a, &b| a * 10 + u64::from(b - b'0')))
+    };
+    let (b, i) = match first.iter().position(|&b| b == b'+') {
+        Some(p) => (num(&first[..p]), num(&first[p + 1..])),
+        None => (num(first), Some(0)),
+    };
+    let (Some(b), Some(i)) = (b, i) else {
+        return 0;
+    };
+    let total = b + 40 * i;
+    match total {
+        t if t < 30 => 1,
+        t if t < 180 => 2,
+        t if t < 480 => 3,
+        t if t < 1500 => 4,
+        t if t < 21600 => 5,
+        _ => 6,
+    }
+}
+
+/// The mode of an `Event` value: starting with `Rated` (any case) → rated (1), `Casual` →
+/// casual (2), else unknown (0).
+pub fn parse_mode(v: &[u8]) -> u8 {
+    let v = v.trim_ascii();
+    let starts = |p: &[u8]| v.len() >= p.len() && v[..p.len()].eq_ignore_ascii_case(p);
+    if starts(b"rated") {
+        1
+    } else if starts(b"casual") {
+        2
+    } else {
+        0
+    }
+}
