@@ -82,7 +82,7 @@ fn every_counted_game_comes_back_with_its_tags_and_moves_spilled_or_not() {
     let spilled = dir.path().join("s.book");
     let r = import(&[&sample], &spilled, &["--memory", "1", "--jobs", "2"]);
     assert!(
-        r["runs"].as_u64().unwrap() > 2,
+        r["runs"].as_u64().unwrap() >= 2,
         "tiny --memory must spill: {r}"
     );
     for book in [&in_memory, &spilled] {

@@ -154,7 +154,13 @@ fn comments_with_blank_lines_do_not_split_games() {
     let mut dumps = Vec::new();
     for memory in ["256", "1"] {
         let book = dir.path().join(format!("m{memory}.book"));
-        let r = import(&[&pgn], &book, &["--memory", memory, "--jobs", "2", "-q"]);
+        // A counts-only book: the input repeats the sample's games, which a book that stores
+        // games would skip as duplicates after the first copy.
+        let r = import(
+            &[&pgn],
+            &book,
+            &["--memory", memory, "--jobs", "2", "-q", "--no-games"],
+        );
         assert_eq!(r["games_read"], games, "--memory {memory}: {r}");
         assert_eq!(
             r["games_read"], r["games_imported"],
@@ -178,8 +184,17 @@ fn reimport_is_a_noop_and_force_counts_again() {
     assert_eq!(dump(&book), first);
     let human = Bookdb::import(&[&pgn], &book).ok();
     assert!(human.contains("already imported"), "{human}");
-    import(&[&pgn], &book, &["--force"]);
-    let start = bookdb(["probe", "--book", s(&book), "--json"]).json();
+    // A book that stores games knows them: --force reads the input again and skips each
+    // game as a duplicate (brief §9: a game is never counted twice, whatever --dedupe).
+    let forced = import(&[&pgn], &book, &["--force"]);
+    assert_eq!(forced["games_imported"], 0, "{forced}");
+    assert_eq!(forced["skipped_by_reason"]["duplicate"], 200, "{forced}");
+    assert_eq!(dump(&book), first);
+    // A counts-only book (--no-games) counts them again.
+    let bare = dir.path().join("bare.book");
+    import(&[&pgn], &bare, &["--no-games"]);
+    import(&[&pgn], &bare, &["--force", "--no-games"]);
+    let start = bookdb(["probe", "--book", s(&bare), "--json"]).json();
     let games: u64 = start["moves"]
         .as_array()
         .unwrap()
@@ -187,7 +202,7 @@ fn reimport_is_a_noop_and_force_counts_again() {
         .map(|m| m["games"].as_u64().unwrap())
         .sum();
     assert_eq!(games, 400, "--force counts the 200 games again");
-    assert_eq!(stats(&book)["games"], 400);
+    assert_eq!(stats(&bare)["games"], 400);
 }
 
 #[test]
@@ -262,9 +277,10 @@ fn delta_tier_merge_and_compact_agree_with_a_clean_build() {
         assert!(now.refresh().unwrap().is_none());
         drop(reader);
         assert_eq!(dump(&busy), dump(&whole4), "{extra:?}");
-        // With --dedupe the segment records the game's fingerprint too.
+        // A book that stores games dedupes with or without --dedupe: every counted game's
+        // fingerprint is recorded, the segment's too.
         let st = stats(&busy);
-        assert_eq!(st["dedupe_games"], extra.len(), "{extra:?}: {st}");
+        assert_eq!(st["dedupe_games"], st["games"], "{extra:?}: {st}");
         verify(&busy);
     }
     // An import past the delta threshold that adds less than half the book rewrites it with
@@ -620,9 +636,9 @@ fn dedupe_spans_imports_compaction_and_merge() {
         let r = import(&[&overlap_pgn], b, &["--dedupe"]);
         assert_eq!(r["games_imported"], 0, "{r}");
     }
-    // Without --dedupe nothing is remembered.
+    // Without --dedupe a counts-only book (--no-games) remembers nothing.
     let plain = dir.path().join("plain.book");
-    import(&[&first], &plain, &[]);
+    import(&[&first], &plain, &["--no-games"]);
     let r = import(&[&overlap_pgn], &plain, &["--dedupe"]);
     let no_moves = |r: &serde_json::Value| r["skipped_by_reason"]["no-moves"].as_u64().unwrap_or(0);
     assert_eq!(
@@ -928,9 +944,11 @@ fn force_import_killed_after_its_commit_is_not_counted_twice() {
     let dir = tempfile::tempdir().unwrap();
     let pgn = medium_or_sample(dir.path());
     let book = dir.path().join("b.book");
-    import(&[&pgn], &book, &[]);
+    // A counts-only book: --force counts the games again (a book that stores games would
+    // skip them as duplicates).
+    import(&[&pgn], &book, &["--no-games"]);
     let once = stats(&book)["games"].as_u64().unwrap();
-    let args = spilling_import_args(&[&pgn], &book, &["--force"]);
+    let args = spilling_import_args(&[&pgn], &book, &["--force", "--no-games"]);
     let staging = dir.path().join("b.book.staging");
     let snapshot = dir.path().join("snapshot");
     let mut child = bookdb(&args).command().spawn().unwrap();

@@ -200,18 +200,11 @@ fn passing_coded_positions_through_writes_the_same_file_as_coding_them_again() {
     let mut w =
         BookWriter::create(&recoded, bookdb::chess_codec(), WriterOptions::default()).unwrap();
     w.reuse_compression(comp.clone()).unwrap();
-    let mut imports = std::collections::BTreeMap::new();
+    // Everything but the entries as a merge carries it: games count, facets, import records,
+    // game fingerprints, evaluations and the stored games (docs/FORMAT.md §15).
     for b in [&bp, &bk] {
-        w.add_games(b.meta().games);
-        w.add_facets(b.facets());
-        w.add_facet_games(&b.facet_games());
-        imports.extend(b.imports().unwrap());
-        // Their stored games, as a merge carries them (docs/FORMAT.md §15).
-        for f in b.files() {
-            w.store_sorted_games(f.games_iter().unwrap());
-        }
+        w.carry_over(b).unwrap();
     }
-    w.add_imports(imports);
     let streams: Vec<Box<dyn Iterator<Item = bookdb::store::error::Result<bookdb::store::Entry>>>> = vec![
         Box::new(bp.iter_for_rewrite().unwrap()),
         Box::new(bk.iter_for_rewrite().unwrap()),

@@ -284,6 +284,25 @@ fn main() {
         let _ = std::fs::remove_file(&path);
     }
     let _ = std::fs::remove_dir(&dir);
+    // ref_block: a reference block of two positions (its first key in front), and a fact chunk.
+    let ps = vec![
+        bookdb::store::refblock::PosRefs {
+            key: 0x463b_9618_1691_fc9c,
+            moves: vec![(796, vec![7, 3, 0]), (1820, vec![5])],
+        },
+        bookdb::store::refblock::PosRefs {
+            key: 0x823c_9b50_fd11_4196,
+            moves: vec![(2138, vec![1])],
+        },
+    ];
+    let mut rb = ps[0].key.to_le_bytes().to_vec();
+    rb.extend(bookdb::store::refblock::encode_refs(&ps, 3).expect("reference block"));
+    out.put("ref_block", "two-positions", &rb);
+    out.put(
+        "ref_block",
+        "facts",
+        &bookdb::store::refblock::encode_facts(&[(0x1234_5603, 4800), (0, 0)]),
+    );
     // Keep the trained model referenced by the seeds in sync with the fuzz targets.
     let _ = loaded_model();
 

@@ -46,6 +46,8 @@ pub struct Stats {
     pub evaluation_rows: u64,
     /// Games in the files' game stores (docs/FORMAT.md §15), which `bookdb pgn` gives back.
     pub stored_games: u64,
+    /// Bytes of the files' game tables: blocks, id index, references, facts.
+    pub game_bytes: crate::store::book::GameTableBytes,
 }
 
 pub fn stats(path: &Path) -> Result<Stats> {
@@ -92,6 +94,12 @@ pub fn stats_of(path: &Path, game: Game, book: &Book) -> Result<Stats> {
             .map(|f| f.eval_rows())
             .sum::<crate::store::error::Result<u64>>()?,
         stored_games: book.games_stored(),
+        game_bytes: book
+            .files()
+            .iter()
+            .try_fold(crate::store::book::GameTableBytes::default(), |a, f| {
+                f.game_table_bytes().map(|b| a + b)
+            })?,
     })
 }
 
@@ -117,6 +125,22 @@ impl fmt::Display for Stats {
         writeln!(f, "--dedupe games    {}", s.dedupe_games)?;
         writeln!(f, "evaluations       {} rows", s.evaluation_rows)?;
         writeln!(f, "stored games      {}", s.stored_games)?;
+        if s.stored_games > 0 {
+            let g = &s.game_bytes;
+            writeln!(
+                f,
+                "game tables       {} bytes store, {} ids, {} references ({:.2} per pair), {} facts",
+                g.store,
+                g.ids,
+                g.refs,
+                if s.pairs == 0 {
+                    0.0
+                } else {
+                    g.refs as f64 / s.pairs as f64
+                },
+                g.facts
+            )?;
+        }
         writeln!(
             f,
             "file              {} bytes ({:.2} per pair)",

@@ -46,7 +46,7 @@ pub(crate) use live::{Publication, current_generation, lock_for_writing, publish
 pub(crate) use open::looks_like_damaged_book;
 pub use options::WriterOptions;
 pub use reader::*;
-pub use refs::{Fact, FactReader};
+pub use refs::{Fact, FactReader, GameTableBytes};
 pub use schema::*;
 pub use view::*;
 pub use writer::*;

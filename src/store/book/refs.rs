@@ -378,6 +378,28 @@ fn bad(at: impl std::fmt::Display, reason: impl std::fmt::Display) -> Error {
     })
 }
 
+/// Bytes a file's game tables take (docs/FORMAT.md §15): the blocks, the id index, the
+/// references and the facts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct GameTableBytes {
+    pub store: u64,
+    pub ids: u64,
+    pub refs: u64,
+    pub facts: u64,
+}
+
+impl std::ops::Add for GameTableBytes {
+    type Output = GameTableBytes;
+    fn add(self, o: GameTableBytes) -> GameTableBytes {
+        GameTableBytes {
+            store: self.store + o.store,
+            ids: self.ids + o.ids,
+            refs: self.refs + o.refs,
+            facts: self.facts + o.facts,
+        }
+    }
+}
+
 /// A game's facts as a file keeps them: its cell id (masked to the file's facets) and strength.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fact {
@@ -442,6 +464,35 @@ impl BookFile {
                     Ok((k.value(), v.value().to_vec()))
                 })
                 .collect()
+        })
+        .map_err(|e| e.in_file(&self.path))
+    }
+
+    /// The bytes (redb's pages: stored, metadata and fragmented) of this file's game tables.
+    pub fn game_table_bytes(&self) -> Result<GameTableBytes> {
+        use redb::ReadableTableMetadata;
+        let Some(t) = &self.games else {
+            return Ok(GameTableBytes::default());
+        };
+        let size =
+            |s: redb::TableStats| s.stored_bytes() + s.metadata_bytes() + s.fragmented_bytes();
+        shield("reading table statistics", || {
+            Ok(GameTableBytes {
+                store: size(t.blocks.stats()?),
+                ids: size(t.ids.stats()?),
+                refs: t
+                    .refs
+                    .as_ref()
+                    .map(|r| r.stats())
+                    .transpose()?
+                    .map_or(0, size),
+                facts: t
+                    .facts
+                    .as_ref()
+                    .map(|r| r.stats())
+                    .transpose()?
+                    .map_or(0, size),
+            })
         })
         .map_err(|e| e.in_file(&self.path))
     }

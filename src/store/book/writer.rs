@@ -169,7 +169,8 @@ impl BookWriter {
     /// an import or `import-polyglot` that rewrites, each input of a merge) calls this, so no
     /// table is forgotten. When several books list the same import, one record is kept: the
     /// least by bytes, so that the result does not depend on the order of the books.
-    pub(crate) fn carry_over(&mut self, book: &Book) -> Result<()> {
+    #[doc(hidden)]
+    pub fn carry_over(&mut self, book: &Book) -> Result<()> {
         self.meta.games += book.meta().games;
         self.carry_records(book.files())
     }
