@@ -17,7 +17,8 @@ DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
 EVERY=${EVERY:-200}
 WORK=$(mktemp -d)
-trap 'kill $SERVER 2>/dev/null || true; rm -rf "$WORK"' EXIT
+SERVER=
+trap '[ -n "$SERVER" ] && kill $SERVER 2>/dev/null; rm -rf "$WORK"' EXIT
 command -v wrk >/dev/null || { echo "wrk is missing (apt-get install wrk)" >&2; exit 2; }
 
 # Paths: every EVERY-th position of the book, and the first plies (where lists are longest).

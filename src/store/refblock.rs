@@ -90,6 +90,25 @@ fn block_crc(b: &[u8]) -> u32 {
     h.finalize()
 }
 
+/// The raw bytes position `p` takes in a block's frame, `delta` above the position before it.
+pub fn raw_len(p: &PosRefs, delta: u64) -> usize {
+    let v = |x: u64| varint_len(x);
+    let mut n = v(delta) + v(p.moves.len() as u64);
+    for (code, numbers) in &p.moves {
+        n += v(u64::from(*code)) + v(numbers.len() as u64);
+        let mut last: Option<u32> = None;
+        for &x in numbers {
+            n += v(u64::from(last.map_or(x, |l| l - x)));
+            last = Some(x);
+        }
+    }
+    n
+}
+
+fn varint_len(x: u64) -> usize {
+    (64 - x.max(1).leading_zeros() as usize).div_ceil(7)
+}
+
 /// Decodes a reference block whose row key is `first`.
 pub fn decode_refs(bytes: &[u8], first: u64) -> Result<Vec<PosRefs>, RefBlockError> {
     if bytes.len() < HEADER {
@@ -257,7 +276,18 @@ mod tests {
     proptest! {
         #[test]
         fn reference_blocks_round_trip(ps in arb_positions()) {
+            // raw_len is what the frame holds: the position count, then each position.
+            let mut raw = Vec::new();
+            varint::put(&mut raw, ps.len() as u64);
+            let mut prev = ps.first().map_or(0, |p| p.key);
+            let mut total = raw.len();
+            for p in &ps {
+                total += raw_len(p, p.key - prev);
+                prev = p.key;
+            }
             let b = encode_refs(&ps, 3).unwrap();
+            let len = u32::from_le_bytes([b[1], b[2], b[3], b[4]]) as usize;
+            prop_assert_eq!(len, total);
             let first = ps.first().map_or(0, |p| p.key);
             prop_assert_eq!(decode_refs(&b, first).unwrap(), ps);
         }

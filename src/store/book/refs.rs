@@ -17,15 +17,19 @@ use crate::store::PositionCodec;
 use crate::store::error::{Corruption, Error, Result};
 use crate::store::facet::FacetSet;
 use crate::store::gameblock::StoredGame;
-use crate::store::gamerefs::{NEWEST, STRONGEST};
+use crate::store::gamerefs::{GameFacts, NEWEST, STRONGEST};
 use crate::store::refblock::{self, FACTS_PER_CHUNK, PosRefs};
 
-/// Raw bytes past which a reference block is closed.
-const REF_BLOCK_RAW: usize = 4096;
+/// Most raw bytes of a reference block's frame (of positions after its first): with the
+/// block's header, the position count and zstd's frame header (raw blocks when it gains
+/// nothing) the value stays within one redb page ([`super::options::PAGE_FIT`]).
+const REF_BLOCK_RAW: usize = super::options::PAGE_FIT - 64;
 /// zstd level of reference blocks.
 const REF_LEVEL: i32 = 3;
 /// The least sorting memory a builder takes, whatever it is given (bytes).
 const MIN_BUDGET: usize = 4096;
+/// Games indexed together (on the sealing threads).
+const BATCH: usize = 2048;
 /// Most runs one merge reads at once.
 const FAN_IN: usize = 16;
 /// zstd window of a run (2^17 = 128 KiB): what each open run costs to read, FAN_IN at a time.
@@ -88,7 +92,8 @@ pub(crate) struct RefBuilder {
     /// Runs made so far (names them), and the one being written.
     made: usize,
     partial: Option<PathBuf>,
-    pairs: Vec<(u64, u16)>,
+    /// Games added, not indexed yet.
+    batch: Vec<StoredGame>,
     /// The facts of the games since the last whole chunk, and the chunks done.
     facts: Vec<(u32, u16)>,
     chunks: Vec<(u32, Vec<u8>)>,
@@ -104,7 +109,7 @@ impl RefBuilder {
             levels: Vec::new(),
             made: 0,
             partial: None,
-            pairs: Vec::new(),
+            batch: Vec::new(),
             facts: Vec::new(),
             chunks: Vec::new(),
             next: 0,
@@ -113,35 +118,79 @@ impl RefBuilder {
 
     /// Adds the next game (its number is the count of games added before it).
     pub(crate) fn add(&mut self, g: &StoredGame) -> Result<()> {
-        let number = self.next;
-        self.next += 1;
-        let facts = self
-            .ctx
-            .codec
-            .index_game(g, &mut self.pairs)
-            .map_err(|e| Error::Internal(format!("indexing stored game {number}: {e}")))?;
-        let (cell, strength) = match facts {
-            Some(f) => (f.cell.masked(self.ctx.facets).id().0, f.strength),
-            None => (0, 0),
-        };
-        self.facts.push((cell, strength));
-        if self.facts.len() == FACTS_PER_CHUNK as usize {
-            let first = number + 1 - FACTS_PER_CHUNK;
-            self.chunks
-                .push((first, refblock::encode_facts(&self.facts)));
-            self.facts.clear();
+        self.batch.push(g.clone());
+        if self.batch.len() >= BATCH {
+            self.index_batch()?;
         }
-        for &(key, mv) in &self.pairs {
-            self.tuples.push(Tuple {
-                key,
-                mv,
-                cell,
-                number,
-                strength,
-            });
+        Ok(())
+    }
+
+    /// Indexes the games added since the last batch, on the sealing threads (each game is
+    /// replayed on its own), then takes their facts and tuples in number order.
+    fn index_batch(&mut self) -> Result<()> {
+        type Indexed = std::result::Result<(Option<GameFacts>, Vec<(u64, u16)>), String>;
+        let batch = std::mem::take(&mut self.batch);
+        if batch.is_empty() {
+            return Ok(());
         }
-        if self.tuples.len() * std::mem::size_of::<Tuple>() >= self.ctx.budget.max(MIN_BUDGET) {
-            self.spill()?;
+        let threads = super::seal::seal_threads()
+            .min(batch.len().div_ceil(64))
+            .max(1);
+        let per = batch.len().div_ceil(threads);
+        let codec = &self.ctx.codec;
+        let indexed: Vec<Indexed> = std::thread::scope(|s| {
+            let parts: Vec<_> = batch
+                .chunks(per)
+                .map(|part| {
+                    s.spawn(move || {
+                        part.iter()
+                            .map(|g| {
+                                let mut pairs = Vec::new();
+                                codec
+                                    .index_game(g, &mut pairs)
+                                    .map(|f| (f, pairs))
+                                    .map_err(|e| e.to_string())
+                            })
+                            .collect::<Vec<Indexed>>()
+                    })
+                })
+                .collect();
+            parts
+                .into_iter()
+                .flat_map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| vec![Err("an indexing thread panicked".into())])
+                })
+                .collect()
+        });
+        for r in indexed {
+            let number = self.next;
+            self.next += 1;
+            let (facts, pairs) =
+                r.map_err(|e| Error::Internal(format!("indexing stored game {number}: {e}")))?;
+            let (cell, strength) = match facts {
+                Some(f) => (f.cell.masked(self.ctx.facets).id().0, f.strength),
+                None => (0, 0),
+            };
+            self.facts.push((cell, strength));
+            if self.facts.len() == FACTS_PER_CHUNK as usize {
+                let first = number + 1 - FACTS_PER_CHUNK;
+                self.chunks
+                    .push((first, refblock::encode_facts(&self.facts)));
+                self.facts.clear();
+            }
+            for (key, mv) in pairs {
+                self.tuples.push(Tuple {
+                    key,
+                    mv,
+                    cell,
+                    number,
+                    strength,
+                });
+            }
+            if self.tuples.len() * std::mem::size_of::<Tuple>() >= self.ctx.budget.max(MIN_BUDGET) {
+                self.spill()?;
+            }
         }
         Ok(())
     }
@@ -199,6 +248,7 @@ impl RefBuilder {
 
     /// Writes the facts and references into `txn`.
     pub(crate) fn write(mut self, txn: &redb::WriteTransaction) -> Result<()> {
+        self.index_batch()?;
         let mut facts = txn.open_table(GAME_FACTS)?;
         let mut refs = txn.open_table(GAME_REFS)?;
         for (first, chunk) in std::mem::take(&mut self.chunks) {
@@ -210,6 +260,7 @@ impl RefBuilder {
         }
         let mut block: Vec<PosRefs> = Vec::new();
         let mut raw = 0usize;
+        let mut prev_key = 0u64;
         let mut flush = |block: &mut Vec<PosRefs>, raw: &mut usize| -> Result<()> {
             if let Some(first) = block.first().map(|p| p.key) {
                 let bytes = refblock::encode_refs(block, REF_LEVEL)
@@ -221,11 +272,22 @@ impl RefBuilder {
             Ok(())
         };
         self.positions(|p| {
-            raw += 4 + p.moves.iter().map(|(_, n)| 4 + 3 * n.len()).sum::<usize>();
-            block.push(p);
-            if raw >= REF_BLOCK_RAW {
+            // A block fills one redb page: closed before the next position would take its
+            // raw bytes (what the frame holds at worst: zstd gains little on them) past it.
+            let delta = if block.is_empty() {
+                0
+            } else {
+                p.key - prev_key
+            };
+            let size = refblock::raw_len(&p, delta);
+            if !block.is_empty() && raw + size > REF_BLOCK_RAW {
                 flush(&mut block, &mut raw)?;
+                raw = refblock::raw_len(&p, 0);
+            } else {
+                raw += size;
             }
+            prev_key = p.key;
+            block.push(p);
             Ok(())
         })?;
         flush(&mut block, &mut raw)
@@ -233,6 +295,7 @@ impl RefBuilder {
 
     /// The references, position by position in key order.
     pub(crate) fn positions(&mut self, mut out: impl FnMut(PosRefs) -> Result<()>) -> Result<()> {
+        self.index_batch()?;
         let mut tuples: Box<dyn Iterator<Item = Result<Tuple>>> = if self.runs.is_empty() {
             self.tuples.sort_unstable();
             Box::new(std::mem::take(&mut self.tuples).into_iter().map(Ok))
@@ -574,6 +637,7 @@ impl BookFile {
         for g in self.games_iter()? {
             b.add(&g?)?;
         }
+        b.index_batch()?;
         let mut want_chunks = std::mem::take(&mut b.chunks);
         if !b.facts.is_empty() {
             let first = b.next - b.facts.len() as u32;
