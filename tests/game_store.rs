@@ -6,7 +6,7 @@
 
 mod common;
 use common::server::Server;
-use common::{Bookdb, bookdb, s, sample_halves, sample_pgn, stats, verify};
+use common::{Bookdb, bookdb, dump, s, sample_halves, sample_pgn, stats, verify};
 
 use std::path::Path;
 
@@ -187,6 +187,22 @@ fn segments_compaction_and_merge_keep_every_game() {
     bookdb(["merge", "--quiet", "--out", s(&merged), s(&book), s(&half)]).ok();
     assert_eq!(stats(&merged)["stored_games"], 200);
     assert_eq!(stored_games(&merged), want);
+    // compact --drop-games: the counts stay, the games and their references go, and the
+    // fingerprints still keep a game from being counted twice.
+    let counts = dump(&merged);
+    let before = bookdb(["probe", "--json", "--book", s(&merged)]).json();
+    bookdb(["compact", "--drop-games", "--quiet", "--book", s(&merged)]).ok();
+    assert_eq!(stats(&merged)["stored_games"], 0);
+    assert_eq!(dump(&merged), counts);
+    assert!(verify(&merged).contains("0 stored games and the references of 0 positions"));
+    let games = bookdb(["games", "--json", "--book", s(&merged)]).ok();
+    assert!(games.is_empty(), "{games}");
+    assert_eq!(
+        bookdb(["probe", "--json", "--book", s(&merged)]).json(),
+        before
+    );
+    let again = import(&[&first], &merged, &["--force"]);
+    assert_eq!(again["games_imported"], 0, "{again}");
 }
 
 /// python-chess replays every given-back game to the same moves and tags as the input's.

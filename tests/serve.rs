@@ -280,6 +280,18 @@ fn the_berserk_lichess_client_reads_our_answers() {
     );
     assert!(got["masters_start"]["moves"].as_array().unwrap().len() > 3);
     assert_eq!(got["illegal"]["status"], 400, "{}", got["illegal"]);
+    // get_otb_master_game: the stored game as PGN (berserk asks /master/pgn/ID).
+    let id = got["otb_game_id"]
+        .as_str()
+        .expect("a top game after 1.e4 c5");
+    let pgn = srv.get(&format!("/masters/pgn/{id}"));
+    assert_eq!(pgn.status, 200);
+    assert_eq!(got["otb_game"].as_str(), Some(pgn.body.as_str()));
+    assert!(
+        pgn.body.contains(&format!("[GameId \"{id}\"]")),
+        "{}",
+        pgn.body
+    );
 }
 
 /// Polls `/v1/book` until the served generation differs from `old`; the time it took.

@@ -18,6 +18,11 @@ pub(crate) struct Args {
     /// content (by default they are kept unless pruning or a large delta tier changed it).
     #[arg(long)]
     retrain: bool,
+    /// Keep no stored games: `bookdb pgn`, `bookdb games` and the explorer's game lists then
+    /// answer nothing; the counts, and the fingerprints that keep a game from being counted
+    /// twice, stay.
+    #[arg(long)]
+    drop_games: bool,
     #[command(flatten)]
     memory: RewriteMemoryArg,
     #[command(flatten)]
@@ -28,6 +33,7 @@ impl Args {
     pub(crate) fn run(self) -> anyhow::Result<ExitCode> {
         let mut opts = RewriteOptions {
             retrain: self.retrain,
+            drop_games: self.drop_games,
             ..self.job.rewrite_options()
         };
         self.memory.apply(&mut opts);

@@ -32,6 +32,9 @@ pub struct RewriteOptions {
     pub facets: Option<crate::store::facet::FacetSet>,
     /// `--memory`, MiB ([`super::rewrite_budget`]); `None`: the default.
     pub memory_mib: Option<usize>,
+    /// `compact --drop-games`: the new book keeps no stored games (nor references); its
+    /// counts, and the fingerprints that keep imports from counting a game twice, stay.
+    pub drop_games: bool,
 }
 
 impl RewriteOptions {
@@ -308,6 +311,9 @@ fn rewrite_whole(
     let mut w = BookWriter::create(book, game.codec(), budget.writer.clone())?;
     super::progress::Trace::new().attach(&mut w);
     w.carry_over(&old)?;
+    if opts.drop_games {
+        w.drop_games();
+    }
     if let Some(f) = opts.facets {
         w.add_facets(f);
     }

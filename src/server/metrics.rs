@@ -64,7 +64,7 @@ pub fn route_index(route: &str) -> usize {
     // The explorer page's files all count under one label.
     let route = if route.starts_with("/assets/") {
         "/assets"
-    } else if route.starts_with("/masters/pgn/") {
+    } else if route.starts_with("/masters/pgn/") || route.starts_with("/master/pgn/") {
         "/masters/pgn"
     } else if route.starts_with("/lichess/pgn/") {
         "/lichess/pgn"

@@ -50,6 +50,8 @@ fn routes() -> Router<Arc<AppState>> {
         .route("/masters", get(explorer))
         .route("/lichess", get(explorer))
         .route("/masters/pgn/{id}", get(game_pgn))
+        // berserk's get_otb_master_game asks lichess's older spelling.
+        .route("/master/pgn/{id}", get(game_pgn))
         .route("/lichess/pgn/{id}", get(game_pgn))
         .route("/v1/position", get(position))
         .route("/v1/book", get(book))
@@ -196,7 +198,7 @@ async fn not_found(uri: Uri) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
         format!(
-            "no route {}: the routes are / (the explorer page), /masters, /lichess, /masters/pgn/ID, /lichess/pgn/ID, /v1/position, /v1/book, /v1/openings, /health, /metrics and POST /v1/import",
+            "no route {}: the routes are / (the explorer page), /masters, /lichess, /masters/pgn/ID (also /master/pgn/ID), /lichess/pgn/ID, /v1/position, /v1/book, /v1/openings, /health, /metrics and POST /v1/import",
             clip_path(uri.path())
         ),
     )

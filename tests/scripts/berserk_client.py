@@ -22,6 +22,10 @@ out = {
         position="rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
     ),
 }
+# A stored game by id, as berserk reads one (its first top game after 1.e4 c5).
+top = out["masters_sicilian"]["topGames"]
+out["otb_game_id"] = top[0]["id"] if top else None
+out["otb_game"] = client.opening_explorer.get_otb_master_game(top[0]["id"]) if top else None
 try:
     client.opening_explorer.get_masters_games(play=["e2e4", "e2e4"])
     out["illegal"] = "no error"
