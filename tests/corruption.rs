@@ -132,6 +132,22 @@ struct Subject {
     evals: BTreeMap<PathBuf, Vec<(u64, u64)>>,
     /// Byte ranges of the key filter's partitions in each file (docs/FORMAT.md §4.7).
     filters: BTreeMap<PathBuf, Vec<(u64, u64)>>,
+    /// Byte ranges of the game store's chunks, references and facts (docs/FORMAT.md §15).
+    game_tables: BTreeMap<PathBuf, Vec<(u64, u64, &'static str)>>,
+    /// `pgn --all` of the undamaged book, and `games --json` of the positions of [`GAME_LINES`].
+    pgn_all: String,
+    games: Vec<String>,
+}
+
+/// Positions whose games (`bookdb games --json`) each trial checks: the start, 1.e4, 1.d4.
+const GAME_LINES: [&str; 3] = ["", "e4", "d4"];
+
+fn games_args<'a>(book: &'a str, line: &'a str) -> Vec<&'a str> {
+    let mut a = vec!["games", "--json", "--book", book];
+    if !line.is_empty() {
+        a.extend(["--moves", line]);
+    }
+    a
 }
 
 /// Splits a PGN file into games.
@@ -234,6 +250,39 @@ fn build_subject(name: &'static str, parts: usize, evals: bool) -> Subject {
         .filter(|f| !f.to_string_lossy().ends_with(".live"))
         .map(|f| (f.clone(), value_ranges(f, "key_filter")))
         .collect();
+    let game_tables = files
+        .iter()
+        .filter(|f| !f.to_string_lossy().ends_with(".live"))
+        .map(|f| {
+            let mut r = Vec::new();
+            for (table, region) in [
+                ("game_blocks", "game store chunk"),
+                ("game_refs", "game reference block"),
+                ("game_facts", "game fact chunk"),
+            ] {
+                r.extend(
+                    value_ranges(f, table)
+                        .into_iter()
+                        .map(|(a, b)| (a, b, region)),
+                );
+            }
+            (f.clone(), r)
+        })
+        .collect::<BTreeMap<PathBuf, Vec<(u64, u64, &'static str)>>>();
+    assert!(
+        game_tables.values().filter(|r| !r.is_empty()).count() >= parts.min(2),
+        "{name}: the files of imports store games"
+    );
+    let pgn_all = bookdb(["pgn", "--all", "--book", s(&book)]).ok();
+    assert!(
+        pgn_all.matches("[GameId ").count() >= 200,
+        "{name}: every game stored"
+    );
+    let games: Vec<String> = GAME_LINES
+        .iter()
+        .map(|l| bookdb(games_args(s(&book), l)).ok())
+        .collect();
+    assert!(games.iter().all(|g| !g.is_empty()), "{name}: games listed");
     Subject {
         name,
         dir,
@@ -245,6 +294,9 @@ fn build_subject(name: &'static str, parts: usize, evals: bool) -> Subject {
         blocks,
         evals,
         filters,
+        game_tables,
+        pgn_all,
+        games,
     }
 }
 
@@ -290,8 +342,9 @@ fn value_ranges(file: &Path, table: &str) -> Vec<(u64, u64)> {
         }
     }
     let values = match table {
-        "blocks" => all::<u64>(&txn, table),
-        "key_filter" => all::<u32>(&txn, table),
+        "blocks" | "game_refs" => all::<u64>(&txn, table),
+        "key_filter" | "game_facts" => all::<u32>(&txn, table),
+        "game_blocks" => all::<(u32, u16)>(&txn, table),
         _ => all::<(u64, &[u8])>(&txn, table),
     };
     let bytes = std::fs::read(file).unwrap();
@@ -333,6 +386,12 @@ fn region(subject: &Subject, file: &Path, offset: u64) -> &'static str {
         .any(|&(a, b)| offset >= a && offset < b)
     {
         return "key filter partition";
+    }
+    if let Some(&(_, _, r)) = subject.game_tables[file]
+        .iter()
+        .find(|&&(a, b, _)| offset >= a && offset < b)
+    {
+        return r;
     }
     let in_block = subject.blocks[file]
         .iter()
@@ -547,6 +606,7 @@ fn trial(subject: &Subject, rng: &mut Rng, n: usize) -> Outcome {
             "{ctx}: verify passed but probe missed positions"
         );
     }
+    check_games(subject, b, detected, &ctx);
     Outcome {
         kind,
         region,
@@ -554,6 +614,61 @@ fn trial(subject: &Subject, rng: &mut Rng, n: usize) -> Outcome {
         probe_error,
         probe_missed,
         dump_failed: d.code != Some(0),
+    }
+}
+
+/// The stored games after damage: `pgn --all` fails as corrupt or prints games of the
+/// undamaged book (all of them, in order, when verify passed); `games --json` fails as corrupt
+/// or, when verify passed, lists what the undamaged book lists (with damage verify found, a
+/// file's references can be hidden, so other stored games may be chosen — each one a game the
+/// book stores).
+fn check_games(subject: &Subject, b: &str, detected: bool, ctx: &str) {
+    let g = run_limited(&["pgn", "--all", "--book", b]);
+    assert_no_crash(&g, &format!("{ctx}: pgn --all"));
+    match g.code {
+        Some(0) => {
+            if !detected {
+                assert!(
+                    g.stdout == subject.pgn_all,
+                    "{ctx}: verify passed but pgn --all printed other games"
+                );
+            }
+            for game in g
+                .stdout
+                .split("\n\n[Event ")
+                .filter(|t| !t.trim().is_empty())
+            {
+                assert!(
+                    subject.pgn_all.contains(game.trim_start_matches("[Event ")),
+                    "{ctx}: pgn --all printed a game the book does not store:\n{game}"
+                );
+            }
+        }
+        Some(3) => assert!(detected, "{ctx}: pgn --all found damage verify missed"),
+        other => panic!("{ctx}: pgn --all exited {other:?}:\n{}", g.stderr),
+    }
+    for (line, want) in GAME_LINES.iter().zip(&subject.games) {
+        let r = run_limited(&games_args(b, line));
+        assert_no_crash(&r, &format!("{ctx}: games {line}"));
+        match r.code {
+            Some(0) if !detected => assert!(
+                r.stdout == *want,
+                "{ctx}: verify passed but games after {line:?} differ:\n{}\nwant\n{want}",
+                r.stdout
+            ),
+            Some(0) => {
+                for l in r.stdout.lines() {
+                    let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                    let id = v["id"].as_str().unwrap();
+                    assert!(
+                        subject.pgn_all.contains(&format!("[GameId \"{id}\"]")),
+                        "{ctx}: games listed {id}, which the book does not store"
+                    );
+                }
+            }
+            Some(3) => assert!(detected, "{ctx}: games found damage verify missed"),
+            other => panic!("{ctx}: games exited {other:?}:\n{}", r.stderr),
+        }
     }
 }
 
