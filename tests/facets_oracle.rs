@@ -799,29 +799,14 @@ struct Fixture {
 fn fixture() -> Option<Fixture> {
     let py = python_chess()?;
     let medium = data_file("pgn/medium-10k.pgn")?;
-    let retag = data_dir().join("../tools/retag.py");
-    if !retag.exists() {
-        eprintln!("SKIP: {} is absent", retag.display());
-        return None;
-    }
+    let script = retag_script()?;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
     let first = dir.join("first.pgn");
     let games = games_of(&medium);
     write_games(&first, &games[..GAMES.min(games.len())]);
     let retagged = dir.join("retagged.pgn");
-    let out = Command::new(&py)
-        .arg(&retag)
-        .arg(SEED)
-        .stdin(std::fs::File::open(&first).unwrap())
-        .stdout(std::fs::File::create(&retagged).unwrap())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "retag.py: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    retag(&py, &script, SEED, &first, &retagged);
     let edge = dir.join("edge.pgn");
     std::fs::write(&edge, edge_pgn()).unwrap();
     Some(Fixture {

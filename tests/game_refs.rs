@@ -46,11 +46,7 @@ struct Fixture {
 fn fixture() -> Option<Fixture> {
     let py = python_chess()?;
     let medium = data_file("pgn/medium-10k.pgn")?;
-    let retag = data_dir().join("../tools/retag.py");
-    if !retag.exists() {
-        eprintln!("SKIP: {} is absent", retag.display());
-        return None;
-    }
+    let script = retag_script()?;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
     let games: Vec<Vec<u8>> = games_of(&medium)
@@ -68,18 +64,7 @@ fn fixture() -> Option<Fixture> {
         let plain = dir.join(format!("plain-{h}.pgn"));
         write_games(&plain, part);
         let retagged = dir.join(format!("half-{h}.pgn"));
-        let out = Command::new(&py)
-            .arg(&retag)
-            .arg(format!("{}", 27 + h))
-            .stdin(std::fs::File::open(&plain).unwrap())
-            .stdout(std::fs::File::create(&retagged).unwrap())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "retag.py: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        retag(&py, &script, &format!("{}", 27 + h), &plain, &retagged);
         halves.push(retagged);
     }
     Some(Fixture {
@@ -219,23 +204,19 @@ fn check_book(book: &Path, queries: &[Value], answers: &[Value], what: &str) -> 
         let r = server.get(&path);
         assert_eq!(r.status, 200, "{path}: {}", r.body);
         let got = r.json();
-        let top = ids(&got["topGames"]);
-        if top != ids_of(&want["top"]) {
-            bad.push(format!(
-                "{what} {route} {q}: topGames {top:?}, oracle {:?}",
-                want["top"]
-            ));
-        }
-        named += top.len();
-        if route == "lichess" {
-            let recent = ids(&got["recentGames"]);
-            if recent != ids_of(&want["recent"]) {
+        let mut check = |list: &str, key: &str| {
+            let got = ids(&got[list]);
+            if got != ids_of(&want[key]) {
                 bad.push(format!(
-                    "{what} {q}: recentGames {recent:?}, oracle {:?}",
-                    want["recent"]
+                    "{what} {route} {q}: {list} {got:?}, oracle {:?}",
+                    want[key]
                 ));
             }
-            named += recent.len();
+            got.len()
+        };
+        named += check("topGames", "top");
+        if route == "lichess" {
+            named += check("recentGames", "recent");
         } else {
             assert!(
                 got.get("recentGames").is_none(),

@@ -64,6 +64,33 @@ pub fn data_dir() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"))
 }
 
+/// `../shared/tools/retag.py` (lichess-style facet tags for real games), or `None` with a
+/// printed SKIP reason if it is absent.
+pub fn retag_script() -> Option<PathBuf> {
+    let retag = data_dir().join("../tools/retag.py");
+    if retag.exists() {
+        return Some(retag);
+    }
+    eprintln!("SKIP: {} is absent", retag.display());
+    None
+}
+
+/// Writes `input` retagged by `retag.py SEED` (run by `py`) to `output`.
+pub fn retag(py: &str, script: &Path, seed: &str, input: &Path, output: &Path) {
+    let out = Command::new(py)
+        .arg(script)
+        .arg(seed)
+        .stdin(std::fs::File::open(input).unwrap())
+        .stdout(std::fs::File::create(output).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "retag.py: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A data file, or `None` with a printed SKIP reason if it is absent.
 pub fn data_file(rel: &str) -> Option<PathBuf> {
     let p = data_dir().join(rel);

@@ -28,7 +28,6 @@ import re
 import sys
 
 import chess
-import chess.pgn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import facet_oracle as fo  # noqa: E402
@@ -50,20 +49,14 @@ def date_key(h):
     return 0
 
 
-class Games:
-    def __init__(self, max_ply):
+class Games(fo.Book):
+    """The facet oracle's reader (add_file) with games kept instead of counts."""
+
+    def __init__(self, max_ply):  # pylint: disable=super-init-not-called
         self.max_ply = max_ply
         self.pos = {}  # ident -> uci -> [game, ...]
         self.counted = 0
         self.seen_ids = set()
-
-    def add_file(self, path):
-        with open(path, encoding="utf-8", errors="replace") as f:
-            while True:
-                game = chess.pgn.read_game(f, Visitor=fo.MainlineOnly)
-                if game is None:
-                    break
-                self.add_game(game)
 
     def add_game(self, game):
         h = game.raw_tags
