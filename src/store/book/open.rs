@@ -424,3 +424,45 @@ pub(super) fn open_game_tables(
         )))),
     }
 }
+
+/// A file's stored games read lately: the games asked for (an explorer asks for the same top
+/// games of popular positions again and again) and the last blocks decoded (neighbours are
+/// often asked together). Bounded: [`GameCache::GAMES`] games, [`GameCache::BLOCKS`] blocks.
+#[derive(Default)]
+pub(crate) struct GameCache {
+    games: std::collections::HashMap<u32, crate::store::gameblock::StoredGame>,
+    blocks: Vec<(u32, Arc<Vec<crate::store::gameblock::StoredGame>>)>,
+}
+
+impl GameCache {
+    const GAMES: usize = 4096;
+    const BLOCKS: usize = 4;
+
+    pub(crate) fn get(&self, number: u32) -> Option<crate::store::gameblock::StoredGame> {
+        if let Some(g) = self.games.get(&number) {
+            return Some(g.clone());
+        }
+        self.blocks
+            .iter()
+            .rev()
+            .find(|(first, g)| *first <= number && ((number - first) as usize) < g.len())
+            .map(|(first, g)| g[(number - first) as usize].clone())
+    }
+
+    pub(crate) fn keep(
+        &mut self,
+        first: u32,
+        block: Vec<crate::store::gameblock::StoredGame>,
+        number: u32,
+        game: &crate::store::gameblock::StoredGame,
+    ) {
+        if self.games.len() >= Self::GAMES {
+            self.games.clear();
+        }
+        self.games.insert(number, game.clone());
+        if self.blocks.len() >= Self::BLOCKS {
+            self.blocks.remove(0);
+        }
+        self.blocks.push((first, Arc::new(block)));
+    }
+}

@@ -45,9 +45,8 @@ pub struct BookFile {
     pub(super) games: Option<open::GameTables>,
     /// The games the store holds, as meta `games_stored` records them.
     pub(super) games_stored: u64,
-    /// The game blocks read last (first number, games), most recent last.
-    pub(super) game_cache:
-        std::sync::Mutex<Vec<(u32, Arc<Vec<crate::store::gameblock::StoredGame>>)>>,
+    /// Stored games read lately (`BookFile::game_by_number`).
+    pub(super) game_cache: std::sync::Mutex<open::GameCache>,
     /// The generation this file was published under (0 in books older than version 3).
     pub(super) generation: u64,
     /// In a delta segment: the counters of the whole book as this segment left it.
@@ -171,7 +170,7 @@ impl BookFile {
             .map(|index| super::filter::FileFilter::new(index, super::filter::FILTER_CACHE_BYTES));
         drop(txn);
         Ok(BookFile {
-            game_cache: std::sync::Mutex::new(Vec::new()),
+            game_cache: Default::default(),
             path: path.to_path_buf(),
             db: Arc::new(db),
             codec,
