@@ -411,7 +411,10 @@ pub(crate) fn sorted_table(log: &Path, out: &Path, cap: usize) -> Result<Option<
         .map_err(|e| Error::db(format!("creating {}", out.display()), e))?;
     shield(&format!("writing {}", out.display()), || {
         let mut txn = db.begin_write()?;
-        txn.set_durability(redb::Durability::None)?;
+        // Durable: the table is read back from the file at once, and a full disk must fail
+        // here, as itself (a non-durable commit left its pages to the drop, where a failed
+        // write went unseen and the reopening below found a half-written file).
+        txn.set_durability(redb::Durability::Immediate)?;
         {
             let mut t = txn.open_table(GAMES)?;
             for fp in runs.merged()? {
@@ -420,13 +423,32 @@ pub(crate) fn sorted_table(log: &Path, out: &Path, cap: usize) -> Result<Option<
         }
         txn.commit()?;
         Ok(())
-    })?;
+    })
+    .map_err(|e| e.writing(out))?;
     drop(runs);
     drop(db);
-    let ro = redb::Builder::new()
-        .set_cache_size(TABLE_CACHE_BYTES)
-        .open_read_only(out)
-        .map_err(|e| Error::db(format!("reopening {}", out.display()), e))?;
+    let open_ro = || {
+        redb::Builder::new()
+            .set_cache_size(TABLE_CACHE_BYTES)
+            .open_read_only(out)
+    };
+    let ro = match open_ro() {
+        Ok(db) => db,
+        // The file's clean-close mark was not written when the database was dropped, which
+        // redb does not report: on a full file system, that is the full disk.
+        Err(redb::DatabaseError::RepairAborted)
+            if out
+                .parent()
+                .and_then(crate::store::files::free_bytes)
+                .is_some_and(|free| free < 1 << 20) =>
+        {
+            return Err(Error::io(
+                format!("closing {}", out.display()),
+                std::io::Error::from_raw_os_error(libc::ENOSPC),
+            ));
+        }
+        Err(e) => return Err(Error::db(format!("reopening {}", out.display()), e)),
+    };
     Ok(Some(SortedGames { db: Arc::new(ro) }))
 }
 

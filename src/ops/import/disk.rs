@@ -26,23 +26,7 @@ fn margin(need: u64) -> u64 {
 /// The read phase projects only once this share of the input (in raw bytes) is read.
 const MIN_SHARE: f64 = 0.002;
 
-/// Free bytes for this process on the file system holding `dir` (`statvfs`'s `f_bavail`);
-/// `None` if unknown. `BOOKDB_FREE_BYTES` overrides it (tests of the checks).
-pub(super) fn free_bytes(dir: &Path) -> Option<u64> {
-    if let Some(v) = std::env::var_os("BOOKDB_FREE_BYTES") {
-        return v.to_str()?.parse().ok();
-    }
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: an all-zero statvfs is a valid value of this plain C struct.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: statvfs(3) reads the NUL-terminated path and writes into the struct we own.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    #[allow(clippy::useless_conversion)] // u32 fields on some targets
-    Some(u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize)))
-}
+pub(super) use crate::store::files::free_bytes;
 
 /// What the book adds to an import's needs: the bytes of the file a rewrite keeps until it is
 /// replaced (0 for an empty book or an import that goes to a delta segment).
