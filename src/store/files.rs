@@ -701,6 +701,24 @@ pub(crate) fn temp_sibling(path: &Path) -> Result<PathBuf> {
     )))
 }
 
+/// Free bytes for this process on the file system holding `dir` (`statvfs`'s `f_bavail`);
+/// `None` if unknown. `BOOKDB_FREE_BYTES` overrides it (tests of the checks).
+pub(crate) fn free_bytes(dir: &Path) -> Option<u64> {
+    if let Some(v) = std::env::var_os("BOOKDB_FREE_BYTES") {
+        return v.to_str()?.parse().ok();
+    }
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: an all-zero statvfs is a valid value of this plain C struct.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: statvfs(3) reads the NUL-terminated path and writes into the struct we own.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    #[allow(clippy::useless_conversion)] // u32 fields on some targets
+    Some(u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -773,22 +791,4 @@ mod tests {
         );
         assert!(from.exists());
     }
-}
-
-/// Free bytes for this process on the file system holding `dir` (`statvfs`'s `f_bavail`);
-/// `None` if unknown. `BOOKDB_FREE_BYTES` overrides it (tests of the checks).
-pub(crate) fn free_bytes(dir: &Path) -> Option<u64> {
-    if let Some(v) = std::env::var_os("BOOKDB_FREE_BYTES") {
-        return v.to_str()?.parse().ok();
-    }
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: an all-zero statvfs is a valid value of this plain C struct.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: statvfs(3) reads the NUL-terminated path and writes into the struct we own.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    #[allow(clippy::useless_conversion)] // u32 fields on some targets
-    Some(u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize)))
 }
