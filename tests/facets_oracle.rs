@@ -4,7 +4,8 @@
 //! by field (totals, per move white/draws/black/unknown, SAN, `averageRating`,
 //! `averageOpponentRating`, `performance`, and `history`).
 //!
-//! Data: the first 2,000 games of `medium-10k.pgn` retagged by `../shared/tools/retag.py 26`
+//! Data: the shipped retagged games (`tests/data/retagged-2000.pgn.zst`: the first 2,000 games
+//! of `medium-10k.pgn` retagged by `../shared/tools/retag.py 26`)
 //! (lichess-style UTCDate, TimeControl, Elo and Event tags, some left out), plus the hand-written
 //! games of [`EDGE`] for §8's edge cases, whose cells are first checked by hand against the
 //! oracle's reading. Books are imported at `--max-ply 30`.
@@ -16,7 +17,7 @@
 //! the berserk lichess client, pointed at the server, reads what the oracle says.
 //!
 //! Needs python-chess (without it: a printed SKIP, a failure when BOOKDB_REQUIRE_PEERS=1); the
-//! berserk part needs berserk likewise; `medium-10k.pgn` or `retag.py` absent: a printed SKIP.
+//! berserk part needs berserk likewise. Runs without the shared data (the games are shipped).
 //! A mismatch is reported as the query, the field, the oracle's value and bookdb's.
 
 mod common;
@@ -34,7 +35,6 @@ const BERSERK: &str = concat!(
     "/tests/scripts/berserk_facets.py"
 );
 const MAX_PLY: &str = "30";
-const SEED: &str = "26";
 const GAMES: usize = 2000;
 
 // ---------------------------------------------------------------------------------------------
@@ -795,18 +795,14 @@ struct Fixture {
     pgns: Vec<PathBuf>,
 }
 
-/// The retagged games of medium-10k plus the edge games, or `None` with a printed reason.
+/// The shipped retagged games plus the edge games, or `None` with a printed reason.
 fn fixture() -> Option<Fixture> {
     let py = python_chess()?;
-    let medium = data_file("pgn/medium-10k.pgn")?;
-    let script = retag_script()?;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
-    let first = dir.join("first.pgn");
-    let games = games_of(&medium);
-    write_games(&first, &games[..GAMES.min(games.len())]);
+    let games = retagged_games(&py);
     let retagged = dir.join("retagged.pgn");
-    retag(&py, &script, SEED, &first, &retagged);
+    write_games(&retagged, &games[..GAMES.min(games.len())]);
     let edge = dir.join("edge.pgn");
     std::fs::write(&edge, edge_pgn()).unwrap();
     Some(Fixture {

@@ -4,13 +4,14 @@
 //! a table of filters; bookdb's answers (`GET /lichess`, `GET /masters`, `bookdb games --json`)
 //! must name the same games in the same order.
 //!
-//! Data: the first 1,500 games of `medium-10k.pgn`, each given a `GameId` (so the oracle needs no
-//! fingerprint), retagged by `../shared/tools/retag.py 27`, imported at `--max-ply 30` in two
+//! Data: the first 1,500 of the shipped retagged games (`tests/data/retagged-2000.pgn.zst`:
+//! `medium-10k.pgn` retagged by `../shared/tools/retag.py 26`), each given a `GameId` (so the
+//! oracle needs no fingerprint), imported at `--max-ply 30` in two
 //! parts (a base and a delta segment: the choice spans files), then compacted (the references
 //! rebuilt in one file), and as a merge of the two parts' books.
 //!
-//! Needs python-chess (without it: a printed SKIP, a failure when BOOKDB_REQUIRE_PEERS=1);
-//! `medium-10k.pgn` or `retag.py` absent: a printed SKIP.
+//! Needs python-chess (without it: a printed SKIP, a failure when BOOKDB_REQUIRE_PEERS=1).
+//! Runs without the shared data (the games are shipped).
 
 mod common;
 use common::server::{Server, enc};
@@ -45,11 +46,9 @@ struct Fixture {
 
 fn fixture() -> Option<Fixture> {
     let py = python_chess()?;
-    let medium = data_file("pgn/medium-10k.pgn")?;
-    let script = retag_script()?;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
-    let games: Vec<Vec<u8>> = games_of(&medium)
+    let games: Vec<Vec<u8>> = retagged_games(&py)
         .into_iter()
         .take(GAMES)
         .enumerate()
@@ -61,11 +60,9 @@ fn fixture() -> Option<Fixture> {
         .collect();
     let mut halves = Vec::new();
     for (h, part) in games.chunks(GAMES / 2).enumerate() {
-        let plain = dir.join(format!("plain-{h}.pgn"));
-        write_games(&plain, part);
-        let retagged = dir.join(format!("half-{h}.pgn"));
-        retag(&py, &script, &format!("{}", 27 + h), &plain, &retagged);
-        halves.push(retagged);
+        let half = dir.join(format!("half-{h}.pgn"));
+        write_games(&half, part);
+        halves.push(half);
     }
     Some(Fixture {
         _tmp: tmp,
