@@ -205,6 +205,91 @@ fn segments_compaction_and_merge_keep_every_game() {
     assert_eq!(again["games_imported"], 0, "{again}");
 }
 
+/// Two imports of overlapping files, without `--dedupe`, into a book that stores games: the
+/// second skips the games the first counted as `duplicate` (also when it lands in a delta
+/// segment), and the book equals one import of the union: same counts, every game stored once
+/// under its id. A merge of the two files' own books cannot subtract what both counted: it
+/// reports the shared games (`shared_games`, and a warning) and keeps each stored once.
+#[test]
+fn overlapping_imports_count_each_game_once_and_merges_report_the_overlap() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read(sample_pgn()).unwrap();
+    let mut starts: Vec<usize> = text
+        .windows(8)
+        .enumerate()
+        .filter(|(_, w)| *w == b"\n[Event ")
+        .map(|(i, _)| i + 1)
+        .collect();
+    starts.insert(0, 0);
+    assert_eq!(starts.len(), 200);
+    let (a, b) = (dir.path().join("a.pgn"), dir.path().join("b.pgn"));
+    std::fs::write(&a, &text[..starts[120]]).unwrap();
+    std::fs::write(&b, &text[starts[80]..]).unwrap();
+    let whole = dir.path().join("whole.book");
+    import(&[&sample_pgn()], &whole, &[]);
+    for delta in [false, true] {
+        let book = dir.path().join(format!("ab-{delta}.book"));
+        let r = import(&[&a], &book, &[]);
+        assert_eq!(r["games_imported"], 120, "{r}");
+        let extra: &[&str] = if delta {
+            &["--delta-min", "1000000"]
+        } else {
+            &[]
+        };
+        let r = import(&[&b], &book, extra);
+        assert_eq!(
+            (
+                r["games_imported"].as_u64(),
+                r["skipped_by_reason"]["duplicate"].as_u64()
+            ),
+            (Some(80), Some(40)),
+            "{r}"
+        );
+        if delta {
+            assert_eq!(r["applied"], "delta", "{r}");
+        }
+        assert_eq!(dump(&book), dump(&whole));
+        assert_eq!(stats(&book)["games"], 200);
+        assert_eq!(stored_games(&book), stored_games(&whole));
+        assert_eq!(
+            all_pgn(&book),
+            all_pgn(&whole),
+            "the same ids, the same order"
+        );
+        verify(&book);
+    }
+    let (ba, bb) = (dir.path().join("a.book"), dir.path().join("b.book"));
+    import(&[&a], &ba, &[]);
+    import(&[&b], &bb, &[]);
+    let merged = dir.path().join("m.book");
+    let m = bookdb(["merge", "--json", "--out", s(&merged), s(&ba), s(&bb)]).json();
+    assert_eq!(m["shared_games"], 40, "{m}");
+    assert_eq!(stats(&merged)["games"], 240);
+    assert_eq!(stats(&merged)["stored_games"], 200);
+    let out = bookdb([
+        "merge",
+        "--out",
+        s(&dir.path().join("m2.book")),
+        s(&ba),
+        s(&bb),
+    ])
+    .ok_output();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: 40 games were counted in more than one"),
+        "{err}"
+    );
+    // Books that share no game report none, and warn of nothing.
+    let c = dir.path().join("c.pgn");
+    std::fs::write(&c, &text[..starts[80]]).unwrap();
+    let bc = dir.path().join("c.book");
+    import(&[&c], &bc, &[]);
+    let m3 = dir.path().join("m3.book");
+    let m = bookdb(["merge", "--json", "--out", s(&m3), s(&bc), s(&bb)]).json();
+    assert_eq!(m["shared_games"], 0, "{m}");
+    assert_eq!(dump(&m3), dump(&whole));
+}
+
 /// python-chess replays every given-back game to the same moves and tags as the input's.
 #[test]
 fn python_chess_replays_the_given_back_games_as_the_input() {

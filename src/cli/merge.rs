@@ -31,6 +31,12 @@ impl Args {
                     "warning: input with fingerprint {fp} was imported into more than one of the merged books; its games are counted more than once"
                 );
             }
+            if summary.shared_games > 0 {
+                eprintln!(
+                    "warning: {} games were counted in more than one of the merged books (same fingerprint); the merged counts hold them once per book that counted them, the game store once",
+                    summary.shared_games
+                );
+            }
         }
         self.job.output.print(&summary)?;
         Ok(ExitCode::SUCCESS)

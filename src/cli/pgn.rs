@@ -12,7 +12,7 @@ pub(crate) struct Args {
     /// from the game, which the PGN's `GameId` tag shows).
     #[arg(required_unless_present = "all")]
     ids: Vec<String>,
-    /// Every stored game, oldest first (each file of the book in turn); with --fen or
+    /// Every stored game, oldest first (by date, then id, over all the book's files); with --fen or
     /// --moves, every stored game whose mainline reaches that position (a scan of the store).
     #[arg(long, conflicts_with = "ids")]
     all: bool,

@@ -41,21 +41,19 @@ fn pgn_of(g: &crate::store::gameblock::StoredGame) -> Result<String> {
     })
 }
 
-/// Writes every stored game as PGN, file by file (the base, then each segment), each in its
-/// store's order (oldest first).
+/// Writes every stored game as PGN in the store's order (oldest first, then by id), over all
+/// the book's files: the same output for the same games however the book was built.
 pub fn write_all_pgn(book: &Book, out: &mut dyn std::io::Write) -> Result<()> {
-    for f in book.files() {
-        for g in f.games_iter()? {
-            let pgn = pgn_of(&g?)?;
-            out.write_all(pgn.as_bytes())
-                .map_err(|e| Error::io("writing PGN", e))?;
-        }
+    for g in book.games_in_order()? {
+        let pgn = pgn_of(&g?)?;
+        out.write_all(pgn.as_bytes())
+            .map_err(|e| Error::io("writing PGN", e))?;
     }
     Ok(())
 }
 
 /// Writes as PGN every stored game whose mainline reaches the position `target` (any ply, not
-/// only the counted ones), file by file in store order; returns how many. A scan of the whole
+/// only the counted ones), in the store's order over all files; returns how many. A scan of the whole
 /// store: each game's moves are decoded and replayed.
 pub fn write_pgn_reaching(
     book: &Book,
@@ -66,40 +64,38 @@ pub fn write_pgn_reaching(
     use shakmaty::Position;
     let (key, packed) = crate::chess::key_and_pack(target);
     let mut n = 0;
-    for f in book.files() {
-        for g in f.games_iter()? {
-            let g = g?;
-            let fen = String::from_utf8_lossy(g.fields.get(FEN_FIELD).map_or(&[][..], |v| v));
-            let start = if fen.trim().is_empty() {
-                shakmaty::Chess::default()
-            } else {
-                match crate::chess::parse_fen(fen.trim()) {
-                    Ok(p) => p,
-                    Err(_) => continue,
-                }
-            };
-            let ranks = g.fields.get(MOVES_FIELD).map_or(&[][..], |v| v);
-            let Ok(moves) = crate::chess::mainline::decode_mainline(&start, ranks) else {
-                continue;
-            };
-            let mut pos = start;
-            let mut reached = false;
-            for m in moves.iter().map(Some).chain([None]) {
-                let (k, p) = crate::chess::key_and_pack(&pos);
-                if k == key && p.as_bytes() == packed.as_bytes() {
-                    reached = true;
-                    break;
-                }
-                match m {
-                    Some(m) => pos.play_unchecked(*m),
-                    None => break,
-                }
+    for g in book.games_in_order()? {
+        let g = g?;
+        let fen = String::from_utf8_lossy(g.fields.get(FEN_FIELD).map_or(&[][..], |v| v));
+        let start = if fen.trim().is_empty() {
+            shakmaty::Chess::default()
+        } else {
+            match crate::chess::parse_fen(fen.trim()) {
+                Ok(p) => p,
+                Err(_) => continue,
             }
-            if reached {
-                out.write_all(pgn_of(&g)?.as_bytes())
-                    .map_err(|e| Error::io("writing PGN", e))?;
-                n += 1;
+        };
+        let ranks = g.fields.get(MOVES_FIELD).map_or(&[][..], |v| v);
+        let Ok(moves) = crate::chess::mainline::decode_mainline(&start, ranks) else {
+            continue;
+        };
+        let mut pos = start;
+        let mut reached = false;
+        for m in moves.iter().map(Some).chain([None]) {
+            let (k, p) = crate::chess::key_and_pack(&pos);
+            if k == key && p.as_bytes() == packed.as_bytes() {
+                reached = true;
+                break;
             }
+            match m {
+                Some(m) => pos.play_unchecked(*m),
+                None => break,
+            }
+        }
+        if reached {
+            out.write_all(pgn_of(&g)?.as_bytes())
+                .map_err(|e| Error::io("writing PGN", e))?;
+            n += 1;
         }
     }
     Ok(n)

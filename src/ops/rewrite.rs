@@ -88,6 +88,11 @@ pub struct MergeSummary {
     pub output_bytes: u64,
     /// Import fingerprints found in more than one input: those games are counted twice.
     pub overlapping_imports: Vec<String>,
+    /// Games whose fingerprint more than one input records (each input counted them): the
+    /// merged counts hold each of them once per input that counted it, while the merged game
+    /// store keeps it once. Only books that record fingerprints (every book that stores games,
+    /// and `--dedupe` imports) can tell.
+    pub shared_games: u64,
     pub elapsed_secs: f64,
     #[serde(flatten)]
     pub memory: RewriteMemory,
@@ -180,6 +185,8 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
                 .map(|i| Box::new(i) as crate::store::book::EntryStream<'_>)
         })
         .collect::<crate::store::error::Result<Vec<_>>>()?;
+    let shared_games =
+        crate::store::book::shared_game_fingerprints(&books.iter().collect::<Vec<_>>())?;
     let total = books.iter().map(|b| input_entries(b.meta())).sum();
     let progress = Progress::rewrite(opts.progress, "merge", total);
     let mut n = 0u64;
@@ -203,6 +210,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
             .filter(|(_, n)| *n > 1)
             .map(|(k, _)| k)
             .collect(),
+        shared_games,
         elapsed_secs: start.elapsed().as_secs_f64(),
         memory: RewriteMemory::of(&budget, warning),
     })

@@ -260,6 +260,18 @@ impl Book {
         Ok(out)
     }
 
+    /// Every stored game of the book in the store's order ([`store_order`]: date, then id),
+    /// the files' stores merged (a game two files hold, as the same id and fields, is given
+    /// once): the same sequence whether the book is one file or a base and segments.
+    pub fn games_in_order(&self) -> Result<GameStream<'static>> {
+        let parts = self
+            .files()
+            .iter()
+            .map(|f| f.games_iter())
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Box::new(MergeGames::new(parts)))
+    }
+
     /// The games stored over all the book's files.
     pub fn games_stored(&self) -> u64 {
         self.files().iter().map(|f| f.games_stored()).sum()
