@@ -52,6 +52,25 @@ fn halves(dir: &Path) -> (PathBuf, PathBuf) {
     (a, b)
 }
 
+/// The distinct versions (first byte of chunk 0) of a book's game blocks.
+fn game_block_versions(book: &Path) -> Vec<u8> {
+    use redb::ReadableDatabase;
+    let db = redb::Database::open(book).unwrap();
+    let txn = db.begin_read().unwrap();
+    let def: redb::TableDefinition<(u32, u16), &[u8]> = redb::TableDefinition::new("game_blocks");
+    let t = txn.open_table(def).unwrap();
+    let mut v: Vec<u8> = t
+        .range::<(u32, u16)>(..)
+        .unwrap()
+        .map(Result::unwrap)
+        .filter(|(k, _)| k.value().1 == 0)
+        .map(|(_, b)| b.value()[0])
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 #[test]
 fn every_older_format_version_migrates() {
     let fx = fixtures();
@@ -151,6 +170,9 @@ fn every_older_format_version_migrates() {
                 assert_eq!(st["stored_games"], 200, "v{version}: {st}");
                 let all = |b: &Path| bookdb(["pgn", "--all", "--book", s(b)]).ok();
                 assert_eq!(all(&book), all(&fresh), "v{version}: stored games changed");
+                // Format 8: every game block is written again as version 2 (head and body
+                // frames, docs/FORMAT.md §15.1).
+                assert_eq!(game_block_versions(&book), vec![2], "v{version}");
                 for line in [&[][..], &["e4"], &["d4", "Nf6"]] {
                     let games = |b: &Path| {
                         let mut a = vec!["games", "--json", "--book", s(b)];

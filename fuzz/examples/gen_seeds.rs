@@ -265,6 +265,13 @@ fn main() {
         bookdb::store::gameblock::encode(g, 3).expect("game block")
     };
     out.put("game_block", "two-games", &gb(&games));
+    // The same with the moves in a body frame, as a book's store writes them (block version 2).
+    out.put(
+        "game_block",
+        "two-games-split",
+        &bookdb::store::gameblock::encode_split(&games, 3, bookdb::chess::gamefields::MOVES_FIELD)
+            .expect("game block"),
+    );
     out.put("game_block", "no-games", &gb(&[]));
     // game_run: the same games, sorted, as an import spills them (and a run of none).
     let dir = std::env::temp_dir().join(format!("bookdb-seeds-{}", std::process::id()));

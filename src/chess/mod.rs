@@ -68,6 +68,9 @@ impl PositionCodec for ChessCodec {
     fn upgrade_game(&self, game: &mut crate::store::gameblock::StoredGame) {
         gamefields::upgrade(game);
     }
+    fn game_head_fields(&self) -> Option<usize> {
+        Some(gamefields::MOVES_FIELD)
+    }
     fn prepare(
         &self,
         model: &dyn PositionModel,

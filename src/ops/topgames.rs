@@ -165,7 +165,7 @@ pub fn position_games(
         best.sort_by_key(|c| c.number);
         best.dedup_by_key(|c| c.number);
         for c in best {
-            let game = f.game_by_number(c.number)?;
+            let game = f.game_head_by_number(c.number)?;
             let date = date_key(&game);
             chosen.push(Chosen { c, game, date });
         }
@@ -209,7 +209,7 @@ pub fn position_games(
             .collect();
     }
     for (mv, (fi, n)) in single_of {
-        let game = book.files()[fi].game_by_number(n)?;
+        let game = book.files()[fi].game_head_by_number(n)?;
         out.single.insert(mv, object(&game, mv, masters));
     }
     Ok(out)

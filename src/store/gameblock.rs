@@ -1,21 +1,28 @@
-//! Game blocks (docs/FORMAT.md §15, draft): a game store's unit of storage, holding a run of
+//! Game blocks (docs/FORMAT.md §15.2): a game store's unit of storage, holding a run of
 //! games column by column (their ids, then each field's lengths and bytes: the names of all
-//! games together, the moves of all games together, ...) in one zstd frame with a crc32. The
-//! store knows no game: a game is an id (below 2^48) and a fixed number of opaque fields that
-//! the game's layer defines (for chess: the kept tags and the mainline as move ranks,
-//! `ops::games`).
+//! games together, the moves of all games together, ...) with a crc32. The store knows no
+//! game: a game is an id (below 2^48) and a fixed number of opaque fields that the game's layer
+//! defines (for chess: the kept tags and the mainline as move ranks, `ops::games`).
 //!
-//! Block (all integers little-endian):
-//! `version u8 (1) | games u32 | fields u8 | raw length u32 | crc32 u32 | zstd frame`, where the
-//! crc32 covers the first 10 bytes and the frame, and the frame holds
-//! `ids (games × 6 bytes) | per field: games varint lengths, then their bytes`.
+//! Block version 2 (all integers little-endian):
+//! `version u8 (2) | games u32 | fields u8 | split u8 | head raw u32 | head frame bytes u32 |
+//! body raw u32 | crc32 u32 | head frame | body frame`, where the crc32 covers the first 19
+//! bytes and both frames. The head frame (zstd) holds `ids (games × 6 bytes) | per field below
+//! split: games varint lengths, then their bytes`; the body frame, the fields from split on,
+//! likewise (absent, and body raw 0, when split = fields). An explorer answer reads the heads
+//! (names, ratings, dates) and never decompresses the moves.
+//!
+//! Version 1 (format 6 and 7 books; still read): `version u8 (1) | games u32 | fields u8 |
+//! raw length u32 | crc32 u32 | zstd frame` with every field in the one frame.
 
 use super::varint;
 
-/// The block version this build writes.
-pub const GAME_BLOCK_VERSION: u8 = 1;
-/// Bytes before the zstd frame.
-const HEADER: usize = 14;
+/// The block version this build writes (version 1, one frame, is still read).
+pub const GAME_BLOCK_VERSION: u8 = 2;
+/// Bytes before the zstd frames.
+const HEADER: usize = 23;
+/// Bytes before the zstd frame of a version-1 block.
+const V1_HEADER: usize = 14;
 /// The most games a block holds (the decoder refuses more: a damaged count cannot make it
 /// reserve memory for billions).
 pub const MAX_BLOCK_GAMES: usize = 1 << 16;
@@ -90,12 +97,40 @@ pub enum GameBlockError {
     Payload(&'static str),
 }
 
-/// Encodes games into one block (every game with the same number of fields, ids at most
-/// [`MAX_GAME_ID`]; at most [`MAX_BLOCK_GAMES`] games).
+/// Encodes games into one block with every field in one frame (version 2, no body frame).
 pub fn encode(games: &[StoredGame], level: i32) -> std::io::Result<Vec<u8>> {
+    let nfields = games.first().map_or(0, |g| g.fields.len());
+    encode_split(games, level, nfields)
+}
+
+/// The raw bytes of a frame: for each field of `fields`, the games' varint lengths, then their
+/// bytes (after the ids, when `ids`).
+fn columns(games: &[StoredGame], fields: std::ops::Range<usize>, ids: bool) -> Vec<u8> {
+    let mut raw = Vec::new();
+    if ids {
+        for g in games {
+            raw.extend_from_slice(&g.id.to_le_bytes()[..6]);
+        }
+    }
+    for f in fields {
+        for g in games {
+            varint::put(&mut raw, g.fields[f].len() as u64);
+        }
+        for g in games {
+            raw.extend_from_slice(&g.fields[f]);
+        }
+    }
+    raw
+}
+
+/// Encodes games into one block (every game with the same number of fields, ids at most
+/// [`MAX_GAME_ID`]; at most [`MAX_BLOCK_GAMES`] games): the ids and fields `..split` in the
+/// head frame, fields `split..` in the body frame (absent when there are none), so that a
+/// reader of the heads decompresses only them.
+pub fn encode_split(games: &[StoredGame], level: i32, split: usize) -> std::io::Result<Vec<u8>> {
     let invalid = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidInput, m.to_string());
     let nfields = games.first().map_or(0, |g| g.fields.len());
-    if games.len() > MAX_BLOCK_GAMES || nfields > usize::from(u8::MAX) {
+    if games.len() > MAX_BLOCK_GAMES || nfields > usize::from(u8::MAX) || split > nfields {
         return Err(invalid("too many games or fields for one block"));
     }
     if games
@@ -106,107 +141,259 @@ pub fn encode(games: &[StoredGame], level: i32) -> std::io::Result<Vec<u8>> {
             "games with different field counts or an id past 48 bits",
         ));
     }
-    let mut raw = Vec::new();
-    for g in games {
-        raw.extend_from_slice(&g.id.to_le_bytes()[..6]);
-    }
-    for f in 0..nfields {
-        for g in games {
-            varint::put(&mut raw, g.fields[f].len() as u64);
-        }
-        for g in games {
-            raw.extend_from_slice(&g.fields[f]);
-        }
-    }
-    if raw.len() > MAX_BLOCK_RAW {
+    let head = columns(games, 0..split, true);
+    let body = columns(games, split..nfields, false);
+    if head.len() + body.len() > MAX_BLOCK_RAW {
         return Err(invalid("block past its raw size limit"));
     }
-    let frame = zstd::bulk::compress(&raw, level)?;
-    let mut out = Vec::with_capacity(HEADER + frame.len());
+    let head_frame = zstd::bulk::compress(&head, level)?;
+    let body_frame = if body.is_empty() {
+        Vec::new()
+    } else {
+        zstd::bulk::compress(&body, level)?
+    };
+    let mut out = Vec::with_capacity(HEADER + head_frame.len() + body_frame.len());
     out.push(GAME_BLOCK_VERSION);
     out.extend_from_slice(&(games.len() as u32).to_le_bytes());
     out.push(nfields as u8);
-    out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+    out.push(split as u8);
+    out.extend_from_slice(&(head.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(head_frame.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
     let mut h = crc32fast::Hasher::new();
     h.update(&out);
-    h.update(&frame);
+    h.update(&head_frame);
+    h.update(&body_frame);
     out.extend_from_slice(&h.finalize().to_le_bytes());
-    out.extend_from_slice(&frame);
+    out.extend_from_slice(&head_frame);
+    out.extend_from_slice(&body_frame);
     Ok(out)
 }
 
-/// Decodes a block written by [`encode`]; every damage is an error, never a panic.
+/// Decodes a block written by [`encode`] or [`encode_split`] (or a version-1 block): every
+/// game with all its fields; every damage is an error, never a panic.
 pub fn decode(bytes: &[u8]) -> Result<Vec<StoredGame>, GameBlockError> {
-    if bytes.len() < HEADER {
-        return Err(GameBlockError::Truncated(bytes.len()));
-    }
-    let u32_at =
-        |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
-    if bytes[0] != GAME_BLOCK_VERSION {
-        return Err(GameBlockError::Version(bytes[0]));
-    }
-    let (n, nfields, raw_len, stored) = (
-        u32_at(1) as usize,
-        usize::from(bytes[5]),
-        u32_at(6) as usize,
-        u32_at(10),
-    );
-    let mut h = crc32fast::Hasher::new();
-    h.update(&bytes[..10]);
-    h.update(&bytes[HEADER..]);
-    let computed = h.finalize();
-    if computed != stored {
-        return Err(GameBlockError::Checksum { stored, computed });
-    }
-    if n > MAX_BLOCK_GAMES {
-        return Err(GameBlockError::TooManyGames(n as u64));
-    }
-    if raw_len > MAX_BLOCK_RAW {
-        return Err(GameBlockError::TooLarge(raw_len as u64));
-    }
-    let raw = zstd::bulk::decompress(&bytes[HEADER..], raw_len)
-        .map_err(|e| GameBlockError::Zstd(e.to_string()))?;
+    let v = BlockView::open(bytes, false)?;
+    Ok((0..v.len()).map(|i| v.game(i)).collect())
+}
+
+/// zstd-decompresses a frame that must expand to exactly `raw_len` bytes.
+fn unzstd(frame: &[u8], raw_len: usize) -> Result<Vec<u8>, GameBlockError> {
+    let raw = super::unzstd::decompress(frame, raw_len).map_err(GameBlockError::Zstd)?;
     if raw.len() != raw_len {
         return Err(GameBlockError::Payload(
             "raw length differs from the header's",
         ));
     }
-    let ids_end = n
-        .checked_mul(6)
-        .filter(|&e| e <= raw.len())
-        .ok_or(GameBlockError::Payload("ids past the end"))?;
-    let mut games: Vec<StoredGame> = raw[..ids_end]
-        .chunks_exact(6)
-        .map(|c| {
-            let mut b = [0u8; 8];
-            b[..6].copy_from_slice(c);
-            StoredGame {
-                id: u64::from_le_bytes(b),
-                fields: Vec::new(),
+    Ok(raw)
+}
+
+/// A decoded block, its fields kept as offsets into the decompressed frames: a game is
+/// materialized only when asked for ([`BlockView::game`]). Opened for its heads only, the body
+/// frame is neither decompressed nor checked beyond the block's crc32.
+#[derive(Debug)]
+pub struct BlockView {
+    ids: Vec<u64>,
+    nfields: usize,
+    /// The fields present: all, or `split` (the heads).
+    present: usize,
+    split: usize,
+    head: Vec<u8>,
+    body: Vec<u8>,
+    /// Per present field, per game, its bytes' span (in the head frame for fields below
+    /// `split`, else in the body frame).
+    spans: Vec<(u32, u32)>,
+}
+
+impl BlockView {
+    /// Opens a block; with `heads_only`, only the ids and the fields below its split are
+    /// read (a version-1 block has all of them in one frame, and gives them all).
+    pub fn open(bytes: &[u8], heads_only: bool) -> Result<BlockView, GameBlockError> {
+        let Some(&version) = bytes.first() else {
+            return Err(GameBlockError::Truncated(0));
+        };
+        let u32_at = |i: usize| -> Result<u32, GameBlockError> {
+            bytes
+                .get(i..i + 4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .ok_or(GameBlockError::Truncated(bytes.len()))
+        };
+        // (games, fields, split, head raw, head frame, body raw, body frame)
+        let (n, nfields, split, head_raw, head_frame, body_raw, body_frame) = match version {
+            1 => {
+                if bytes.len() < V1_HEADER {
+                    return Err(GameBlockError::Truncated(bytes.len()));
+                }
+                let stored = u32_at(10)?;
+                let mut h = crc32fast::Hasher::new();
+                h.update(&bytes[..10]);
+                h.update(&bytes[V1_HEADER..]);
+                check_crc(stored, h.finalize())?;
+                let nfields = usize::from(bytes[5]);
+                let raw = u32_at(6)? as usize;
+                (
+                    u32_at(1)? as usize,
+                    nfields,
+                    nfields,
+                    raw,
+                    &bytes[V1_HEADER..],
+                    0,
+                    &bytes[bytes.len()..],
+                )
             }
+            GAME_BLOCK_VERSION => {
+                if bytes.len() < HEADER {
+                    return Err(GameBlockError::Truncated(bytes.len()));
+                }
+                let stored = u32_at(19)?;
+                let mut h = crc32fast::Hasher::new();
+                h.update(&bytes[..19]);
+                h.update(&bytes[HEADER..]);
+                check_crc(stored, h.finalize())?;
+                let (nfields, split) = (usize::from(bytes[5]), usize::from(bytes[6]));
+                if split > nfields {
+                    return Err(GameBlockError::Payload("split past the fields"));
+                }
+                let head_len = u32_at(11)? as usize;
+                let rest = &bytes[HEADER..];
+                if head_len > rest.len() {
+                    return Err(GameBlockError::Payload("head frame past the end"));
+                }
+                let body_raw = u32_at(15)? as usize;
+                if (body_raw == 0) != (head_len == rest.len()) {
+                    return Err(GameBlockError::Payload(
+                        "body frame and its length disagree",
+                    ));
+                }
+                (
+                    u32_at(1)? as usize,
+                    nfields,
+                    split,
+                    u32_at(7)? as usize,
+                    &rest[..head_len],
+                    body_raw,
+                    &rest[head_len..],
+                )
+            }
+            v => return Err(GameBlockError::Version(v)),
+        };
+        if n > MAX_BLOCK_GAMES {
+            return Err(GameBlockError::TooManyGames(n as u64));
+        }
+        if head_raw > MAX_BLOCK_RAW || body_raw > MAX_BLOCK_RAW {
+            return Err(GameBlockError::TooLarge(head_raw.max(body_raw) as u64));
+        }
+        let head = unzstd(head_frame, head_raw)?;
+        let with_body = !heads_only && split < nfields;
+        let body = if with_body {
+            unzstd(body_frame, body_raw)?
+        } else {
+            Vec::new()
+        };
+        let ids_end = n
+            .checked_mul(6)
+            .filter(|&e| e <= head.len())
+            .ok_or(GameBlockError::Payload("ids past the end"))?;
+        let ids = head[..ids_end]
+            .chunks_exact(6)
+            .map(|c| {
+                let mut b = [0u8; 8];
+                b[..6].copy_from_slice(c);
+                u64::from_le_bytes(b)
+            })
+            .collect();
+        let present = if with_body { nfields } else { split };
+        let mut spans = Vec::with_capacity(present * n);
+        let mut at = ids_end;
+        columns_at(&head, &mut at, n, split, &mut spans)?;
+        if at != head.len() {
+            return Err(GameBlockError::Payload("trailing bytes"));
+        }
+        if with_body {
+            let mut at = 0;
+            columns_at(&body, &mut at, n, nfields - split, &mut spans)?;
+            if at != body.len() {
+                return Err(GameBlockError::Payload("trailing bytes"));
+            }
+        }
+        Ok(BlockView {
+            ids,
+            nfields,
+            present,
+            split,
+            head,
+            body,
+            spans,
         })
-        .collect();
-    let mut at = ids_end;
+    }
+
+    /// Games in the block.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Whether every field was read (not only the heads).
+    pub fn complete(&self) -> bool {
+        self.present == self.nfields
+    }
+
+    /// Game `i` (below [`BlockView::len`]) with the fields read: all, or the heads.
+    pub fn game(&self, i: usize) -> StoredGame {
+        let n = self.ids.len();
+        let fields = (0..self.present)
+            .map(|f| {
+                let frame = if f < self.split {
+                    &self.head
+                } else {
+                    &self.body
+                };
+                let (a, b) = self.spans[f * n + i];
+                frame[a as usize..b as usize].to_vec()
+            })
+            .collect();
+        StoredGame {
+            id: self.ids[i],
+            fields,
+        }
+    }
+}
+
+fn check_crc(stored: u32, computed: u32) -> Result<(), GameBlockError> {
+    if computed != stored {
+        return Err(GameBlockError::Checksum { stored, computed });
+    }
+    Ok(())
+}
+
+/// Reads `fields` columns of `n` games from `raw` at `at`: pushes each field's games' spans.
+fn columns_at(
+    raw: &[u8],
+    at: &mut usize,
+    n: usize,
+    fields: usize,
+    spans: &mut Vec<(u32, u32)>,
+) -> Result<(), GameBlockError> {
     let mut lens = Vec::with_capacity(n);
-    for _ in 0..nfields {
+    for _ in 0..fields {
         lens.clear();
         for _ in 0..n {
-            let l = varint::get(&raw, &mut at).ok_or(GameBlockError::Payload("bad length"))?;
+            let l = varint::get(raw, at).ok_or(GameBlockError::Payload("bad length"))?;
             lens.push(usize::try_from(l).map_err(|_| GameBlockError::Payload("bad length"))?);
         }
-        for (g, &l) in games.iter_mut().zip(&lens) {
+        for &l in &lens {
             let end = at
                 .checked_add(l)
                 .filter(|&e| e <= raw.len())
                 .ok_or(GameBlockError::Payload("field past the end"))?;
-            g.fields.push(raw[at..end].to_vec());
-            at = end;
+            spans.push((*at as u32, end as u32));
+            *at = end;
         }
     }
-    if at != raw.len() {
-        return Err(GameBlockError::Payload("trailing bytes"));
-    }
-    Ok(games)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -248,6 +435,78 @@ mod tests {
         }
     }
 
+    /// A version-1 block as format 6 and 7 wrote it (one frame with every field).
+    fn encode_v1(games: &[StoredGame]) -> Vec<u8> {
+        let nfields = games.first().map_or(0, |g| g.fields.len());
+        let raw = columns(games, 0..nfields, true);
+        let frame = zstd::bulk::compress(&raw, 3).unwrap();
+        let mut out = vec![1u8];
+        out.extend_from_slice(&(games.len() as u32).to_le_bytes());
+        out.push(nfields as u8);
+        out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+        let mut h = crc32fast::Hasher::new();
+        h.update(&out);
+        h.update(&frame);
+        out.extend_from_slice(&h.finalize().to_le_bytes());
+        out.extend_from_slice(&frame);
+        out
+    }
+
+    fn heads(games: &[StoredGame], split: usize) -> Vec<StoredGame> {
+        games
+            .iter()
+            .map(|g| StoredGame {
+                id: g.id,
+                fields: g.fields[..split].to_vec(),
+            })
+            .collect()
+    }
+
+    fn opened(b: &[u8], heads_only: bool) -> Vec<StoredGame> {
+        let v = BlockView::open(b, heads_only).unwrap();
+        (0..v.len()).map(|i| v.game(i)).collect()
+    }
+
+    proptest! {
+        #[test]
+        fn split_blocks_round_trip_and_give_their_heads(games in arb_games(), cut in any::<usize>()) {
+            let nf = games.first().map_or(0, |g| g.fields.len());
+            let split = cut % (nf + 1);
+            let b = encode_split(&games, 3, split).unwrap();
+            prop_assert_eq!(decode(&b).unwrap(), games.clone());
+            prop_assert_eq!(opened(&b, false), games.clone());
+            prop_assert_eq!(opened(&b, true), heads(&games, split));
+            let v = BlockView::open(&b, true).unwrap();
+            prop_assert_eq!(v.complete(), split == nf);
+        }
+
+        #[test]
+        fn version_1_blocks_still_decode(games in arb_games()) {
+            let b = encode_v1(&games);
+            prop_assert_eq!(decode(&b).unwrap(), games.clone());
+            prop_assert_eq!(opened(&b, true), games);
+        }
+
+        #[test]
+        fn any_flipped_bit_of_a_split_block_is_an_error_for_heads_too(
+            games in arb_games(), cut in any::<usize>(), at in any::<usize>(), bit in 0u8..8,
+        ) {
+            let nf = games.first().map_or(0, |g| g.fields.len());
+            let mut b = encode_split(&games, 3, cut % (nf + 1)).unwrap();
+            let i = at % b.len();
+            b[i] ^= 1 << bit;
+            prop_assert!(BlockView::open(&b, true).is_err());
+            prop_assert!(decode(&b).is_err());
+        }
+
+        #[test]
+        fn truncated_blocks_are_errors(games in arb_games(), cut in any::<usize>()) {
+            let b = encode_split(&games, 3, 0).unwrap();
+            let n = cut % b.len();
+            prop_assert!(BlockView::open(&b[..n], true).is_err());
+        }
+    }
+
     #[test]
     fn encode_refuses_what_it_cannot_store() {
         let g = |id, nf| StoredGame {
@@ -256,6 +515,7 @@ mod tests {
         };
         assert!(encode(&[g(MAX_GAME_ID + 1, 1)], 3).is_err());
         assert!(encode(&[g(1, 1), g(2, 2)], 3).is_err());
+        assert!(encode_split(&[g(1, 1)], 3, 2).is_err());
         assert_eq!(decode(&encode(&[], 3).unwrap()).unwrap(), vec![]);
     }
 }

@@ -24,6 +24,7 @@ pub mod refblock;
 pub mod run;
 pub mod tags;
 pub mod tt;
+pub mod unzstd;
 #[doc(hidden)]
 pub mod varint;
 
@@ -113,6 +114,12 @@ pub trait PositionCodec: Send + Sync {
     /// Brings a game stored by an older format version to the layout this build writes
     /// (docs/FORMAT.md §15.2); nothing for a game already in it.
     fn upgrade_game(&self, _game: &mut gameblock::StoredGame) {}
+    /// The fields of a stored game an explorer answer reads (its head: names, ratings,
+    /// dates), the first this many; the rest (the moves) are kept in each game block's body
+    /// frame, which answers never decompress (docs/FORMAT.md §15.2). `None`: all of them.
+    fn game_head_fields(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// [`PositionCodec::prepare`] from the codec's other methods (its default, and a codec's

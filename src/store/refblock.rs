@@ -126,8 +126,7 @@ pub fn decode_refs(bytes: &[u8], first: u64) -> Result<Vec<PosRefs>, RefBlockErr
     if raw_len > MAX_REF_RAW {
         return Err(RefBlockError::TooLarge(raw_len as u64));
     }
-    let raw = zstd::bulk::decompress(&bytes[HEADER..], raw_len)
-        .map_err(|e| RefBlockError::Zstd(e.to_string()))?;
+    let raw = super::unzstd::decompress(&bytes[HEADER..], raw_len).map_err(RefBlockError::Zstd)?;
     if raw.len() != raw_len {
         return Err(RefBlockError::Payload(
             "raw length differs from the header's",

@@ -39,8 +39,14 @@ impl BookFile {
         self.games_stored
     }
 
-    /// The block that holds game `number`: (its first number, its games).
-    fn game_block_of(&self, t: &GameTables, number: u32) -> Result<(u32, Vec<StoredGame>)> {
+    /// The block that holds game `number`: its first number and the block opened (for its
+    /// heads only, with `heads_only`: [`gameblock::BlockView`]).
+    fn game_block_of(
+        &self,
+        t: &GameTables,
+        number: u32,
+        heads_only: bool,
+    ) -> Result<(u32, Arc<gameblock::BlockView>)> {
         let (first, _) = t
             .blocks
             .range(..=(number, u16::MAX))?
@@ -57,19 +63,31 @@ impl BookFile {
             }
             bytes.extend_from_slice(v.value());
         }
-        let games = gameblock::decode(&bytes).map_err(|e| bad(block_at(first), e))?;
-        if (number - first) as usize >= games.len() {
+        let view =
+            gameblock::BlockView::open(&bytes, heads_only).map_err(|e| bad(block_at(first), e))?;
+        if (number - first) as usize >= view.len() {
             return Err(bad(
                 format!("game {number}"),
-                format!("the block from {first} holds {} games", games.len()),
+                format!("the block from {first} holds {} games", view.len()),
             ));
         }
-        Ok((first, games))
+        Ok((first, Arc::new(view)))
     }
 
-    /// Game `number` of this file (the games asked for lately, and the last blocks read, are
-    /// kept decoded: [`GameCache`]).
+    /// Game `number` of this file with all its fields (the games asked for lately, and the
+    /// last blocks read, are kept: [`GameCache`]).
     pub fn game_by_number(&self, number: u32) -> Result<StoredGame> {
+        self.game_read(number, false)
+    }
+
+    /// Game `number` of this file with at least its head fields
+    /// ([`crate::store::PositionCodec::game_head_fields`]: what an explorer answer shows);
+    /// the moves are not decompressed unless the block was read whole already.
+    pub fn game_head_by_number(&self, number: u32) -> Result<StoredGame> {
+        self.game_read(number, true)
+    }
+
+    fn game_read(&self, number: u32, heads_only: bool) -> Result<StoredGame> {
         let Some(t) = &self.games else {
             return Err(bad(format!("game {number}"), "the file stores no games"));
         };
@@ -77,17 +95,19 @@ impl BookFile {
             .game_cache
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(number)
+            .get(number, heads_only)
         {
             return Ok(g);
         }
-        let (first, games) = shield("reading the game store", || self.game_block_of(t, number))
-            .map_err(|e| e.in_file(&self.path))?;
-        let g = games[(number - first) as usize].clone();
+        let (first, view) = shield("reading the game store", || {
+            self.game_block_of(t, number, heads_only)
+        })
+        .map_err(|e| e.in_file(&self.path))?;
+        let g = view.game((number - first) as usize);
         self.game_cache
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .keep(first, games, number, &g);
+            .keep(first, view, number, &g);
         Ok(g)
     }
 
@@ -101,8 +121,8 @@ impl BookFile {
             let mut out = Vec::new();
             for row in t.ids.range((id, 0)..=(id, u32::MAX))? {
                 let number = row?.0.value().1;
-                let (first, games) = self.game_block_of(t, number)?;
-                let g = games[(number - first) as usize].clone();
+                let (first, view) = self.game_block_of(t, number, false)?;
+                let g = view.game((number - first) as usize);
                 if g.id != id {
                     return Err(bad(
                         format!("id row ({id}, {number})"),
@@ -354,7 +374,11 @@ impl GameCarry {
         let mut fresh = std::mem::take(&mut self.new);
         fresh.sort_by(store_order);
         parts.push(Box::new(fresh.into_iter().map(Ok)));
-        let mut out = StoreWriter::open(txn, super::refs::RefBuilder::new(ctx.clone()))?;
+        let mut out = StoreWriter::open(
+            txn,
+            super::refs::RefBuilder::new(ctx.clone()),
+            ctx.codec.game_head_fields(),
+        )?;
         for g in MergeGames::new(parts) {
             out.push(g?)?;
         }
@@ -404,14 +428,18 @@ struct StoreWriter<'t> {
     next: u32,
     first: u32,
     refs: super::refs::RefBuilder,
+    /// Fields in a block's head frame (the rest in its body frame).
+    head_fields: Option<usize>,
 }
 
 impl<'t> StoreWriter<'t> {
     fn open(
         txn: &'t redb::WriteTransaction,
         refs: super::refs::RefBuilder,
+        head_fields: Option<usize>,
     ) -> Result<StoreWriter<'t>> {
         Ok(StoreWriter {
+            head_fields,
             blocks: txn.open_table(GAME_BLOCKS)?,
             ids: txn.open_table(GAME_IDS)?,
             id_rows: Vec::new(),
@@ -442,7 +470,9 @@ impl<'t> StoreWriter<'t> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let bytes = gameblock::encode(&self.pending, GAME_LEVEL)
+        let nfields = self.pending[0].fields.len();
+        let split = self.head_fields.map_or(nfields, |h| h.min(nfields));
+        let bytes = gameblock::encode_split(&self.pending, GAME_LEVEL, split)
             .map_err(|e| Error::Internal(format!("coding a game block: {e}")))?;
         for (i, chunk) in bytes.chunks(PAGE_FIT).enumerate() {
             let i = u16::try_from(i)

@@ -428,41 +428,55 @@ pub(super) fn open_game_tables(
 /// A file's stored games read lately: the games asked for (an explorer asks for the same top
 /// games of popular positions again and again) and the last blocks decoded (neighbours are
 /// often asked together). Bounded: [`GameCache::GAMES`] games, [`GameCache::BLOCKS`] blocks.
+/// A game is kept as read: whole, or its heads only (a whole game serves both).
 #[derive(Default)]
 pub(crate) struct GameCache {
-    games: std::collections::HashMap<u32, crate::store::gameblock::StoredGame>,
-    blocks: Vec<(u32, Arc<Vec<crate::store::gameblock::StoredGame>>)>,
+    games: std::collections::HashMap<u32, (bool, crate::store::gameblock::StoredGame)>,
+    blocks: Vec<(u32, Arc<crate::store::gameblock::BlockView>)>,
 }
 
 impl GameCache {
     const GAMES: usize = 4096;
     const BLOCKS: usize = 4;
 
-    pub(crate) fn get(&self, number: u32) -> Option<crate::store::gameblock::StoredGame> {
-        if let Some(g) = self.games.get(&number) {
+    /// Game `number`, whole, or at least its heads when `heads_only`.
+    pub(crate) fn get(
+        &self,
+        number: u32,
+        heads_only: bool,
+    ) -> Option<crate::store::gameblock::StoredGame> {
+        if let Some((whole, g)) = self.games.get(&number)
+            && (*whole || heads_only)
+        {
             return Some(g.clone());
         }
         self.blocks
             .iter()
             .rev()
-            .find(|(first, g)| *first <= number && ((number - first) as usize) < g.len())
-            .map(|(first, g)| g[(number - first) as usize].clone())
+            .find(|(first, v)| {
+                *first <= number
+                    && ((number - first) as usize) < v.len()
+                    && (v.complete() || heads_only)
+            })
+            .map(|(first, v)| v.game((number - first) as usize))
     }
 
     pub(crate) fn keep(
         &mut self,
         first: u32,
-        block: Vec<crate::store::gameblock::StoredGame>,
+        block: Arc<crate::store::gameblock::BlockView>,
         number: u32,
         game: &crate::store::gameblock::StoredGame,
     ) {
         if self.games.len() >= Self::GAMES {
             self.games.clear();
         }
-        self.games.insert(number, game.clone());
+        self.games.insert(number, (block.complete(), game.clone()));
+        // A block read again whole replaces its heads.
+        self.blocks.retain(|(f, _)| *f != first);
         if self.blocks.len() >= Self::BLOCKS {
             self.blocks.remove(0);
         }
-        self.blocks.push((first, Arc::new(block)));
+        self.blocks.push((first, block));
     }
 }
