@@ -21,12 +21,14 @@ pub const CRASH_POINTS: &[&str] = &[
     // A small file (import state, the attempt marker) synced under its temporary name.
     "atomic-write-synced",
     // `import`: runs spilled at a checkpoint, the checkpoint recorded, runs merged in passes
-    // (the merged run written, recorded, its sources deleted), the attempt marked, the book
-    // changed, the staging area removed.
+    // (the merged run written, recorded, its sources deleted), game runs merged likewise (the
+    // merged game run written), the attempt marked, the book changed, the staging area
+    // removed.
     "import-runs-spilled",
     "import-checkpoint-saved",
     "import-runs-merged",
     "import-merge-recorded",
+    "import-game-runs-merged",
     "import-applying-marked",
     "import-applied",
     "import-staging-removed",

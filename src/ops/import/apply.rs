@@ -45,6 +45,12 @@ pub(super) fn apply_phase(
         (opts.memory_mib / 4 * RUNS_PER_MIB).clamp(4, MAX_FAN_IN),
         opts.game,
     )?;
+    reduce_game_runs(
+        staging.dir(),
+        state,
+        &staging.path(STATE_FILE),
+        (opts.memory_mib / 4 * RUNS_PER_MIB).clamp(4, MAX_FAN_IN),
+    )?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -162,6 +168,51 @@ pub(super) fn reduce_runs(
         state.runs.push((name, n));
         state.save(state_path)?;
         crate::store::files::crash_point("import-merge-recorded");
+        for (r, _) in group {
+            let _ = std::fs::remove_file(staging.join(r));
+        }
+    }
+    Ok(())
+}
+
+/// Merges the game runs (the stored games the workers spilled, one run per spill) in passes
+/// until at most `fan_in` remain, so that the book's writer reads a bounded number of files at
+/// once (each reader holds a buffer and a decoded block). Each pass merges the smallest runs,
+/// as many as end the passes at `fan_in` without merging more than `fan_in` at once; crash-safe
+/// as [`reduce_runs`]: the merged run is recorded before its sources are deleted, and a resumed
+/// import deletes the unrecorded files.
+pub(super) fn reduce_game_runs(
+    staging: &Path,
+    state: &mut ImportState,
+    state_path: &Path,
+    fan_in: usize,
+) -> Result<()> {
+    let fan_in = fan_in.max(2);
+    while state.game_runs.len() > fan_in {
+        let k = fan_in.min(state.game_runs.len() - fan_in + 1);
+        state.game_runs.sort_by_key(|(r, n)| (*n, r.clone()));
+        let group: Vec<(String, u64)> = state.game_runs.drain(..k).collect();
+        disk::check_pass(
+            staging,
+            disk::staged_bytes(staging, group.iter().map(|(r, _)| r.as_str())),
+        )?;
+        let readers = group
+            .iter()
+            .map(|(r, _)| {
+                crate::store::gamerun::GameRunReader::open(&staging.join(r))
+                    .map(|g| Box::new(g) as crate::store::book::GameStream<'static>)
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        let name = format!("run-{:06}.games", state.next_run);
+        state.next_run += 1;
+        let mut w = crate::store::gamerun::GameRunWriter::create(&staging.join(&name))?;
+        for g in crate::store::book::merge_game_streams(readers) {
+            w.push(g?)?;
+        }
+        let n = w.finish()?;
+        crate::store::files::crash_point("import-game-runs-merged");
+        state.game_runs.push((name, n));
+        state.save(state_path)?;
         for (r, _) in group {
             let _ = std::fs::remove_file(staging.join(r));
         }
@@ -461,6 +512,67 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Game runs past the fan-in are merged down to it: the merged runs hold every game once,
+    /// in the store's order, and only the recorded runs are left in the staging directory.
+    #[test]
+    fn game_runs_are_merged_down_to_the_fan_in() {
+        use crate::store::gameblock::{StoredGame, store_order};
+        use crate::store::gamerun::{GameRunReader, GameRunWriter};
+        let dir = tempfile::tempdir().unwrap();
+        let mut state = ImportState::new("test", 1);
+        let mut all = Vec::new();
+        for r in 0..11u64 {
+            let mut games: Vec<StoredGame> = (0..(5 + r * 3))
+                .map(|i| StoredGame {
+                    id: r * 1000 + i,
+                    fields: vec![format!("{}.01.01", 1990 + (i * 7 + r) % 30).into_bytes()],
+                })
+                .collect();
+            games.sort_by(store_order);
+            let name = format!("run-{r:06}.games");
+            let mut w = GameRunWriter::create(&dir.path().join(&name)).unwrap();
+            for g in &games {
+                w.push(g.clone()).unwrap();
+            }
+            state.game_runs.push((name, w.finish().unwrap()));
+            state.next_run = r + 1;
+            all.extend(games);
+        }
+        all.sort_by(store_order);
+        let state_path = dir.path().join("state.json");
+        reduce_game_runs(dir.path(), &mut state, &state_path, 3).unwrap();
+        assert_eq!(state.game_runs.len(), 3);
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "state.json")
+            .collect();
+        names.sort();
+        let mut recorded: Vec<String> = state.game_runs.iter().map(|(n, _)| n.clone()).collect();
+        recorded.sort();
+        assert_eq!(names, recorded, "only the recorded runs are left");
+        let readers = state
+            .game_runs
+            .iter()
+            .map(|(n, _)| {
+                Box::new(GameRunReader::open(&dir.path().join(n)).unwrap())
+                    as crate::store::book::GameStream<'static>
+            })
+            .collect();
+        let merged: Vec<StoredGame> = crate::store::book::merge_game_streams(readers)
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(merged, all);
+        assert_eq!(
+            state.game_runs.iter().map(|(_, n)| n).sum::<u64>(),
+            all.len() as u64
+        );
+        // At or under the fan-in nothing is merged.
+        let before = state.game_runs.clone();
+        reduce_game_runs(dir.path(), &mut state, &state_path, 3).unwrap();
+        assert_eq!(state.game_runs, before);
     }
 
     #[test]

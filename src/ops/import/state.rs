@@ -82,7 +82,7 @@ const STATE_VERSION: u32 = 5;
 
 impl ImportState {
     /// The state of an import that has read nothing yet.
-    fn new(id: &str, inputs: usize) -> ImportState {
+    pub(super) fn new(id: &str, inputs: usize) -> ImportState {
         ImportState {
             version: STATE_VERSION,
             id: id.to_string(),

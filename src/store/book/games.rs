@@ -501,6 +501,12 @@ impl<'t> StoreWriter<'t> {
     }
 }
 
+/// Streams of games, each in the store's order ([`store_order`]), merged into one in that
+/// order; a game met again (same id and fields) is given once.
+pub fn merge_game_streams(parts: Vec<GameStream<'static>>) -> GameStream<'static> {
+    Box::new(MergeGames::new(parts))
+}
+
 /// Streams of games in the store's order merged into one; a game met again (same id and
 /// fields) is given once.
 struct MergeGames {

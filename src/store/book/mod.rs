@@ -39,7 +39,7 @@ pub use fold::{
     BASE_SHARE_DIVISOR, MAX_SEGMENTS, MERGE_CAP_DIVISOR, TIER_RATIO, rewrites_base,
     segments_to_merge,
 };
-pub use games::GameStream;
+pub use games::{GameStream, merge_game_streams};
 pub(crate) use identity::FileId;
 pub(crate) use iter::FOLD_WINDOW_PER_THREAD;
 pub use live::Manifest;
