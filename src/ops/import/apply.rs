@@ -149,10 +149,7 @@ pub(super) fn reduce_runs(
             if p { group.push(run) } else { rest.push(run) }
         }
         state.runs = rest;
-        disk::check_pass(
-            staging,
-            disk::staged_bytes(staging, group.iter().map(|(r, _)| r.as_str())),
-        )?;
+        check_pass_disk(staging, &group)?;
         let readers = group
             .iter()
             .map(|(r, _)| RunReader::open_indexed(&staging.join(r), game.codec()))
@@ -168,9 +165,7 @@ pub(super) fn reduce_runs(
         state.runs.push((name, n));
         state.save(state_path)?;
         crate::store::files::crash_point("import-merge-recorded");
-        for (r, _) in group {
-            let _ = std::fs::remove_file(staging.join(r));
-        }
+        remove_runs(staging, group);
     }
     Ok(())
 }
@@ -192,10 +187,7 @@ pub(super) fn reduce_game_runs(
         let k = fan_in.min(state.game_runs.len() - fan_in + 1);
         state.game_runs.sort_by_key(|(r, n)| (*n, r.clone()));
         let group: Vec<(String, u64)> = state.game_runs.drain(..k).collect();
-        disk::check_pass(
-            staging,
-            disk::staged_bytes(staging, group.iter().map(|(r, _)| r.as_str())),
-        )?;
+        check_pass_disk(staging, &group)?;
         let readers = group
             .iter()
             .map(|(r, _)| {
@@ -213,11 +205,26 @@ pub(super) fn reduce_game_runs(
         crate::store::files::crash_point("import-game-runs-merged");
         state.game_runs.push((name, n));
         state.save(state_path)?;
-        for (r, _) in group {
-            let _ = std::fs::remove_file(staging.join(r));
-        }
+        remove_runs(staging, group);
     }
     Ok(())
+}
+
+/// A merge pass of `group` (runs or game runs of the staging directory) needs the disk for its
+/// output: checked before it starts.
+fn check_pass_disk(staging: &Path, group: &[(String, u64)]) -> Result<()> {
+    disk::check_pass(
+        staging,
+        disk::staged_bytes(staging, group.iter().map(|(r, _)| r.as_str())),
+    )
+}
+
+/// Deletes a pass's sources once its merged run is recorded (a failure leaves an unrecorded
+/// file, which a resumed import deletes).
+fn remove_runs(staging: &Path, group: Vec<(String, u64)>) {
+    for (r, _) in group {
+        let _ = std::fs::remove_file(staging.join(r));
+    }
 }
 
 /// How many runs the next pass merges, out of `runs` (more than `fan_in`): the level's width
