@@ -565,6 +565,7 @@ impl BookFile {
         FactReader {
             file: self,
             chunks: std::collections::HashMap::new(),
+            last: None,
         }
     }
 }
@@ -573,7 +574,10 @@ impl BookFile {
 pub struct FactReader<'f> {
     file: &'f BookFile,
     /// The chunks read (checked), by first number; at most [`FACT_CHUNKS_KEPT`].
-    chunks: std::collections::HashMap<u32, Vec<u8>>,
+    chunks: std::collections::HashMap<u32, Arc<[u8]>>,
+    /// The chunk read last (a move's games are named in number order, so the next number is
+    /// mostly in it): found without hashing.
+    last: Option<(u32, Arc<[u8]>)>,
 }
 
 /// Fact chunks a reader keeps (4 KiB each): a position's moves name their games in descending
@@ -584,6 +588,11 @@ impl FactReader<'_> {
     /// The facts of game `number` of the file.
     pub fn get(&mut self, number: u32) -> Result<Fact> {
         let first = number - number % FACTS_PER_CHUNK;
+        if let Some((f, bytes)) = &self.last
+            && *f == first
+        {
+            return fact_in(bytes, first, number);
+        }
         if !self.chunks.contains_key(&first) {
             let t = self
                 .file
@@ -599,19 +608,27 @@ impl FactReader<'_> {
             if self.chunks.len() >= FACT_CHUNKS_KEPT {
                 self.chunks.clear();
             }
-            self.chunks.insert(first, bytes);
+            self.chunks.insert(first, bytes.into());
         }
         let bytes = self
             .chunks
             .get(&first)
-            .ok_or_else(|| Error::Internal("fact chunk".into()))?;
-        let (cell, strength) = refblock::fact_at(bytes, (number - first) as usize)
-            .ok_or_else(|| bad(format!("facts of game {number}"), "past its chunk"))?;
-        Ok(Fact {
-            cell: crate::store::facet::CellId(cell),
-            strength,
-        })
+            .ok_or_else(|| Error::Internal("fact chunk".into()))?
+            .clone();
+        let fact = fact_in(&bytes, first, number);
+        self.last = Some((first, bytes));
+        fact
     }
+}
+
+/// The facts of game `number` in the chunk from `first`.
+fn fact_in(bytes: &[u8], first: u32, number: u32) -> Result<Fact> {
+    let (cell, strength) = refblock::fact_at(bytes, (number - first) as usize)
+        .ok_or_else(|| bad(format!("facts of game {number}"), "past its chunk"))?;
+    Ok(Fact {
+        cell: crate::store::facet::CellId(cell),
+        strength,
+    })
 }
 
 impl BookFile {
