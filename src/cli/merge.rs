@@ -26,15 +26,25 @@ impl Args {
         let summary = bookdb::ops::rewrite::merge(&self.inputs, &self.out, &opts)?;
         print_warnings(&summary.memory);
         if !self.job.output.json {
-            for fp in &summary.overlapping_imports {
+            // Books that record fingerprints tell which games they share (and the merge takes
+            // the identical copies out); books that record none cannot.
+            if summary.shared_games == 0 || summary.shared_games_counted_twice > 0 {
+                for fp in &summary.overlapping_imports {
+                    eprintln!(
+                        "warning: input with fingerprint {fp} was imported into more than one of the merged books; its games are counted more than once unless the books stored them"
+                    );
+                }
+            }
+            if summary.shared_games_counted_twice > 0 {
                 eprintln!(
-                    "warning: input with fingerprint {fp} was imported into more than one of the merged books; its games are counted more than once"
+                    "warning: {} games were counted in more than one of the merged books and are counted once per book: their stored records differ (imported with another --max-ply) or a book records them by fingerprint only (--no-games --dedupe); the game store keeps each record",
+                    summary.shared_games_counted_twice
                 );
             }
-            if summary.shared_games > 0 {
+            if summary.subtraction_clamped > 0 {
                 eprintln!(
-                    "warning: {} games were counted in more than one of the merged books (same fingerprint); the merged counts hold them once per book that counted them, the game store once",
-                    summary.shared_games
+                    "warning: {} positions held fewer games than the copies of shared games taken out of them (an input pruned by compact --min-games or re-faceted by migrate --facets); their counts were clamped at zero",
+                    summary.subtraction_clamped
                 );
             }
         }

@@ -143,6 +143,22 @@ pub fn record_moves(
 /// A stored game as PGN: the kept tags present (the seven-tag roster always) and its id as a
 /// `GameId` tag, then the mainline in SAN with move numbers and the result.
 pub fn to_pgn(g: &StoredGame) -> Result<String, String> {
+    pgn_of(g, None)
+}
+
+/// A stored game as PGN ([`to_pgn`]) with only the plies the book counted: imported with no
+/// ply limit, it counts exactly what the book counted for it (a merge takes games counted
+/// twice back out this way).
+pub fn to_pgn_counted(g: &StoredGame) -> Result<String, String> {
+    let plies = g
+        .fields
+        .get(crate::chess::gamefields::PLIES_FIELD)
+        .and_then(|f| crate::chess::gamefields::counted_plies(f))
+        .unwrap_or(crate::chess::gameindex::UPGRADED_PLIES);
+    pgn_of(g, Some(plies))
+}
+
+fn pgn_of(g: &StoredGame, plies: Option<usize>) -> Result<String, String> {
     if g.fields.len() != FIELDS {
         return Err(format!(
             "a stored game has {} fields, not {FIELDS}",
@@ -156,8 +172,9 @@ pub fn to_pgn(g: &StoredGame) -> Result<String, String> {
     } else {
         crate::chess::parse_fen(&fen).map_err(|e| format!("stored FEN {fen:?}: {e}"))?
     };
-    let moves =
-        mainline::decode_mainline(&start, &g.fields[MOVES_FIELD]).map_err(|e| e.to_string())?;
+    let ranks = &g.fields[MOVES_FIELD];
+    let ranks = &ranks[..plies.unwrap_or(usize::MAX).min(ranks.len())];
+    let moves = mainline::decode_mainline(&start, ranks).map_err(|e| e.to_string())?;
     let mut out = String::new();
     for (i, name) in KEPT_TAGS.iter().enumerate() {
         let v = tag(i);

@@ -19,6 +19,7 @@ pub mod query;
 pub mod reader;
 pub mod rewrite;
 pub mod rewrite_budget;
+pub(crate) mod shared_games;
 pub mod stats;
 pub mod topgames;
 pub mod tt;

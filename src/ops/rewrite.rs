@@ -25,7 +25,7 @@ pub struct RewriteOptions {
     /// How long to wait for another writer's lock on the book.
     pub lock_wait: crate::store::LockWait,
     /// `compact`: train a new position model and dictionary even if the book's own still fit
-    /// (see [`keeps_model`]).
+    /// (see [`BookMeta::keeps_model`]).
     pub retrain: bool,
     /// `migrate`: the facets the migrated book keeps from then on (its counts so far are in
     /// the all-unknown cell); `None`: what it kept (none, for a version-3 book).
@@ -67,16 +67,6 @@ impl RewriteMemory {
     }
 }
 
-/// Whether a rewrite of a book that adds about `added` entries to it keeps the book's position
-/// model and dictionary (its coded positions then pass through unchanged) instead of training
-/// new ones: when the additions are at most half the book, a model trained on the book still
-/// fits its content (the two halves of the large set merged under one half's model come within
-/// 0.4% of a fresh build; docs/PERFORMANCE.md).
-pub(crate) fn keeps_model(m: &BookMeta, added: u64) -> bool {
-    let n = m.positions + m.key_only;
-    n > 0 && added <= n / 2
-}
-
 /// Entries between progress updates.
 const PROGRESS_EVERY: u64 = 4096;
 
@@ -88,11 +78,21 @@ pub struct MergeSummary {
     pub output_bytes: u64,
     /// Import fingerprints found in more than one input: those games are counted twice.
     pub overlapping_imports: Vec<String>,
-    /// Games whose fingerprint more than one input records (each input counted them): the
-    /// merged counts hold each of them once per input that counted it, while the merged game
-    /// store keeps it once. Only books that record fingerprints (every book that stores games,
-    /// and `--dedupe` imports) can tell.
+    /// Games whose fingerprint more than one input records (each input counted them). Only
+    /// books that record fingerprints (every book that stores games, and `--dedupe` imports)
+    /// can tell.
     pub shared_games: u64,
+    /// Of those, the games every input stored identically: the merge took their extra copies'
+    /// counts out, so each counts once (as in the merged game store).
+    pub shared_games_subtracted: u64,
+    /// The copies taken out (per game, its copies less the one kept).
+    pub copies_subtracted: u64,
+    /// Shared games still counted more than once: an input records them by fingerprint only
+    /// (`--no-games --dedupe`), or counted them to another `--max-ply`.
+    pub shared_games_counted_twice: u64,
+    /// Entries where a copy held more than the inputs' sum (an input pruned by
+    /// `compact --min-games`, or re-faceted by `migrate --facets`): counters clamped at zero.
+    pub subtraction_clamped: u64,
     pub elapsed_secs: f64,
     #[serde(flatten)]
     pub memory: RewriteMemory,
@@ -187,10 +187,30 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
         .collect::<crate::store::error::Result<Vec<_>>>()?;
     let shared_games =
         crate::store::book::shared_game_fingerprints(&books.iter().collect::<Vec<_>>())?;
+    // Games more than one input counted and stored alike: their extra copies' counts are
+    // taken out, so that each counts once (brief §9).
+    let shared = match shared_games > 0 && game == Game::Chess {
+        true => super::shared_games::find(&books, out, budget.mib)?,
+        false => None,
+    };
+    if let Some(s) = &shared {
+        let (games, by_facet) = s.counted();
+        w.take_out_games(games, &by_facet);
+    }
+    let minus = match &shared {
+        Some(s) => s.streams()?,
+        None => Vec::new(),
+    };
+    let merged = crate::store::subtract::Subtract::new(
+        MergeIter::new(streams),
+        MergeIter::new(minus),
+        game.codec(),
+    );
+    let clamped = merged.clamped();
     let total = books.iter().map(|b| input_entries(b.meta())).sum();
     let progress = Progress::rewrite(opts.progress, "merge", total);
     let mut n = 0u64;
-    for e in AttachKeyOnly::new(MergeIter::new(streams)) {
+    for e in AttachKeyOnly::new(merged) {
         w.push(e?)?;
         n += 1;
         if n.is_multiple_of(PROGRESS_EVERY) {
@@ -211,6 +231,11 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
             .map(|(k, _)| k)
             .collect(),
         shared_games,
+        shared_games_subtracted: shared.as_ref().map_or(0, |s| s.games),
+        copies_subtracted: shared.as_ref().map_or(0, |s| s.copies),
+        shared_games_counted_twice: shared_games
+            .saturating_sub(shared.as_ref().map_or(0, |s| s.games)),
+        subtraction_clamped: clamped.get(),
         elapsed_secs: start.elapsed().as_secs_f64(),
         memory: RewriteMemory::of(&budget, warning),
     })
@@ -288,7 +313,7 @@ pub struct CompactSummary {
 /// Rewrites a book: folds its delta segments into a new base (removing them), drops moves with fewer than `min_games`
 /// games (moves known only from a Polyglot import are kept), retrains the position model and
 /// the dictionary when useful (pruning, a delta tier larger than half the book, or
-/// `opts.retrain`; otherwise the book's own are kept, [`keeps_model`]), and returns the space
+/// `opts.retrain`; otherwise the book's own are kept, [`BookMeta::keeps_model`]), and returns the space
 /// to the file system.
 pub fn compact(
     book: &Path,
@@ -327,12 +352,12 @@ fn rewrite_whole(
     }
     let (mut moves_pruned, mut positions_pruned) = (0u64, 0u64);
     // Folding a small delta tier keeps the model; pruning changes the content, so it retrains.
-    let reuse =
-        if opts.retrain || min_games.is_some() || !keeps_model(&before, before.delta_entries) {
-            None
-        } else {
-            old.compression()
-        };
+    let reuse = if opts.retrain || min_games.is_some() || !before.keeps_model(before.delta_entries)
+    {
+        None
+    } else {
+        old.compression()
+    };
     if let Some(c) = &reuse {
         w.reuse_compression(c.clone())?;
     }

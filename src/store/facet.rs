@@ -569,6 +569,25 @@ impl FacetGames {
         }
     }
 
+    /// Takes `o`'s games out (a merge's games counted by more than one input), clamped at
+    /// zero; a bucket left without games is dropped.
+    pub fn subtract(&mut self, o: &FacetGames) {
+        for (mine, theirs) in [
+            (&mut self.speed, &o.speed),
+            (&mut self.rating, &o.rating),
+            (&mut self.year, &o.year),
+        ] {
+            for (k, v) in theirs {
+                if let Some(e) = mine.get_mut(k) {
+                    *e = e.saturating_sub(*v);
+                    if *e == 0 {
+                        mine.remove(k);
+                    }
+                }
+            }
+        }
+    }
+
     pub fn merge(&mut self, o: &FacetGames) {
         for (mine, theirs) in [
             (&mut self.speed, &o.speed),

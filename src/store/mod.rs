@@ -22,6 +22,8 @@ pub(crate) mod record;
 pub mod refblock;
 #[doc(hidden)]
 pub mod run;
+#[doc(hidden)]
+pub mod subtract;
 pub mod tags;
 pub mod tt;
 pub mod unzstd;

@@ -411,7 +411,8 @@ fn rewrite(
         w.carry_over(b)?;
         // New games up to half the book: keep its model, its coded positions pass through.
         let m = b.meta();
-        let reuse = crate::ops::rewrite::keeps_model(m, new.count + m.delta_entries)
+        let reuse = m
+            .keeps_model(new.count + m.delta_entries)
             .then(|| b.compression())
             .flatten();
         if let Some(c) = &reuse {

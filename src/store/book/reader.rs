@@ -229,6 +229,10 @@ impl BookFile {
     pub fn path(&self) -> &Path {
         &self.path
     }
+    /// The facets this file's counts are split by.
+    pub fn facets(&self) -> crate::store::facet::FacetSet {
+        self.facets
+    }
     /// This file's own counters.
     pub fn meta(&self) -> &BookMeta {
         &self.meta

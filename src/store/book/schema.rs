@@ -96,6 +96,18 @@ pub struct BookMeta {
     pub delta_entries: u64,
 }
 
+impl BookMeta {
+    /// Whether a rewrite of this book that adds about `added` entries to it keeps the book's
+    /// position model and dictionary (its coded positions then pass through unchanged) instead
+    /// of training new ones: when the additions are at most half the book, a model trained on
+    /// the book still fits its content (the two halves of the large set merged under one
+    /// half's model come within 0.4% of a fresh build; docs/PERFORMANCE.md).
+    pub fn keeps_model(&self, added: u64) -> bool {
+        let n = self.positions + self.key_only;
+        n > 0 && added <= n / 2
+    }
+}
+
 /// A serialized position model and section-A dictionary taken from a book
 /// ([`Book::compression`]).
 #[derive(Clone, Debug)]

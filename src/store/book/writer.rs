@@ -175,6 +175,13 @@ impl BookWriter {
         self.carry_records(book.files())
     }
 
+    /// Takes games out of the counters carried over: `games` games, by facet as `by_facet`
+    /// says (a merge's extra copies of games more than one input counted).
+    pub fn take_out_games(&mut self, games: u64, by_facet: &crate::store::facet::FacetGames) {
+        self.meta.games = self.meta.games.saturating_sub(games);
+        self.facet_games.subtract(by_facet);
+    }
+
     /// Adds facets the new book keeps (it keeps the union of what its sources keep).
     pub fn add_facets(&mut self, facets: crate::store::facet::FacetSet) {
         self.facets = self.facets.union(facets);

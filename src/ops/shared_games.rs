@@ -1,0 +1,185 @@
+//! Games that more than one input of a merge counted: found as identical records in the
+//! inputs' game stores, their extra copies imported again, as counted, into scratch books whose
+//! entries the merge then takes out of its sum (brief §9: a game counts once, whatever the
+//! order of imports and merges).
+//!
+//! Each input counted such a game exactly as its stored record says (the plies it counted,
+//! its tags, the facets of the file that stores it), so importing the record's counted plies
+//! with no ply limit, the file's facets and nothing else gives back that copy's counts
+//! exactly. Of the copies of one game, the merge keeps the one whose file keeps the most
+//! facets (then the highest facet bits): the same copy whatever the order of the inputs. Games
+//! whose copies differ (counted to another `--max-ply`) or that an input records only by
+//! fingerprint (`--no-games --dedupe`) are not found here; the merge reports them.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::store::Book;
+use crate::store::book::GameStream;
+use crate::store::facet::{FacetGames, FacetSet};
+use crate::store::gameblock::{StoredGame, store_order};
+
+use super::game::Game;
+
+/// The extra copies of shared games, imported into scratch books (removed with the value).
+pub(crate) struct SharedCopies {
+    /// Distinct games stored identically by more than one input file.
+    pub games: u64,
+    /// Copies to take out: per game, its copies less the one kept.
+    pub copies: u64,
+    books: Vec<Book>,
+    /// Holds the scratch books until the merge is done.
+    _dir: tempfile::TempDir,
+}
+
+impl SharedCopies {
+    /// The copies' entries, one stream per facet set, each in key order.
+    pub(crate) fn streams(&self) -> Result<Vec<crate::store::book::EntryStream<'_>>> {
+        self.books
+            .iter()
+            .map(|b| {
+                b.iter_for_rewrite()
+                    .map(|i| Box::new(i) as crate::store::book::EntryStream<'_>)
+                    .map_err(Error::from)
+            })
+            .collect()
+    }
+
+    /// The copies' games as the merged counters hold them: how many, and by facet.
+    pub(crate) fn counted(&self) -> (u64, FacetGames) {
+        let mut by_facet = FacetGames::default();
+        for b in &self.books {
+            by_facet.merge(&b.facet_games());
+        }
+        (self.books.iter().map(|b| b.meta().games).sum(), by_facet)
+    }
+}
+
+/// Which copy of a game a merge keeps: the one whose file keeps the most facets.
+fn keep_rank(f: FacetSet) -> (u32, u8) {
+    (f.0.count_ones(), f.0)
+}
+
+/// Finds the games stored identically in more than one file of `books` (one pass over every
+/// game store in the stores' order: one decoded block per file in memory) and imports the
+/// copies to take out into scratch books in a directory beside `near`. `None` when there are
+/// none.
+pub(crate) fn find(books: &[Book], near: &Path, memory_mib: usize) -> Result<Option<SharedCopies>> {
+    let dir_of = near
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dir = tempfile::Builder::new()
+        .prefix(".bookdb-merge-shared-")
+        .tempdir_in(dir_of)
+        .map_err(|e| {
+            Error::io(
+                format!("making a scratch directory in {}", dir_of.display()),
+                e,
+            )
+        })?;
+    let mut streams: Vec<(FacetSet, GameStream<'static>)> = Vec::new();
+    for b in books {
+        for f in b.files() {
+            streams.push((f.facets(), f.games_iter()?));
+        }
+    }
+    let mut heads: Vec<Option<StoredGame>> = Vec::with_capacity(streams.len());
+    for (_, s) in streams.iter_mut() {
+        heads.push(s.next().transpose()?);
+    }
+    let mut outputs: BTreeMap<u8, (PathBuf, std::io::BufWriter<std::fs::File>, u64)> =
+        BTreeMap::new();
+    let (mut games, mut copies) = (0u64, 0u64);
+    let mut group: Vec<usize> = Vec::new();
+    while let Some(least) = heads
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| h.as_ref().map(|g| (i, g)))
+        .min_by(|a, b| store_order(a.1, b.1))
+        .map(|(i, _)| i)
+    {
+        group.clear();
+        group.extend((0..heads.len()).filter(|&i| {
+            heads[i].as_ref().is_some_and(|g| {
+                heads[least]
+                    .as_ref()
+                    .is_some_and(|l| store_order(g, l).is_eq())
+            })
+        }));
+        if group.len() > 1 {
+            let keep = group
+                .iter()
+                .copied()
+                .max_by_key(|&i| keep_rank(streams[i].0))
+                .unwrap_or(least);
+            games += 1;
+            for &i in group.iter().filter(|&&i| i != keep) {
+                let Some(g) = heads[i].as_ref() else { continue };
+                let facets = streams[i].0;
+                let pgn = super::gamerec::to_pgn_counted(g).map_err(|reason| {
+                    Error::Internal(format!(
+                        "stored game {} does not read back: {reason}",
+                        super::gamerec::id_string(g.id)
+                    ))
+                })?;
+                let out = match outputs.entry(facets.0) {
+                    std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+                    std::collections::btree_map::Entry::Vacant(v) => {
+                        let path = dir.path().join(format!("copies-{:02x}.pgn", facets.0));
+                        let file = std::fs::File::create(&path)
+                            .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+                        v.insert((path, std::io::BufWriter::new(file), 0))
+                    }
+                };
+                out.1
+                    .write_all(pgn.as_bytes())
+                    .map_err(|e| Error::io(format!("writing {}", out.0.display()), e))?;
+                out.2 += 1;
+                copies += 1;
+            }
+        }
+        for &i in &group {
+            heads[i] = streams[i].1.next().transpose()?;
+        }
+    }
+    if copies == 0 {
+        return Ok(None);
+    }
+    let mut scratch = Vec::new();
+    for (bits, (path, mut w, n)) in outputs {
+        w.flush()
+            .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+        drop(w);
+        let book = dir.path().join(format!("copies-{bits:02x}.book"));
+        let opts = super::import::ImportOptions {
+            rules: super::pgn::CountRules {
+                // The records hold only the counted plies.
+                max_ply: usize::MAX,
+                min_rating: None,
+                facets: FacetSet(bits),
+            },
+            facets: Some(FacetSet(bits)),
+            dedupe: false,
+            store_games: false,
+            memory_mib,
+            ..Default::default()
+        };
+        let s = super::import::import(&book, &[path.display().to_string()], &opts)?;
+        if s.games_imported != n {
+            return Err(Error::Internal(format!(
+                "{n} games counted by more than one merged book were read back, but only {} of them counted again ({:?}); the merge would count the others twice",
+                s.games_imported, s.skipped_by_reason
+            )));
+        }
+        scratch.push(Book::open(&book, Game::Chess.codec())?);
+    }
+    Ok(Some(SharedCopies {
+        games,
+        copies,
+        books: scratch,
+        _dir: dir,
+    }))
+}

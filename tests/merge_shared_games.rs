@@ -1,0 +1,249 @@
+//! `merge` of books that counted the same games (brief §9: a game counts once): the extra
+//! copies' counts are taken out, so the merged book equals one import of the games, cells,
+//! game store and references included, whatever the order of the inputs; what cannot be taken
+//! out (games counted to another `--max-ply`) is reported and warned about; inputs pruned
+//! since are clamped, not wrapped. Retagged games (lichess-style tags) fill the facet cells.
+
+mod common;
+use common::{Bookdb, bookdb, python_chess, retagged_games, s, stats, verify, write_games};
+
+use std::path::Path;
+
+const MAX_PLY: &str = "30";
+
+fn import(games: &[Vec<u8>], dir: &Path, name: &str, extra: &[&str]) -> std::path::PathBuf {
+    let pgn = dir.join(format!("{name}.pgn"));
+    write_games(&pgn, games);
+    let book = dir.join(format!("{name}.book"));
+    let ply: &[&str] = match extra.contains(&"--max-ply") {
+        true => &[],
+        false => &["--max-ply", MAX_PLY],
+    };
+    Bookdb::import(&[&pgn], &book)
+        .arg("--quiet")
+        .args(ply)
+        .args(extra)
+        .ok();
+    book
+}
+
+fn merge(
+    dir: &Path,
+    name: &str,
+    inputs: &[&Path],
+) -> (std::path::PathBuf, serde_json::Value, String) {
+    let out = dir.join(format!("{name}.book"));
+    let o = bookdb(["merge", "--json", "--out", s(&out)])
+        .args(inputs.iter().map(|p| s(p)))
+        .ok_output();
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    (
+        out,
+        summary,
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Every count, cell by cell.
+fn dump_cells(book: &Path) -> String {
+    bookdb(["dump", "--facets", "--book", s(book)]).ok()
+}
+
+fn all_pgn(book: &Path) -> String {
+    bookdb(["pgn", "--book", s(book), "--all"]).ok()
+}
+
+/// What `stats` says of the content (not of the file's bytes).
+fn content_stats(book: &Path) -> serde_json::Value {
+    let v = stats(book);
+    let keep = [
+        "games",
+        "positions",
+        "pairs",
+        "key_only",
+        "collisions",
+        "facets",
+        "facet_games",
+        "stored_games",
+        "dedupe_games",
+    ];
+    keep.iter().map(|k| (k.to_string(), v[k].clone())).collect()
+}
+
+/// The top games the start position lists, as the server's answer would (through `games`).
+fn top_games(book: &Path) -> String {
+    bookdb([
+        "games",
+        "--book",
+        s(book),
+        "--moves",
+        "",
+        "--top",
+        "15",
+        "--recent",
+        "8",
+        "--json",
+    ])
+    .ok()
+}
+
+struct Games {
+    _tmp: tempfile::TempDir,
+    dir: std::path::PathBuf,
+    games: Vec<Vec<u8>>,
+}
+
+fn games() -> Option<Games> {
+    let py = python_chess()?;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let games = retagged_games(&py)[..1200].to_vec();
+    Some(Games {
+        _tmp: tmp,
+        dir,
+        games,
+    })
+}
+
+/// Two and three books with overlapping games merge into what one import of the games gives:
+/// the same counts in every cell, games, stored games, top games; in any order of the inputs;
+/// the summary says how many were shared and taken out, and nothing is warned about.
+#[test]
+fn merged_books_count_each_shared_game_once() {
+    let Some(g) = games() else { return };
+    let d = &g.dir;
+    let whole = import(&g.games, d, "whole", &[]);
+    let a = import(&g.games[..700], d, "a", &[]);
+    let b = import(&g.games[500..], d, "b", &[]);
+    let c = import(&g.games[300..900], d, "c", &[]);
+    let want = dump_cells(&whole);
+    let (ab, m, err) = merge(d, "ab", &[&a, &b]);
+    assert_eq!(m["shared_games"], 200, "{m}");
+    assert_eq!(m["shared_games_subtracted"], 200, "{m}");
+    assert_eq!(m["copies_subtracted"], 200, "{m}");
+    assert_eq!(m["shared_games_counted_twice"], 0, "{m}");
+    assert_eq!(m["subtraction_clamped"], 0, "{m}");
+    assert!(!err.contains("warning"), "{err}");
+    assert_eq!(dump_cells(&ab), want);
+    assert_eq!(content_stats(&ab), content_stats(&whole));
+    assert_eq!(all_pgn(&ab), all_pgn(&whole));
+    assert_eq!(top_games(&ab), top_games(&whole));
+    verify(&ab);
+    let (ba, m, _) = merge(d, "ba", &[&b, &a]);
+    assert_eq!(m["copies_subtracted"], 200, "{m}");
+    assert_eq!(dump_cells(&ba), want);
+    // Three books: games 300–499 are in a and c, 500–699 in all three, 700–899 in b and c.
+    let (abc, m, _) = merge(d, "abc", &[&c, &a, &b]);
+    assert_eq!(m["shared_games"], 600, "{m}");
+    assert_eq!(m["copies_subtracted"], 800, "{m}");
+    assert_eq!(dump_cells(&abc), want);
+    assert_eq!(content_stats(&abc), content_stats(&whole));
+    verify(&abc);
+    // A merged book merged again with one of its inputs: still each game once.
+    let (again, m, _) = merge(d, "again", &[&ab, &c]);
+    assert_eq!(m["copies_subtracted"], 600, "{m}");
+    assert_eq!(dump_cells(&again), want);
+}
+
+/// A book with a delta segment shares games with another: the copies are found in every file.
+#[test]
+fn shared_games_in_delta_segments_are_taken_out() {
+    let Some(g) = games() else { return };
+    let d = &g.dir;
+    let whole = import(&g.games, d, "whole", &[]);
+    let a = import(&g.games[..600], d, "a", &[]);
+    let more = d.join("more.pgn");
+    write_games(&more, &g.games[600..800]);
+    let r = Bookdb::import(&[&more], &a)
+        .args([
+            "--quiet",
+            "--json",
+            "--max-ply",
+            MAX_PLY,
+            "--delta-min",
+            "1000000",
+        ])
+        .json();
+    assert_eq!(r["applied"], "delta", "{r}");
+    let b = import(&g.games[700..], d, "b", &[]);
+    let (ab, m, _) = merge(d, "ab", &[&a, &b]);
+    assert_eq!(m["copies_subtracted"], 100, "{m}");
+    assert_eq!(dump_cells(&ab), dump_cells(&whole));
+    verify(&ab);
+}
+
+/// Inputs that keep different facets: the copy kept is the one with the most facets, so the
+/// merge equals the merge of the facet-less book without the shared games, in either order.
+#[test]
+fn the_copy_with_the_most_facets_is_kept() {
+    let Some(g) = games() else { return };
+    let d = &g.dir;
+    let a = import(&g.games[..700], d, "a", &["--facets", "none"]);
+    let a_only = import(&g.games[..500], d, "a_only", &["--facets", "none"]);
+    let b = import(&g.games[500..], d, "b", &[]);
+    let (want, _, _) = merge(d, "want", &[&a_only, &b]);
+    for (name, inputs) in [
+        ("ab", [a.as_path(), b.as_path()]),
+        ("ba", [b.as_path(), a.as_path()]),
+    ] {
+        let (m_book, m, _) = merge(d, name, &inputs);
+        assert_eq!(m["copies_subtracted"], 200, "{m}");
+        assert_eq!(m["subtraction_clamped"], 0, "{m}");
+        assert_eq!(dump_cells(&m_book), dump_cells(&want), "{name}");
+        assert_eq!(content_stats(&m_book), content_stats(&want), "{name}");
+        verify(&m_book);
+    }
+}
+
+/// Games counted to another `--max-ply` are not the same record: they stay counted twice, and
+/// the merge says so (JSON and a warning).
+#[test]
+fn games_counted_differently_are_reported_not_taken_out() {
+    let Some(g) = games() else { return };
+    let d = &g.dir;
+    let a = import(&g.games[..700], d, "a", &["--max-ply", "20"]);
+    let b = import(&g.games[500..], d, "b", &[]);
+    let out = d.join("ab.book");
+    let m = bookdb(["merge", "--json", "--out", s(&out), s(&a), s(&b)]).json();
+    // A game of at most 20 plies is stored alike by both (all its plies counted): only those
+    // are taken out.
+    let (shared, taken, twice) = (
+        m["shared_games"].as_u64().unwrap(),
+        m["copies_subtracted"].as_u64().unwrap(),
+        m["shared_games_counted_twice"].as_u64().unwrap(),
+    );
+    assert_eq!((shared, taken + twice), (200, 200), "{m}");
+    assert!(taken < 10, "{m}");
+    assert_eq!(stats(&out)["games"], 1400 - taken);
+    let o = bookdb(["merge", "--out", s(&d.join("ab2.book")), s(&a), s(&b)]).ok_output();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "warning: {twice} games were counted in more than one"
+        )),
+        "{err}"
+    );
+}
+
+/// Inputs pruned by `compact --min-games` lack some of the counts their stored games claim:
+/// the merge clamps those counters at zero, says how many entries, and the book verifies.
+#[test]
+fn pruned_inputs_are_clamped_and_reported() {
+    let Some(g) = games() else { return };
+    let d = &g.dir;
+    let a = import(&g.games[..700], d, "a", &[]);
+    let b = import(&g.games[500..], d, "b", &[]);
+    for book in [&a, &b] {
+        bookdb(["compact", "--quiet", "--book", s(book), "--min-games", "3"]).ok();
+    }
+    let (ab, m, _) = merge(d, "ab", &[&a, &b]);
+    let clamped = m["subtraction_clamped"].as_u64().unwrap();
+    assert!(clamped > 0, "{m}");
+    verify(&ab);
+    let o = bookdb(["merge", "--out", s(&d.join("ab2.book")), s(&a), s(&b)]).ok_output();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("warning: {clamped} positions held fewer games")),
+        "{err}"
+    );
+}
