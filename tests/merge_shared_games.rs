@@ -139,10 +139,22 @@ fn merged_books_count_each_shared_game_once() {
     assert_eq!(dump_cells(&abc), want);
     assert_eq!(content_stats(&abc), content_stats(&whole));
     verify(&abc);
-    // A merged book merged again with one of its inputs: still each game once.
+    // A merged book merged again with one of its inputs: still each game once. A scratch
+    // directory that a killed merge into the same output left is removed, and this merge
+    // leaves none.
+    let stale = d.join(".again.book.merge-shared-killed");
+    std::fs::create_dir_all(stale.join("copies-0f.book.staging")).unwrap();
+    std::fs::write(stale.join("copies-0f.pgn"), "1. e4 *\n").unwrap();
     let (again, m, _) = merge(d, "again", &[&ab, &c]);
     assert_eq!(m["copies_subtracted"], 600, "{m}");
     assert_eq!(dump_cells(&again), want);
+    let left: Vec<_> = std::fs::read_dir(d)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("merge-shared"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// A book with a delta segment shares games with another: the copies are found in every file.

@@ -62,17 +62,43 @@ fn keep_rank(f: FacetSet) -> (u32, u8) {
     (f.0.count_ones(), f.0)
 }
 
+/// The prefix of the scratch directories of a merge into `out`: `.NAME.merge-shared-`.
+fn scratch_prefix(out: &Path) -> String {
+    let name = out
+        .file_name()
+        .map_or_else(|| "book".to_string(), |n| n.to_string_lossy().into_owned());
+    format!(".{name}.merge-shared-")
+}
+
+/// Removes scratch directories an earlier merge into `out` left when it was killed. The
+/// caller holds `out`'s writer lock, so no running merge owns one.
+fn remove_stale(dir_of: &Path, prefix: &str) {
+    let Ok(rd) = std::fs::read_dir(dir_of) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let stale = e.file_name().to_string_lossy().starts_with(prefix)
+            && e.file_type().is_ok_and(|t| t.is_dir());
+        if stale {
+            // Best effort: what cannot be removed now is removed by the next merge.
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// Finds the games stored identically in more than one file of `books` (one pass over every
 /// game store in the stores' order: one decoded block per file in memory) and imports the
-/// copies to take out into scratch books in a directory beside `near`. `None` when there are
-/// none.
-pub(crate) fn find(books: &[Book], near: &Path, memory_mib: usize) -> Result<Option<SharedCopies>> {
-    let dir_of = near
+/// copies to take out into scratch books in a directory beside `out` (whose writer lock the
+/// caller holds). `None` when there are none.
+pub(crate) fn find(books: &[Book], out: &Path, memory_mib: usize) -> Result<Option<SharedCopies>> {
+    let dir_of = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    let prefix = scratch_prefix(out);
+    remove_stale(dir_of, &prefix);
     let dir = tempfile::Builder::new()
-        .prefix(".bookdb-merge-shared-")
+        .prefix(&prefix)
         .tempdir_in(dir_of)
         .map_err(|e| {
             Error::io(
