@@ -157,9 +157,32 @@ fn merging_books_with_other_facet_sets_keeps_every_count() {
     );
     // Modes were kept by neither: refused.
     bookdb(["probe", "--book", s(&merged), "--modes", "rated"]).fails_with(1);
-    // With a facet-less book: its games are in the all-unknown cell.
+    // With a facet-less book of the same games: each game counts once, and the copy kept is
+    // the one with facets (the facet-less book's copies are taken out).
+    let once = dir.path().join("once.book");
+    bookdb(["merge", "--quiet", s(&plain), s(&merged), "--out", s(&once)]).ok();
+    verify(&once);
+    assert_eq!(dump(&once), dump(&plain));
+    assert_eq!(
+        probe(&once, &blitz)["moves"],
+        probe(&speeds, &blitz)["moves"]
+    );
+    // With a facet-less book that stores no games (so the merge cannot tell which games it
+    // shares): its games are in the all-unknown cell, counted beside the others.
+    let counts_only = dir.path().join("counts-only.book");
+    Bookdb::import(&[&a, &b], &counts_only)
+        .args(["--quiet", "--facets", "none", "--no-games"])
+        .ok();
     let all = dir.path().join("all.book");
-    bookdb(["merge", "--quiet", s(&merged), s(&plain), "--out", s(&all)]).ok();
+    bookdb([
+        "merge",
+        "--quiet",
+        s(&merged),
+        s(&counts_only),
+        "--out",
+        s(&all),
+    ])
+    .ok();
     verify(&all);
     assert_eq!(
         probe(&all, &blitz)["moves"],

@@ -3,6 +3,7 @@
 //! or three books at a time, intermediate results merged again), equal the book built from the
 //! whole PGN, by `dump`. Every merge reuses its largest input's model, so coded positions pass
 //! through from one input and are coded again from the others; the results must not differ.
+//! Parts that share games merge into the whole as well: each game counts once.
 
 mod common;
 
@@ -102,6 +103,53 @@ proptest! {
             }
             let out = dir.path().join(format!("m{step}.book"));
             merge(&inputs, &out, &RewriteOptions::default()).unwrap();
+            pool.push(out);
+            step += 1;
+        }
+        prop_assert_eq!(dump(&pool[0]), whole());
+        let v = bookdb::ops::verify::verify(&pool[0]).unwrap();
+        prop_assert!(v.ok(), "{:?}", v.problems);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(8))]
+    /// Parts that share games (each game dealt to a random non-empty set of parts), merged in
+    /// a random grouping: each game counts once, so the result is the whole's (brief §9; the
+    /// books store their games, so the merges find the shared copies and take them out).
+    #[test]
+    fn merging_overlapping_parts_counts_each_game_once(
+        parts in 2usize..=4,
+        deal in proptest::collection::vec(1u8..16, 200),
+        picks in proptest::collection::vec((any::<prop::sample::Index>(), any::<prop::sample::Index>()), 4),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let games = games();
+        let mut texts = vec![String::new(); parts];
+        for (i, g) in games.iter().enumerate() {
+            let mask = usize::from(deal[i % deal.len()]) % (1 << parts);
+            let mask = if mask == 0 { 1 } else { mask };
+            for (p, t) in texts.iter_mut().enumerate() {
+                if mask & (1 << p) != 0 {
+                    t.push_str(g);
+                }
+            }
+        }
+        let mut pool: Vec<PathBuf> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| build(t, dir.path(), &format!("part{i}")))
+            .collect();
+        let mut step = 0;
+        while pool.len() > 1 {
+            let (a, b) = picks[step % picks.len()];
+            let first = pool.remove(a.index(pool.len()));
+            let second = pool.remove(b.index(pool.len()));
+            let inputs = vec![first, second];
+            let out = dir.path().join(format!("m{step}.book"));
+            let s = merge(&inputs, &out, &RewriteOptions::default()).unwrap();
+            prop_assert_eq!(s.shared_games_counted_twice, 0);
+            prop_assert_eq!(s.subtraction_clamped, 0);
             pool.push(out);
             step += 1;
         }

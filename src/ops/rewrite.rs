@@ -113,6 +113,29 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// Opens a merge's inputs with `caches` each: their game, which must be one.
+fn open_inputs(inputs: &[PathBuf], caches: crate::store::CacheSizes) -> Result<(Game, Vec<Book>)> {
+    let mut game = None;
+    let mut books = Vec::with_capacity(inputs.len());
+    for p in inputs {
+        let (g, b) = Game::open_with_caches(p, caches)?;
+        match game {
+            None => game = Some((g, p)),
+            Some((first, first_path)) if first != g => {
+                return Err(mismatch(
+                    p,
+                    g,
+                    first,
+                    &format!("a merge with {} ({first})", first_path.display()),
+                ));
+            }
+            Some(_) => {}
+        }
+        books.push(b);
+    }
+    Ok((game.map_or(Game::Chess, |(g, _)| g), books))
+}
+
 /// Streams a k-way merge of books into a new book at `out`. Inputs are only read.
 pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<MergeSummary> {
     let start = Instant::now();
@@ -130,25 +153,24 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
     }
     let _lock = crate::store::book::lock_for_writing(out, opts.lock_wait)?;
     let (budget, warning) = opts.budget(inputs.iter().map(|p| book_files(p)).sum())?;
-    let mut game = None;
-    let mut books = Vec::with_capacity(inputs.len());
-    for p in inputs {
-        let (g, b) = Game::open_with_caches(p, budget.reader)?;
-        match game {
-            None => game = Some((g, p)),
-            Some((first, first_path)) if first != g => {
-                return Err(mismatch(
-                    p,
-                    g,
-                    first,
-                    &format!("a merge with {} ({first})", first_path.display()),
-                ));
+    let (game, mut books) = open_inputs(inputs, budget.reader)?;
+    let shared_games =
+        crate::store::book::shared_game_fingerprints(&books.iter().collect::<Vec<_>>())?;
+    // Games more than one input counted and stored alike: their extra copies' counts are
+    // taken out, so that each counts once (brief §9). The copies are imported into scratch
+    // books with the inputs closed, so that the import and the inputs' caches do not add up.
+    let shared = match shared_games > 0 && game == Game::Chess {
+        true => match super::shared_games::collect(&books, out)? {
+            Some(copies) => {
+                drop(books);
+                let s = copies.import(budget.mib)?;
+                books = open_inputs(inputs, budget.reader)?.1;
+                Some(s)
             }
-            Some(_) => {}
-        }
-        books.push(b);
-    }
-    let game = game.map_or(Game::Chess, |(g, _)| g);
+            None => None,
+        },
+        false => None,
+    };
     let mut w = BookWriter::create(out, game.codec(), budget.writer.clone())?;
     super::progress::Trace::new().attach(&mut w);
     // Code the output with the largest input's model and dictionary: no training pass, and the
@@ -185,14 +207,6 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
                 .map(|i| Box::new(i) as crate::store::book::EntryStream<'_>)
         })
         .collect::<crate::store::error::Result<Vec<_>>>()?;
-    let shared_games =
-        crate::store::book::shared_game_fingerprints(&books.iter().collect::<Vec<_>>())?;
-    // Games more than one input counted and stored alike: their extra copies' counts are
-    // taken out, so that each counts once (brief §9).
-    let shared = match shared_games > 0 && game == Game::Chess {
-        true => super::shared_games::find(&books, out, budget.mib)?,
-        false => None,
-    };
     if let Some(s) = &shared {
         let (games, by_facet) = s.counted();
         w.take_out_games(games, &by_facet);

@@ -86,11 +86,21 @@ fn remove_stale(dir_of: &Path, prefix: &str) {
     }
 }
 
+/// The copies of shared games to take out, as PGN in a scratch directory (one file per facet
+/// set), not yet imported ([`Copies::import`]).
+pub(crate) struct Copies {
+    games: u64,
+    copies: u64,
+    /// Per facet set (its bits): the PGN file and its games.
+    pgns: Vec<(u8, PathBuf, u64)>,
+    dir: tempfile::TempDir,
+}
+
 /// Finds the games stored identically in more than one file of `books` (one pass over every
-/// game store in the stores' order: one decoded block per file in memory) and imports the
-/// copies to take out into scratch books in a directory beside `out` (whose writer lock the
+/// game store in the stores' order: one decoded block per file in memory) and writes the
+/// copies to take out as PGN into a scratch directory beside `out` (whose writer lock the
 /// caller holds). `None` when there are none.
-pub(crate) fn find(books: &[Book], out: &Path, memory_mib: usize) -> Result<Option<SharedCopies>> {
+pub(crate) fn collect(books: &[Book], out: &Path) -> Result<Option<Copies>> {
     let dir_of = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -174,38 +184,56 @@ pub(crate) fn find(books: &[Book], out: &Path, memory_mib: usize) -> Result<Opti
     if copies == 0 {
         return Ok(None);
     }
-    let mut scratch = Vec::new();
+    let mut pgns = Vec::new();
     for (bits, (path, mut w, n)) in outputs {
         w.flush()
             .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
-        drop(w);
-        let book = dir.path().join(format!("copies-{bits:02x}.book"));
-        let opts = super::import::ImportOptions {
-            rules: super::pgn::CountRules {
-                // The records hold only the counted plies.
-                max_ply: usize::MAX,
-                min_rating: None,
-                facets: FacetSet(bits),
-            },
-            facets: Some(FacetSet(bits)),
-            dedupe: false,
-            store_games: false,
-            memory_mib,
-            ..Default::default()
-        };
-        let s = super::import::import(&book, &[path.display().to_string()], &opts)?;
-        if s.games_imported != n {
-            return Err(Error::Internal(format!(
-                "{n} games counted by more than one merged book were read back, but only {} of them counted again ({:?}); the merge would count the others twice",
-                s.games_imported, s.skipped_by_reason
-            )));
-        }
-        scratch.push(Book::open(&book, Game::Chess.codec())?);
+        pgns.push((bits, path, n));
     }
-    Ok(Some(SharedCopies {
+    Ok(Some(Copies {
         games,
         copies,
-        books: scratch,
-        _dir: dir,
+        pgns,
+        dir,
     }))
+}
+
+impl Copies {
+    /// Imports the copies, each file with its facets, into scratch books (within
+    /// `memory_mib`: the caller's inputs are closed meanwhile).
+    pub(crate) fn import(self, memory_mib: usize) -> Result<SharedCopies> {
+        let mut scratch = Vec::new();
+        for (bits, path, n) in &self.pgns {
+            let book = self.dir.path().join(format!("copies-{bits:02x}.book"));
+            let opts = super::import::ImportOptions {
+                rules: super::pgn::CountRules {
+                    // The records hold only the counted plies.
+                    max_ply: usize::MAX,
+                    min_rating: None,
+                    facets: FacetSet(*bits),
+                },
+                facets: Some(FacetSet(*bits)),
+                dedupe: false,
+                store_games: false,
+                // The copies are few next to the inputs: half the budget and one worker do.
+                memory_mib: (memory_mib / 2).max(16),
+                jobs: 1,
+                ..Default::default()
+            };
+            let s = super::import::import(&book, &[path.display().to_string()], &opts)?;
+            if s.games_imported != *n {
+                return Err(Error::Internal(format!(
+                    "{n} games counted by more than one merged book were read back, but only {} of them counted again ({:?}); the merge would count the others twice",
+                    s.games_imported, s.skipped_by_reason
+                )));
+            }
+            scratch.push(Book::open(&book, Game::Chess.codec())?);
+        }
+        Ok(SharedCopies {
+            games: self.games,
+            copies: self.copies,
+            books: scratch,
+            _dir: self.dir,
+        })
+    }
 }
