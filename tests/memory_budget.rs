@@ -117,7 +117,14 @@ fn rewrites_stay_within_their_memory_budget() {
     // twice, and said so).
     let counts_only = dir.path().join("counts-only.book");
     std::fs::copy(&book, &counts_only).unwrap();
-    bookdb(["compact", "--quiet", "--book", s(&counts_only), "--drop-games"]).ok();
+    bookdb([
+        "compact",
+        "--quiet",
+        "--book",
+        s(&counts_only),
+        "--drop-games",
+    ])
+    .ok();
     let merged = dir.path().join("merged.book");
     let j = bookdb([
         "merge",
