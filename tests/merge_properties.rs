@@ -155,7 +155,7 @@ proptest! {
             let inputs = vec![first, second];
             let out = dir.path().join(format!("m{step}.book"));
             let s = merge(&inputs, &out, &RewriteOptions::default()).unwrap();
-            prop_assert_eq!(s.shared_games_counted_twice, 0);
+            prop_assert_eq!(s.copies_still_counted, 0);
             prop_assert_eq!(s.subtraction_clamped, 0);
             pool.push(out);
             step += 1;

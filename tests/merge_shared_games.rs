@@ -121,7 +121,8 @@ fn merged_books_count_each_shared_game_once() {
     assert_eq!(m["shared_games"], 200, "{m}");
     assert_eq!(m["shared_games_subtracted"], 200, "{m}");
     assert_eq!(m["copies_subtracted"], 200, "{m}");
-    assert_eq!(m["shared_games_counted_twice"], 0, "{m}");
+    assert_eq!(m["shared_copies"], 200, "{m}");
+    assert_eq!(m["copies_still_counted"], 0, "{m}");
     assert_eq!(m["subtraction_clamped"], 0, "{m}");
     assert!(!err.contains("warning"), "{err}");
     assert_eq!(dump_cells(&ab), want);
@@ -135,7 +136,9 @@ fn merged_books_count_each_shared_game_once() {
     // Three books: games 300–499 are in a and c, 500–699 in all three, 700–899 in b and c.
     let (abc, m, _) = merge(d, "abc", &[&c, &a, &b]);
     assert_eq!(m["shared_games"], 600, "{m}");
+    assert_eq!(m["shared_copies"], 800, "{m}");
     assert_eq!(m["copies_subtracted"], 800, "{m}");
+    assert_eq!(m["copies_still_counted"], 0, "{m}");
     assert_eq!(dump_cells(&abc), want);
     assert_eq!(content_stats(&abc), content_stats(&whole));
     verify(&abc);
@@ -222,7 +225,7 @@ fn games_counted_differently_are_reported_not_taken_out() {
     let (shared, taken, twice) = (
         m["shared_games"].as_u64().unwrap(),
         m["copies_subtracted"].as_u64().unwrap(),
-        m["shared_games_counted_twice"].as_u64().unwrap(),
+        m["copies_still_counted"].as_u64().unwrap(),
     );
     assert_eq!((shared, taken + twice), (200, 200), "{m}");
     assert!(taken < 10, "{m}");
@@ -231,10 +234,36 @@ fn games_counted_differently_are_reported_not_taken_out() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains(&format!(
-            "warning: {twice} games were counted in more than one"
+            "warning: {twice} copies of games counted by more than one"
         )),
         "{err}"
     );
+}
+
+/// A third input that records the games only by fingerprint (`--no-games --dedupe`): its
+/// copies cannot be taken out, and the summary counts them exactly, in a three-way overlap.
+#[test]
+fn fingerprint_only_copies_are_counted_and_reported() {
+    let Some(g) = games() else { return };
+    let d = &g.dir;
+    let a = import(&g.games[..700], d, "a", &[]);
+    let b = import(&g.games[500..], d, "b", &[]);
+    let c = import(&g.games[600..800], d, "c", &["--no-games", "--dedupe"]);
+    // 500–599 in a and b, 600–699 in all three, 700–799 in b and c.
+    let (abc, m, _) = merge(d, "abc", &[&a, &b, &c]);
+    let n = |k: &str| m[k].as_u64().unwrap();
+    assert_eq!(
+        (
+            n("shared_games"),
+            n("shared_copies"),
+            n("copies_subtracted"),
+            n("copies_still_counted")
+        ),
+        (300, 400, 200, 200),
+        "{m}"
+    );
+    assert_eq!(stats(&abc)["games"], 1400);
+    verify(&abc);
 }
 
 /// Inputs pruned by `compact --min-games` lack some of the counts their stored games claim:

@@ -28,17 +28,17 @@ impl Args {
         if !self.job.output.json {
             // Books that record fingerprints tell which games they share (and the merge takes
             // the identical copies out); books that record none cannot.
-            if summary.shared_games == 0 || summary.shared_games_counted_twice > 0 {
+            if summary.shared_games == 0 || summary.copies_still_counted > 0 {
                 for fp in &summary.overlapping_imports {
                     eprintln!(
                         "warning: input with fingerprint {fp} was imported into more than one of the merged books; its games are counted more than once unless the books stored them"
                     );
                 }
             }
-            if summary.shared_games_counted_twice > 0 {
+            if summary.copies_still_counted > 0 {
                 eprintln!(
-                    "warning: {} games were counted in more than one of the merged books and are counted once per book: their stored records differ (imported with another --max-ply) or a book records them by fingerprint only (--no-games --dedupe); the game store keeps each record",
-                    summary.shared_games_counted_twice
+                    "warning: {} copies of games counted by more than one of the merged books are still counted: their stored records differ (imported with another --max-ply) or a book records them by fingerprint only (--no-games --dedupe); the game store keeps each record",
+                    summary.copies_still_counted
                 );
             }
             if summary.subtraction_clamped > 0 {

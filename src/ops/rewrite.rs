@@ -87,9 +87,12 @@ pub struct MergeSummary {
     pub shared_games_subtracted: u64,
     /// The copies taken out (per game, its copies less the one kept).
     pub copies_subtracted: u64,
-    /// Shared games still counted more than once: an input records them by fingerprint only
-    /// (`--no-games --dedupe`), or counted them to another `--max-ply`.
-    pub shared_games_counted_twice: u64,
+    /// Copies of shared games beyond the first, by the inputs' fingerprints: per shared
+    /// game, the inputs that counted it less one.
+    pub shared_copies: u64,
+    /// Of those, the copies still counted: an input records the game by fingerprint only
+    /// (`--no-games --dedupe`), or stored it differently (counted to another `--max-ply`).
+    pub copies_still_counted: u64,
     /// Entries where a copy held more than the inputs' sum (an input pruned by
     /// `compact --min-games`, or re-faceted by `migrate --facets`): counters clamped at zero.
     pub subtraction_clamped: u64,
@@ -154,8 +157,9 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
     let _lock = crate::store::book::lock_for_writing(out, opts.lock_wait)?;
     let (budget, warning) = opts.budget(inputs.iter().map(|p| book_files(p)).sum())?;
     let (game, mut books) = open_inputs(inputs, budget.reader)?;
-    let shared_games =
+    let fingerprints =
         crate::store::book::shared_game_fingerprints(&books.iter().collect::<Vec<_>>())?;
+    let shared_games = fingerprints.games;
     // Games more than one input counted and stored alike: their extra copies' counts are
     // taken out, so that each counts once (brief §9). The copies are imported into scratch
     // books with the inputs closed, so that the import and the inputs' caches do not add up.
@@ -247,8 +251,10 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
         shared_games,
         shared_games_subtracted: shared.as_ref().map_or(0, |s| s.games),
         copies_subtracted: shared.as_ref().map_or(0, |s| s.copies),
-        shared_games_counted_twice: shared_games
-            .saturating_sub(shared.as_ref().map_or(0, |s| s.games)),
+        shared_copies: fingerprints.copies,
+        copies_still_counted: fingerprints
+            .copies
+            .saturating_sub(shared.as_ref().map_or(0, |s| s.copies)),
         subtraction_clamped: clamped.get(),
         elapsed_secs: start.elapsed().as_secs_f64(),
         memory: RewriteMemory::of(&budget, warning),

@@ -4,11 +4,20 @@
 use super::*;
 use crate::store::error::Result;
 
-/// How many game fingerprints are recorded in at least two of `books` (each book's files
-/// together). Streams every table once in key order: time linear in the fingerprints, memory
-/// one row per file. Books that record no fingerprints (counts-only books imported without
-/// `--dedupe`) share none by this count, whatever games they counted.
-pub fn shared_game_fingerprints(books: &[&Book]) -> Result<u64> {
+/// Games whose fingerprint several books record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SharedFingerprints {
+    /// Fingerprints recorded in at least two books.
+    pub games: u64,
+    /// Their copies beyond the first: per fingerprint, the books recording it less one.
+    pub copies: u64,
+}
+
+/// The game fingerprints recorded in at least two of `books` (each book's files together).
+/// Streams every table once in key order: time linear in the fingerprints, memory one row per
+/// file. Books that record no fingerprints (counts-only books imported without `--dedupe`)
+/// share none by this count, whatever games they counted.
+pub fn shared_game_fingerprints(books: &[&Book]) -> Result<SharedFingerprints> {
     let mut tables = Vec::new();
     for (i, b) in books.iter().enumerate() {
         for f in b.files() {
@@ -23,21 +32,22 @@ pub fn shared_game_fingerprints(books: &[&Book]) -> Result<u64> {
         let head = rows.next().transpose()?.map(|(k, _)| k.value());
         heads.push((*book, rows, head));
     }
-    let mut shared = 0;
+    let mut shared = SharedFingerprints::default();
+    let mut holders: Vec<usize> = Vec::new();
     while let Some(v) = heads.iter().filter_map(|h| h.2).min() {
-        let mut first_book = None;
-        let mut in_two = false;
+        holders.clear();
         for (book, rows, head) in heads.iter_mut() {
             if *head == Some(v) {
-                match first_book {
-                    None => first_book = Some(*book),
-                    Some(b) if b != *book => in_two = true,
-                    Some(_) => {}
+                if !holders.contains(book) {
+                    holders.push(*book);
                 }
                 *head = rows.next().transpose()?.map(|(k, _)| k.value());
             }
         }
-        shared += u64::from(in_two);
+        if holders.len() > 1 {
+            shared.games += 1;
+            shared.copies += holders.len() as u64 - 1;
+        }
     }
     Ok(shared)
 }
