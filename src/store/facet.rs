@@ -524,6 +524,9 @@ impl<'f> CellMatcher<'f> {
     }
 }
 
+/// Games by bucket name (a speed, a rating group, a year).
+type GameTally = std::collections::BTreeMap<String, u64>;
+
 /// Games counted into a book by speed, rating group and year (`meta` key `facet_games`,
 /// JSON; what `stats` shows): each counted game adds one to its cell's value of each.
 /// Summed over a book's files, carried over by every rewrite and added by merges.
@@ -572,11 +575,7 @@ impl FacetGames {
     /// Takes `o`'s games out (a merge's games counted by more than one input), clamped at
     /// zero; a bucket left without games is dropped.
     pub fn subtract(&mut self, o: &FacetGames) {
-        for (mine, theirs) in [
-            (&mut self.speed, &o.speed),
-            (&mut self.rating, &o.rating),
-            (&mut self.year, &o.year),
-        ] {
+        for (mine, theirs) in self.with(o) {
             for (k, v) in theirs {
                 if let Some(e) = mine.get_mut(k) {
                     *e = e.saturating_sub(*v);
@@ -588,12 +587,17 @@ impl FacetGames {
         }
     }
 
-    pub fn merge(&mut self, o: &FacetGames) {
-        for (mine, theirs) in [
+    /// Each of this tally's three maps beside the same map of `o`.
+    fn with<'a>(&'a mut self, o: &'a FacetGames) -> [(&'a mut GameTally, &'a GameTally); 3] {
+        [
             (&mut self.speed, &o.speed),
             (&mut self.rating, &o.rating),
             (&mut self.year, &o.year),
-        ] {
+        ]
+    }
+
+    pub fn merge(&mut self, o: &FacetGames) {
+        for (mine, theirs) in self.with(o) {
             for (k, v) in theirs {
                 let e = mine.entry(k.clone()).or_default();
                 *e = e.saturating_add(*v);
