@@ -403,11 +403,13 @@ fn copy_store(f: &BookFile, txn: &redb::WriteTransaction) -> Result<u64> {
             ids.insert(row?.0.value(), ())?;
         }
         let mut facts = txn.open_table(GAME_FACTS)?;
-        for (k, v) in f.fact_chunks()? {
+        for row in f.fact_chunk_iter()? {
+            let (k, v) = row?;
             facts.insert(k, v.as_slice())?;
         }
         let mut refs = txn.open_table(GAME_REFS)?;
-        for (k, v) in f.ref_blocks()? {
+        for row in f.ref_block_iter()? {
+            let (k, v) = row?;
             refs.insert(k, v.as_slice())?;
         }
         Ok(())

@@ -499,36 +499,31 @@ impl BookFile {
     }
 
     /// Every reference block of this file, in key order: (its row key, its positions).
+    #[cfg(test)]
     pub(crate) fn ref_blocks(&self) -> Result<Vec<(u64, Vec<u8>)>> {
-        let Some(refs) = self.ref_tables().and_then(|t| t.refs.as_ref()) else {
-            return Ok(Vec::new());
-        };
-        shield("reading game references", || {
-            refs.range::<u64>(..)?
-                .map(|r| {
-                    let (k, v) = r?;
-                    Ok((k.value(), v.value().to_vec()))
-                })
-                .collect()
-        })
-        .map_err(|e| e.in_file(&self.path))
+        self.ref_block_iter()?.collect()
+    }
+
+    /// Every reference block of this file, in key order, one at a time (the table can be a
+    /// third of the file: 3 GB of an 8M-game book).
+    pub(crate) fn ref_block_iter(
+        &self,
+    ) -> Result<impl Iterator<Item = Result<(u64, Vec<u8>)>> + '_> {
+        let table = self.ref_tables().and_then(|t| t.refs.as_ref());
+        shielded_rows(table, "reading game references", &self.path)
     }
 
     /// Every fact chunk of this file, in number order.
     pub(crate) fn fact_chunks(&self) -> Result<Vec<(u32, Vec<u8>)>> {
-        let Some(facts) = self.ref_tables().and_then(|t| t.facts.as_ref()) else {
-            return Ok(Vec::new());
-        };
-        shield("reading game facts", || {
-            facts
-                .range::<u32>(..)?
-                .map(|r| {
-                    let (k, v) = r?;
-                    Ok((k.value(), v.value().to_vec()))
-                })
-                .collect()
-        })
-        .map_err(|e| e.in_file(&self.path))
+        self.fact_chunk_iter()?.collect()
+    }
+
+    /// [`BookFile::fact_chunks`] one chunk at a time.
+    pub(crate) fn fact_chunk_iter(
+        &self,
+    ) -> Result<impl Iterator<Item = Result<(u32, Vec<u8>)>> + '_> {
+        let table = self.ref_tables().and_then(|t| t.facts.as_ref());
+        shielded_rows(table, "reading game facts", &self.path)
     }
 
     /// The bytes (redb's pages: stored, metadata and fragmented) of this file's game tables.
@@ -684,7 +679,8 @@ impl BookFile {
                 ),
             ));
         }
-        let mut stored = self.ref_blocks()?.into_iter().map(|(first, bytes)| {
+        let mut stored = self.ref_block_iter()?.map(|r| {
+            let (first, bytes) = r?;
             refblock::decode_refs(&bytes, first)
                 .map_err(|e| bad(format!("reference block {first:016x}"), e))
         });
@@ -733,6 +729,36 @@ impl BookFile {
         }
         Ok(checked)
     }
+}
+
+/// The rows of `table` (none without one) in key order, one at a time, each read under
+/// [`shield`]: a damaged page that makes redb panic while the cursor moves is an error of
+/// `what` in `path`, as when the rows were read all at once.
+fn shielded_rows<'t, K>(
+    table: Option<&'t redb::ReadOnlyTable<K, &'static [u8]>>,
+    what: &'static str,
+    path: &'t std::path::Path,
+) -> Result<impl Iterator<Item = Result<(K, Vec<u8>)>> + 't>
+where
+    K: redb::Key + for<'a> redb::Value<SelfType<'a> = K> + 'static,
+{
+    let mut rows = match table {
+        Some(t) => Some(shield(what, || Ok(t.range::<K>(..)?)).map_err(|e| e.in_file(path))?),
+        None => None,
+    };
+    Ok(std::iter::from_fn(move || {
+        let rows = rows.as_mut()?;
+        shield(what, || {
+            rows.next()
+                .map(|r| {
+                    let (k, v) = r?;
+                    Ok((k.value(), v.value().to_vec()))
+                })
+                .transpose()
+        })
+        .map_err(|e| e.in_file(path))
+        .transpose()
+    }))
 }
 
 #[cfg(test)]
