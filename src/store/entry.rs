@@ -58,6 +58,19 @@ impl MoveRec {
         }
     }
 
+    /// The move's cells; a move without cells is wholly in the all-unknown cell (a cell only
+    /// if it has games: a Polyglot weight alone counts none).
+    pub(crate) fn as_cells(&self) -> Vec<super::facet::CellStat> {
+        if self.cells.is_empty() {
+            Some(self.unknown_cell())
+                .filter(|c| c.games() > 0)
+                .into_iter()
+                .collect()
+        } else {
+            self.cells.clone()
+        }
+    }
+
     pub(crate) fn games(&self) -> u64 {
         self.white
             .saturating_add(self.draws)
@@ -69,22 +82,7 @@ impl MoveRec {
     /// below 2^64 games).
     pub(crate) fn add(&mut self, o: &MoveRec) {
         if !self.cells.is_empty() || !o.cells.is_empty() {
-            use super::facet::{CellStat, merge_cells};
-            // A move without cells is wholly in the all-unknown cell (a cell only if it has
-            // games: a Polyglot weight alone counts none).
-            let as_cells = |m: &MoveRec| -> Vec<CellStat> {
-                match m.cells.is_empty() {
-                    true => Some(m.unknown_cell())
-                        .filter(|c| c.games() > 0)
-                        .into_iter()
-                        .collect(),
-                    false => m.cells.clone(),
-                }
-            };
-            let mine = as_cells(self);
-            let theirs = as_cells(o);
-            let theirs = &theirs[..];
-            self.cells = merge_cells(&mine, theirs);
+            self.cells = super::facet::merge_cells(&self.as_cells(), &o.as_cells());
         }
         self.white = self.white.saturating_add(o.white);
         self.draws = self.draws.saturating_add(o.draws);

@@ -63,18 +63,8 @@ impl MoveRec {
     /// is set when `o` held more than this record in any counter.
     pub(crate) fn subtract(&mut self, o: &MoveRec, clamped: &mut bool) {
         if !self.cells.is_empty() || !o.cells.is_empty() {
-            let as_cells = |m: &MoveRec| -> Vec<CellStat> {
-                if m.cells.is_empty() {
-                    Some(m.unknown_cell())
-                        .filter(|c| c.games() > 0)
-                        .into_iter()
-                        .collect()
-                } else {
-                    m.cells.clone()
-                }
-            };
             let had_cells = !self.cells.is_empty();
-            let mut cells = subtract_cells(&as_cells(self), &as_cells(o), clamped);
+            let mut cells = subtract_cells(&self.as_cells(), &o.as_cells(), clamped);
             // A record without cells stays without when all that is left is the unknown cell.
             if !had_cells
                 && cells.len() == 1
