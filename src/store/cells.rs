@@ -192,6 +192,36 @@ pub enum CellRead<'f> {
     Totals,
 }
 
+/// Why an entry's cell bytes do not decode ([`read_entry_cells`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EntryCellsError {
+    /// The cells of this move (its code or index) are unreadable or do not add up to its
+    /// counters.
+    Move(u16),
+    /// Bytes are left over, or no move has a cell.
+    Mismatch,
+}
+
+/// Reads the cells of an entry's `moves` (whose counters are read) from the entry's cell
+/// bytes, as `read` asks: the bytes hold one list per move, all of them consumed, and at
+/// least one cell (an entry without cells stores none).
+pub(crate) fn read_entry_cells(
+    bytes: &[u8],
+    moves: &mut [MoveRec],
+    read: CellRead,
+) -> Result<(), EntryCellsError> {
+    let mut at = 0;
+    let mut any = false;
+    for m in moves.iter_mut() {
+        let n = read_cells(bytes, &mut at, m, read).ok_or(EntryCellsError::Move(m.mv))?;
+        any |= n > 0;
+    }
+    if at != bytes.len() || !any {
+        return Err(EntryCellsError::Mismatch);
+    }
+    Ok(())
+}
+
 /// Decodes the cells of move `m` (whose totals are already read) at `*pos` into `m.cells`.
 /// `None` on malformed bytes: an unknown kind, cells out of order or repeated, an id no cell
 /// has, a cell without games, or cells whose counters do not add up to the move's.

@@ -152,8 +152,6 @@ impl Entry {
         self.moves.iter().any(|m| m.extra.is_some())
     }
 
-    /// Merges the moves of an entry with the same identity (sorted merge by move code).
-    #[doc(hidden)]
     /// How many of `other`'s moves this entry lacks (what [`Entry::merge`] would add); both
     /// keep their moves in order.
     pub(crate) fn moves_not_in(&self, other: &Entry) -> usize {
@@ -169,6 +167,8 @@ impl Entry {
             .count()
     }
 
+    /// Merges the moves of an entry with the same identity (sorted merge by move code).
+    #[doc(hidden)]
     pub fn merge(&mut self, other: Entry) {
         debug_assert!(self.same_id(&other));
         if self.coded.is_none() {
@@ -259,16 +259,37 @@ impl Entry {
     }
 }
 
+/// What a [`MergeIter`] merges: an entry, or one whose decoding ends when the merge takes it
+/// (a run's entry with its cells still coded, [`crate::store::block::CodedCells`]), so that the
+/// heads waiting beside the one taken hold no more than their coded bytes.
+pub trait MergeHead<E> {
+    /// The entry as far as it is decoded: at least its identity (key and position).
+    fn id(&self) -> &Entry;
+    /// The whole entry.
+    fn into_entry(self) -> Result<Entry, E>;
+}
+
+impl<E> MergeHead<E> for Entry {
+    fn id(&self) -> &Entry {
+        self
+    }
+
+    fn into_entry(self) -> Result<Entry, E> {
+        Ok(self)
+    }
+}
+
 /// Merges any number of entry streams, each sorted by identity, into one sorted stream in
-/// which equal identities are combined. Memory: one entry per input.
-pub struct MergeIter<I: Iterator<Item = Result<Entry, E>>, E> {
+/// which equal identities are combined. Memory: one head per input, and the entry being
+/// combined, whole.
+pub struct MergeIter<I: Iterator<Item = Result<H, E>>, E, H: MergeHead<E> = Entry> {
     inputs: Vec<I>,
-    heads: Vec<Option<Entry>>,
+    heads: Vec<Option<H>>,
     started: bool,
     failed: bool,
 }
 
-impl<I: Iterator<Item = Result<Entry, E>>, E> MergeIter<I, E> {
+impl<I: Iterator<Item = Result<H, E>>, E, H: MergeHead<E>> MergeIter<I, E, H> {
     pub fn new(inputs: Vec<I>) -> Self {
         let n = inputs.len();
         MergeIter {
@@ -283,22 +304,13 @@ impl<I: Iterator<Item = Result<Entry, E>>, E> MergeIter<I, E> {
         self.heads[i] = self.inputs[i].next().transpose()?;
         Ok(())
     }
-}
 
-impl<I: Iterator<Item = Result<Entry, E>>, E> Iterator for MergeIter<I, E> {
-    type Item = Result<Entry, E>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
+    /// The next merged entry (`None` at the end); an error ends the merge.
+    fn merged(&mut self) -> Result<Option<Entry>, E> {
         if !self.started {
             self.started = true;
             for i in 0..self.inputs.len() {
-                if let Err(e) = self.refill(i) {
-                    self.failed = true;
-                    return Some(Err(e));
-                }
+                self.refill(i)?;
             }
         }
         let mut best: Option<usize> = None;
@@ -306,31 +318,41 @@ impl<I: Iterator<Item = Result<Entry, E>>, E> Iterator for MergeIter<I, E> {
             if let Some(e) = h {
                 let better = match best.and_then(|b| self.heads[b].as_ref()) {
                     None => true,
-                    Some(be) => e.cmp_id(be) == Ordering::Less,
+                    Some(be) => e.id().cmp_id(be.id()) == Ordering::Less,
                 };
                 if better {
                     best = Some(i);
                 }
             }
         }
-        let b = best?;
-        let mut out = self.heads[b].take()?;
-        if let Err(e) = self.refill(b) {
-            self.failed = true;
-            return Some(Err(e));
-        }
+        let Some(b) = best else { return Ok(None) };
+        let Some(head) = self.heads[b].take() else {
+            return Ok(None);
+        };
+        let mut out = head.into_entry()?;
+        self.refill(b)?;
         for i in 0..self.inputs.len() {
-            while self.heads[i].as_ref().is_some_and(|e| e.same_id(&out)) {
-                if let Some(e) = self.heads[i].take() {
-                    out.merge(e);
+            while self.heads[i].as_ref().is_some_and(|h| h.id().same_id(&out)) {
+                if let Some(h) = self.heads[i].take() {
+                    out.merge(h.into_entry()?);
                 }
-                if let Err(e) = self.refill(i) {
-                    self.failed = true;
-                    return Some(Err(e));
-                }
+                self.refill(i)?;
             }
         }
-        Some(Ok(out))
+        Ok(Some(out))
+    }
+}
+
+impl<I: Iterator<Item = Result<H, E>>, E, H: MergeHead<E>> Iterator for MergeIter<I, E, H> {
+    type Item = Result<Entry, E>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let r = self.merged();
+        self.failed = r.is_err();
+        r.transpose()
     }
 }
 

@@ -20,8 +20,10 @@ use crate::store::run::{RunReader, RunWriter};
 use crate::store::{Book, BookWriter, WriterOptions};
 
 /// Most runs merged at once; more are merged in passes. A run being read holds one block
-/// (up to 1,024 entries decoded, its frame and a 64 KiB read buffer: ~0.5 MiB), so the runs a
-/// merge reads at once take [`RUNS_PER_MIB`] per MiB of `--memory` (the same share as format 1).
+/// (up to 1,024 entries decoded but for their cells, which stay coded until the merge takes
+/// the entry; its frame and a 64 KiB read buffer: ~0.5 MiB, at most ~2 MiB for a block of
+/// the heaviest opening positions), so the runs a merge reads at once take [`RUNS_PER_MIB`]
+/// per MiB of `--memory` (the same share as format 1).
 const MAX_FAN_IN: usize = 512;
 const RUNS_PER_MIB: usize = 1;
 
@@ -152,7 +154,9 @@ pub(super) fn reduce_runs(
         check_pass_disk(staging, &group)?;
         let readers = group
             .iter()
-            .map(|(r, _)| RunReader::open_indexed(&staging.join(r), game.codec()))
+            .map(|(r, _)| {
+                RunReader::open_indexed(&staging.join(r), game.codec()).map(RunReader::coded)
+            })
             .collect::<StoreResult<Vec<_>>>()?;
         let name = format!("run-{:06}.zst", state.next_run);
         state.next_run += 1;
@@ -322,20 +326,24 @@ impl NewEntries {
         }
     }
 
-    /// The sources as entry streams (spilled runs opened).
-    fn streams(self, game: Game) -> StoreResult<Vec<EntryStream<'static>>> {
+    /// The sources merged into one stream of entries: the spilled runs opened, their entries'
+    /// cells decoded only as the merge takes them (a head per run holds its cells coded).
+    fn merged(self, game: Game) -> StoreResult<EntryStream<'static>> {
         match self.sources {
-            Sources::InMemory(parts) => Ok(parts
-                .into_iter()
-                .map(|v| Box::new(v.map(Ok)) as EntryStream<'static>)
-                .collect()),
-            Sources::Runs(paths) => paths
-                .iter()
-                .map(|p| {
-                    RunReader::open_indexed(p, game.codec())
-                        .map(|r| Box::new(r) as EntryStream<'static>)
-                })
-                .collect(),
+            Sources::InMemory(parts) => {
+                let parts: Vec<EntryStream<'static>> = parts
+                    .into_iter()
+                    .map(|v| Box::new(v.map(Ok)) as EntryStream<'static>)
+                    .collect();
+                Ok(Box::new(MergeIter::new(parts)))
+            }
+            Sources::Runs(paths) => {
+                let runs = paths
+                    .iter()
+                    .map(|p| RunReader::open_indexed(p, game.codec()).map(RunReader::coded))
+                    .collect::<StoreResult<Vec<_>>>()?;
+                Ok(Box::new(MergeIter::new(runs)))
+            }
         }
     }
 }
@@ -367,7 +375,7 @@ fn apply(target: &Target<'_>, new: NewEntries, added: Additions) -> Result<Appli
             new.check_disk(disk::BookNeed::default())?;
             book::publish_segment(
                 book,
-                MergeIter::new(new.streams(target.game)?),
+                new.merged(target.game)?,
                 added,
                 target.game.codec(),
                 target.writer_opts,
@@ -422,7 +430,7 @@ fn rewrite(
     }
     // After carry_over: this import's records replace carried-over ones of the same inputs.
     added.write_to(&mut w);
-    sources.push(Box::new(MergeIter::new(new.streams(target.game)?)));
+    sources.push(new.merged(target.game)?);
     let mut trace = crate::ops::progress::Trace::new();
     for e in crate::chess::attach::AttachKeyOnly::new(MergeIter::new(sources)) {
         w.push(e?)?;

@@ -4,16 +4,19 @@
 //!
 //! This file holds the column layout shared by writer and reader (column count, entry flags,
 //! move record kinds) and the round-trip tests; `header.rs` the container (header, checksum,
-//! sealing and opening), `decompress.rs` the section A decompressors, `build.rs` the writer's
+//! sealing and opening), `decompress.rs` the section A decompressors, `coded.rs` entries whose cells are
+//! still coded, `build.rs` the writer's
 //! column coding and `view.rs` the reader's.
 
 mod build;
+mod coded;
 mod decompress;
 mod header;
 mod view;
 
 #[doc(hidden)]
 pub use build::{Payload, Prepared, build_payload, build_payload_with, prepare};
+pub use coded::CodedCells;
 #[doc(hidden)]
 pub use decompress::{Decompressors, PlainDecompressor};
 pub use header::{BlockHeader, Compression, HEADER_LEN, MAX_RAW_LEN, OpenBlock, open_block, seal};

@@ -16,8 +16,8 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::block::{self, BlockView, PlainDecompressor, Prepared};
-use super::entry::Entry;
+use super::block::{self, BlockView, CodedCells, PlainDecompressor, Prepared};
+use super::entry::{Entry, MergeHead};
 use super::{IdentityModel, PositionCodec, PositionModel};
 use crate::store::error::{Error, Result};
 
@@ -334,7 +334,9 @@ pub struct RunReader {
     count: u64,
     blocks: u64,
     buf: Vec<u8>,
-    block: std::vec::IntoIter<Entry>,
+    /// The current block's entries, cells still coded: a merge of many runs holds one such
+    /// block per run (docs/FORMAT.md §8.4).
+    block: std::vec::IntoIter<CodedCells>,
     done: bool,
     last: LastKey,
     /// Indexed moves come back as indices (`MoveRec::indexed`), for the import's merges:
@@ -448,16 +450,18 @@ impl RunReader {
             )));
         }
         let entries = BlockView::parse(ord, &open)
-            .and_then(|v| v.entries_as(self.codec.as_ref(), self.model.as_ref(), self.keep))
+            .and_then(|v| {
+                v.entries_cells_coded(self.codec.as_ref(), self.model.as_ref(), self.keep)
+            })
             .map_err(|e| self.damaged(format!("block {ord}: {e}")))?;
         self.block = entries.into_iter();
         Ok(true)
     }
 
-    fn next_entry(&mut self) -> Result<Option<Entry>> {
+    fn next_entry(&mut self) -> Result<Option<CodedCells>> {
         loop {
             if let Some(e) = self.block.next() {
-                if !self.last.advance(&e) {
+                if !self.last.advance(e.entry()) {
                     return Err(self.damaged("entries out of order"));
                 }
                 self.count += 1;
@@ -468,274 +472,76 @@ impl RunReader {
             }
         }
     }
+
+    /// The next entry as read (`None` at the end; an error ends the run).
+    fn next_coded(&mut self) -> Option<Result<CodedCells>> {
+        if self.done {
+            return None;
+        }
+        let r = self.next_entry();
+        self.done = !matches!(r, Ok(Some(_)));
+        r.transpose()
+    }
+
+    /// The run's entries with their cells still coded, decoded when a
+    /// [`MergeIter`](crate::store::entry::MergeIter) takes
+    /// them: what the import's merges of many runs read.
+    pub(crate) fn coded(self) -> CodedRun {
+        let name: Arc<str> = Arc::from(self.name.as_str());
+        CodedRun { run: self, name }
+    }
 }
 
 impl Iterator for RunReader {
     type Item = Result<Entry>;
     fn next(&mut self) -> Option<Result<Entry>> {
-        if self.done {
-            return None;
-        }
-        match self.next_entry() {
-            Ok(Some(e)) => Some(Ok(e)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        let r = self.next_coded()?.and_then(|c| {
+            c.decode()
+                .map_err(|e| Error::Damaged(format!("run {} is damaged: {e}", self.name)))
+        });
+        self.done |= r.is_err();
+        Some(r)
+    }
+}
+
+/// A run read for a merge ([`RunReader::coded`]): entries whose cells stay coded until taken.
+pub(crate) struct CodedRun {
+    run: RunReader,
+    name: Arc<str>,
+}
+
+/// An entry of a [`CodedRun`]: cells decoded when the merge takes it, damage reported with
+/// the run's name.
+pub(crate) struct RunHead {
+    cells: CodedCells,
+    run: Arc<str>,
+}
+
+impl Iterator for CodedRun {
+    type Item = Result<RunHead>;
+    fn next(&mut self) -> Option<Result<RunHead>> {
+        let run = &self.name;
+        self.run.next_coded().map(|r| {
+            r.map(|cells| RunHead {
+                cells,
+                run: run.clone(),
+            })
+        })
+    }
+}
+
+impl MergeHead<Error> for RunHead {
+    fn id(&self) -> &Entry {
+        self.cells.entry()
+    }
+
+    fn into_entry(self) -> Result<Entry> {
+        let run = self.run;
+        self.cells
+            .decode()
+            .map_err(|e| Error::Damaged(format!("run {run} is damaged: {e}")))
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::chess::{PosState, encode_move, tests_support::sample_positions};
-    use crate::store::MoveRec;
-    use crate::store::entry::MoveExtra;
-    use crate::store::facet::{CellId, CellStat};
-    use proptest::prelude::*;
-    use shakmaty::Position;
-
-    fn codec() -> Arc<dyn PositionCodec> {
-        crate::chess_codec()
-    }
-
-    /// A move whose counts are those of its cells (as the import makes them).
-    fn mv(code: u16, seed: u64, cells: bool, extra: bool) -> MoveRec {
-        let mut m = MoveRec {
-            mv: code,
-            extra: extra.then_some(MoveExtra {
-                weight: seed as u16,
-                learn: seed as u32 ^ 0xdead,
-            }),
-            ..Default::default()
-        };
-        if cells {
-            for c in 0..(1 + seed % 3) {
-                let s = CellStat {
-                    cell: CellId((c as u32 + 1) << 8 | (seed as u32 % 7)),
-                    white: seed % 5,
-                    draws: 1,
-                    black: c,
-                    unknown: 0,
-                    rating_sum: 2000 * (seed % 5 + 1 + c),
-                    rating_count: seed % 5 + 1 + c,
-                    opp_sum: 1900 * (seed % 5 + 1 + c),
-                    opp_count: seed % 5 + 1 + c,
-                };
-                m.white += s.white;
-                m.draws += s.draws;
-                m.black += s.black;
-                m.rating_sum += s.rating_sum;
-                m.rating_count += s.rating_count;
-                m.cells.push(s);
-            }
-        } else {
-            m.white = seed;
-            m.unknown = seed % 3;
-        }
-        m
-    }
-
-    /// The sample positions with some of their legal moves, and `key_only` key-only entries.
-    fn entries(seed: u64, key_only: usize) -> Vec<Entry> {
-        let codec = codec();
-        let mut out: Vec<Entry> = sample_positions()
-            .into_iter()
-            .enumerate()
-            .map(|(i, pos)| {
-                let chess = PosState::unpack(&pos).unwrap().to_chess().unwrap();
-                let mut moves: Vec<MoveRec> = chess
-                    .legal_moves()
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| (j + i + seed as usize).is_multiple_of(4))
-                    .map(|(j, m)| {
-                        let s = seed + j as u64;
-                        mv(encode_move(m), s, s.is_multiple_of(2), s.is_multiple_of(5))
-                    })
-                    .collect();
-                moves.sort_by_key(|m| m.mv);
-                Entry {
-                    coded: None,
-                    key: codec.key(&pos).unwrap(),
-                    pos: Some(pos),
-                    moves,
-                }
-            })
-            .collect();
-        let mut x = seed | 1;
-        for i in 0..key_only {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            out.push(Entry {
-                coded: None,
-                key: x,
-                pos: None,
-                moves: vec![mv(i as u16, x % 97, false, x.is_multiple_of(3))],
-            });
-        }
-        out.sort_by(Entry::cmp_id);
-        out.dedup_by(|a, b| a.same_id(b));
-        out
-    }
-
-    fn write(path: &Path, es: &[Entry]) -> u64 {
-        let mut w = RunWriter::create(path, codec()).unwrap();
-        for e in es {
-            w.push(e).unwrap();
-        }
-        w.finish().unwrap()
-    }
-
-    fn read(path: &Path) -> Result<Vec<Entry>> {
-        RunReader::open(path, codec())?.collect()
-    }
-
-    /// More entries than the model sample and a block hold: the model is trained, many blocks
-    /// are written, and everything comes back as it went in.
-    #[test]
-    fn run_round_trip_over_many_blocks() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.zst");
-        let es = entries(3, MODEL_SAMPLE + 3 * BLOCK_ENTRIES + 17);
-        assert_eq!(write(&path, &es), es.len() as u64);
-        assert_eq!(read(&path).unwrap(), es);
-        assert!(!dir.path().join("r.tmp").exists());
-        // Only positions, fewer than a block: trained on what there is.
-        let few = entries(4, 0);
-        write(&path, &few);
-        assert_eq!(read(&path).unwrap(), few);
-        // Nothing at all; and only key-only entries (no position to train on: the identity
-        // model), over several blocks.
-        write(&path, &[]);
-        assert_eq!(read(&path).unwrap(), Vec::<Entry>::new());
-        let keys: Vec<Entry> = entries(5, 3 * BLOCK_ENTRIES)
-            .into_iter()
-            .filter(|e| e.pos.is_none())
-            .collect();
-        write(&path, &keys);
-        assert_eq!(read(&path).unwrap(), keys);
-    }
-
-    /// Legal moves are stored as indices; read with `open_indexed` they come back as indices
-    /// (positions with moves all indexed), and a run written from those entries (a merge
-    /// pass) holds the same as the first. An entry mixing indices and codes of the same
-    /// position is written as codes, equal moves added together.
-    #[test]
-    fn indexed_moves_pass_through_runs() {
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("a.zst"), dir.path().join("b.zst"));
-        let es = entries(8, 40);
-        write(&a, &es);
-        let indexed: Vec<Entry> = RunReader::open_indexed(&a, codec())
-            .unwrap()
-            .collect::<Result<_>>()
-            .unwrap();
-        let with_moves = indexed
-            .iter()
-            .filter(|e| e.pos.is_some() && !e.moves.is_empty());
-        assert!(with_moves.clone().count() > 3);
-        assert!(
-            with_moves
-                .clone()
-                .all(|e| e.moves.iter().all(|m| m.indexed))
-        );
-        assert!(
-            indexed
-                .iter()
-                .filter(|e| e.pos.is_none())
-                .all(|e| e.moves.iter().all(|m| !m.indexed))
-        );
-        write(&b, &indexed);
-        assert_eq!(read(&b).unwrap(), es);
-        assert_eq!(
-            std::fs::read(&a).unwrap(),
-            std::fs::read(&b).unwrap(),
-            "the same bytes"
-        );
-        // Mixed: the first position's moves as indices, plus its first move again as a code.
-        let i = indexed
-            .iter()
-            .position(|e| e.pos.is_some() && !e.moves.is_empty())
-            .unwrap();
-        let mut mixed = indexed[i].clone();
-        let mut again = es[i].moves[0].clone();
-        again.white += 7;
-        mixed.moves.insert(0, again.clone());
-        write(&b, std::slice::from_ref(&mixed));
-        let back = read(&b).unwrap();
-        let mut want = es[i].clone();
-        want.moves[0].add(&again);
-        assert_eq!(back, vec![want]);
-    }
-
-    #[test]
-    fn run_refuses_entries_out_of_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let es = entries(5, 10);
-        let mut w = RunWriter::create(&dir.path().join("r.zst"), codec()).unwrap();
-        w.push(&es[1]).unwrap();
-        assert!(w.push(&es[0]).is_err());
-        assert!(w.push(&es[1]).is_err(), "the same entry twice");
-    }
-
-    /// Every truncation point tried and every bit flip tried is an error, never a panic or a
-    /// short read taken as the whole run.
-    #[test]
-    fn run_damage_is_detected() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.zst");
-        let es = entries(6, 3000);
-        write(&path, &es);
-        let bytes = std::fs::read(&path).unwrap();
-        let damaged = |b: &[u8]| {
-            std::fs::write(&path, b).unwrap();
-            read(&path).is_err()
-        };
-        for cut in (0..bytes.len())
-            .step_by(bytes.len() / 61 + 1)
-            .chain([bytes.len() - 1])
-        {
-            assert!(damaged(&bytes[..cut]), "truncation at {cut} undetected");
-        }
-        let mut longer = bytes.clone();
-        longer.push(0);
-        assert!(damaged(&longer), "a byte after the end undetected");
-        for i in (0..bytes.len()).step_by(bytes.len() / 97 + 1) {
-            let mut bad = bytes.clone();
-            bad[i] ^= 0x10;
-            assert!(damaged(&bad), "flip at {i} of {} undetected", bytes.len());
-        }
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(24))]
-        /// Any subset of entries, in order, round-trips; arbitrary bytes never panic the reader.
-        #[test]
-        fn run_round_trip_prop(seed in 0u64..1000, keep in 1usize..7, key_only in 0usize..300,
-                               junk in proptest::collection::vec(any::<u8>(), 0..200)) {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("r.zst");
-            let es: Vec<Entry> = entries(seed, key_only)
-                .into_iter()
-                .enumerate()
-                .filter(|(i, _)| i % keep == 0)
-                .map(|(_, e)| e)
-                .collect();
-            write(&path, &es);
-            prop_assert_eq!(read(&path).unwrap(), es);
-            let mut bytes = MAGIC.to_vec();
-            bytes.extend_from_slice(&junk);
-            let r = RunReader::from_reader("junk".into(), Box::new(std::io::Cursor::new(bytes)), codec());
-            if let Ok(r) = r {
-                let _ = r.collect::<Result<Vec<_>>>();
-            }
-        }
-    }
-}
+mod tests;
