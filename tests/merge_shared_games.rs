@@ -1,8 +1,9 @@
 //! `merge` of books that counted the same games (brief §9: a game counts once): the extra
 //! copies' counts are taken out, so the merged book equals one import of the games, cells,
-//! game store and references included, whatever the order of the inputs; what cannot be taken
-//! out (games counted to another `--max-ply`) is reported and warned about; inputs pruned
-//! since are clamped, not wrapped. Retagged games (lichess-style tags) fill the facet cells.
+//! game store and references included, whatever the order of the inputs; games counted to
+//! another `--max-ply` count once, as the deeper copy; what cannot be taken out (games known
+//! only by fingerprint) is reported and warned about; inputs pruned since are clamped, not
+//! wrapped. Retagged games (lichess-style tags) fill the facet cells.
 
 mod common;
 use common::{Bookdb, bookdb, python_chess, retagged_games, s, stats, verify, write_games};
@@ -210,34 +211,39 @@ fn the_copy_with_the_most_facets_is_kept() {
     }
 }
 
-/// Games counted to another `--max-ply` are not the same record: they stay counted twice, and
-/// the merge says so (JSON and a warning).
+/// Games counted to another `--max-ply` are one game: the merge counts and stores the deeper
+/// copy (the shallower one's counts taken out), whatever the order of the inputs, so the
+/// result equals the merge of the deeper book with the other book's games it lacks.
 #[test]
-fn games_counted_differently_are_reported_not_taken_out() {
+fn games_counted_to_another_max_ply_count_once_as_the_deeper_copy() {
     let Some(g) = games() else { return };
     let d = &g.dir;
     let a = import(&g.games[..700], d, "a", &["--max-ply", "20"]);
     let b = import(&g.games[500..], d, "b", &[]);
-    let out = d.join("ab.book");
-    let m = bookdb(["merge", "--json", "--out", s(&out), s(&a), s(&b)]).json();
-    // A game of at most 20 plies is stored alike by both (all its plies counted): only those
-    // are taken out.
-    let (shared, taken, twice) = (
-        m["shared_games"].as_u64().unwrap(),
-        m["copies_subtracted"].as_u64().unwrap(),
-        m["copies_still_counted"].as_u64().unwrap(),
-    );
-    assert_eq!((shared, taken + twice), (200, 200), "{m}");
-    assert!(taken < 10, "{m}");
-    assert_eq!(stats(&out)["games"], 1400 - taken);
-    let o = bookdb(["merge", "--out", s(&d.join("ab2.book")), s(&a), s(&b)]).ok_output();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains(&format!(
-            "warning: {twice} copies of games counted by more than one"
-        )),
-        "{err}"
-    );
+    let a_only = import(&g.games[..500], d, "a_only", &["--max-ply", "20"]);
+    let (want, _, _) = merge(d, "want", &[&a_only, &b]);
+    for (name, inputs) in [("ab", [a.as_path(), &b]), ("ba", [b.as_path(), &a])] {
+        let (out, m, err) = merge(d, name, &inputs);
+        let n = |k: &str| m[k].as_u64().unwrap();
+        assert_eq!(
+            (
+                n("shared_games"),
+                n("shared_games_subtracted"),
+                n("copies_subtracted"),
+                n("copies_still_counted")
+            ),
+            (200, 200, 200, 0),
+            "{m}"
+        );
+        assert!(!err.contains("warning"), "{err}");
+        assert_eq!(stats(&out)["games"], 1200, "{name}");
+        assert_eq!(stats(&out)["stored_games"], 1200, "{name}");
+        assert_eq!(dump_cells(&out), dump_cells(&want), "{name}");
+        assert_eq!(content_stats(&out), content_stats(&want), "{name}");
+        assert_eq!(all_pgn(&out), all_pgn(&want), "{name}");
+        assert_eq!(top_games(&out), top_games(&want), "{name}");
+        verify(&out);
+    }
 }
 
 /// A third input that records the games only by fingerprint (`--no-games --dedupe`): its

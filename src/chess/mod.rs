@@ -71,6 +71,9 @@ impl PositionCodec for ChessCodec {
     fn game_head_fields(&self) -> Option<usize> {
         Some(gamefields::MOVES_FIELD)
     }
+    fn counted_plies_field(&self) -> Option<usize> {
+        Some(gamefields::PLIES_FIELD)
+    }
     fn prepare(
         &self,
         model: &dyn PositionModel,

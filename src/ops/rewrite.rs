@@ -91,7 +91,7 @@ pub struct MergeSummary {
     /// game, the inputs that counted it less one.
     pub shared_copies: u64,
     /// Of those, the copies still counted: an input records the game by fingerprint only
-    /// (`--no-games --dedupe`), or stored it differently (counted to another `--max-ply`).
+    /// (`--no-games --dedupe`), or stored it with other fields (not only other counted plies).
     pub copies_still_counted: u64,
     /// Entries where a copy held more than the inputs' sum (an input pruned by
     /// `compact --min-games`, or re-faceted by `migrate --facets`): counters clamped at zero.

@@ -6,20 +6,23 @@
 //! Each input counted such a game exactly as its stored record says (the plies it counted,
 //! its tags, the facets of the file that stores it), so importing the record's counted plies
 //! with no ply limit, the file's facets and nothing else gives back that copy's counts
-//! exactly. Of the copies of one game, the merge keeps the one whose file keeps the most
-//! facets (then the highest facet bits): the same copy whatever the order of the inputs. Games
-//! whose copies differ (counted to another `--max-ply`) or that an input records only by
-//! fingerprint (`--no-games --dedupe`) are not found here; the merge reports them.
+//! exactly. Copies of one game are records with the same date, id and fields, but for how
+//! many plies they counted (books imported with another `--max-ply`). Of them, the merge keeps
+//! the deepest (the one its game store keeps), then the one whose file keeps the most facets
+//! (then the highest facet bits): the same copy whatever the order of the inputs. Games an
+//! input records only by fingerprint (`--no-games --dedupe`), or whose records differ in more
+//! than their plies, are not found here; the merge reports them.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::chess::gamefields::PLIES_FIELD;
 use crate::error::{Error, Result};
 use crate::store::Book;
 use crate::store::book::GameStream;
 use crate::store::facet::{FacetGames, FacetSet};
-use crate::store::gameblock::{StoredGame, store_order};
+use crate::store::gameblock::{StoredGame, counted_plies_of, same_game_but_plies, store_order};
 
 use super::game::Game;
 
@@ -140,16 +143,22 @@ pub(crate) fn collect(books: &[Book], out: &Path) -> Result<Option<Copies>> {
         group.clear();
         group.extend((0..heads.len()).filter(|&i| {
             heads[i].as_ref().is_some_and(|g| {
-                heads[least]
-                    .as_ref()
-                    .is_some_and(|l| store_order(g, l).is_eq())
+                heads[least].as_ref().is_some_and(|l| {
+                    store_order(g, l).is_eq() || same_game_but_plies(g, l, Some(PLIES_FIELD))
+                })
             })
         }));
         if group.len() > 1 {
+            // The deepest copy (the one the merged store keeps), then the most facets.
             let keep = group
                 .iter()
                 .copied()
-                .max_by_key(|&i| keep_rank(streams[i].0))
+                .max_by_key(|&i| {
+                    let plies = heads[i]
+                        .as_ref()
+                        .map_or(0, |g| counted_plies_of(g, PLIES_FIELD));
+                    (plies, keep_rank(streams[i].0))
+                })
                 .unwrap_or(least);
             games += 1;
             for &i in group.iter().filter(|&&i| i != keep) {

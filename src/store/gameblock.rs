@@ -68,6 +68,34 @@ pub fn store_order(a: &StoredGame, b: &StoredGame) -> std::cmp::Ordering {
     (date_key(a), a.id, &a.fields).cmp(&(date_key(b), b.id, &b.fields))
 }
 
+/// Whether `a` and `b` are one game counted to different depths: the same date, id and
+/// fields but for field `plies` (the counted plies, [`crate::store::PositionCodec::counted_plies_field`]),
+/// which differs. Such records are adjacent in the [`store_order`].
+pub fn same_game_but_plies(a: &StoredGame, b: &StoredGame, plies: Option<usize>) -> bool {
+    let Some(p) = plies else { return false };
+    a.id == b.id
+        && a.fields.len() == b.fields.len()
+        && p < a.fields.len()
+        && a.fields[p] != b.fields[p]
+        && a.fields
+            .iter()
+            .zip(&b.fields)
+            .enumerate()
+            .all(|(i, (x, y))| i == p || x == y)
+}
+
+/// The plies a record counted, from its field `plies` (a varint); 0 when unreadable.
+pub fn counted_plies_of(g: &StoredGame, plies: usize) -> u64 {
+    let Some(f) = g.fields.get(plies) else {
+        return 0;
+    };
+    let mut at = 0;
+    match crate::store::varint::get(f, &mut at) {
+        Some(v) if at == f.len() => v,
+        _ => 0,
+    }
+}
+
 /// Ids are held in 6 bytes.
 pub const MAX_GAME_ID: u64 = (1 << 48) - 1;
 
@@ -400,6 +428,42 @@ fn columns_at(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// One game counted to different depths is known as one (adjacent in the store's order,
+    /// the deeper one read back); any other difference makes them two games.
+    #[test]
+    fn same_game_but_plies_needs_everything_else_equal() {
+        let g = |id: u64, date: &str, plies: u64| {
+            let mut p = Vec::new();
+            crate::store::varint::put(&mut p, plies);
+            StoredGame {
+                id,
+                fields: vec![
+                    b"Event".to_vec(),
+                    date.as_bytes().to_vec(),
+                    vec![1, 2, 3],
+                    p,
+                ],
+            }
+        };
+        let (a, b) = (g(7, "2020.01.02", 20), g(7, "2020.01.02", 300));
+        assert!(same_game_but_plies(&a, &b, Some(3)));
+        assert!(same_game_but_plies(&b, &a, Some(3)));
+        assert_eq!(
+            (counted_plies_of(&a, 3), counted_plies_of(&b, 3)),
+            (20, 300)
+        );
+        assert!(
+            !same_game_but_plies(&a, &a, Some(3)),
+            "equal records are equal, not copies"
+        );
+        assert!(!same_game_but_plies(&a, &b, None));
+        assert!(!same_game_but_plies(&a, &b, Some(2)));
+        assert!(!same_game_but_plies(&a, &g(8, "2020.01.02", 300), Some(3)));
+        assert!(!same_game_but_plies(&a, &g(7, "2020.01.03", 300), Some(3)));
+        assert!(!same_game_but_plies(&a, &b, Some(9)));
+        assert_eq!(counted_plies_of(&a, 9), 0);
+    }
 
     fn arb_games() -> impl Strategy<Value = Vec<StoredGame>> {
         (0usize..5).prop_flat_map(|nf| {

@@ -122,6 +122,13 @@ pub trait PositionCodec: Send + Sync {
     fn game_head_fields(&self) -> Option<usize> {
         None
     }
+    /// The field of a stored game holding how many of its plies were counted (a varint), so
+    /// that two records of one game counted to different depths (books imported with another
+    /// `--max-ply`) are known as one game: a merge counts and stores the deeper one
+    /// ([`gameblock::same_game_but_plies`]). `None`: records are one game only when equal.
+    fn counted_plies_field(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// [`PositionCodec::prepare`] from the codec's other methods (its default, and a codec's

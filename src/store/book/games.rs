@@ -10,7 +10,9 @@ use super::open::GameTables;
 use super::options::PAGE_FIT;
 use super::*;
 use crate::store::error::{Corruption, Error, Result};
-use crate::store::gameblock::{self, StoredGame, store_order};
+use crate::store::gameblock::{
+    self, StoredGame, counted_plies_of, same_game_but_plies, store_order,
+};
 
 /// Games per block written, and the raw bytes past which a block is closed early: a game read
 /// by number decodes its whole block, so blocks stay small enough for an explorer answer
@@ -289,7 +291,7 @@ impl Book {
             .iter()
             .map(|f| f.games_iter())
             .collect::<Result<Vec<_>>>()?;
-        Ok(Box::new(MergeGames::new(parts)))
+        Ok(Box::new(MergeGames::new(parts, None)))
     }
 
     /// The games stored over all the book's files.
@@ -379,7 +381,7 @@ impl GameCarry {
             super::refs::RefBuilder::new(ctx.clone()),
             ctx.codec.game_head_fields(),
         )?;
-        for g in MergeGames::new(parts) {
+        for g in MergeGames::new(parts, ctx.codec.counted_plies_field()) {
             out.push(g?)?;
         }
         out.finish(txn)
@@ -506,27 +508,35 @@ impl<'t> StoreWriter<'t> {
 /// Streams of games, each in the store's order ([`store_order`]), merged into one in that
 /// order; a game met again (same id and fields) is given once.
 pub fn merge_game_streams(parts: Vec<GameStream<'static>>) -> GameStream<'static> {
-    Box::new(MergeGames::new(parts))
+    Box::new(MergeGames::new(parts, None))
 }
 
 /// Streams of games in the store's order merged into one; a game met again (same id and
-/// fields) is given once.
+/// fields) is given once. With `plies` (the codec's counted-plies field), records of one game
+/// counted to different depths are given once too, as the deepest
+/// ([`same_game_but_plies`]): what a merge of books imported with another `--max-ply` keeps.
 struct MergeGames {
     parts: Vec<GameStream<'static>>,
     /// Each stream's next game (`None`: not read yet or ended, see `ended`).
     heads: Vec<Option<StoredGame>>,
     ended: Vec<bool>,
+    /// The last game taken from the heads (the order is checked against it).
     last: Option<StoredGame>,
+    /// The game to give next, once no deeper record of it follows.
+    pending: Option<StoredGame>,
+    plies: Option<usize>,
 }
 
 impl MergeGames {
-    fn new(parts: Vec<GameStream<'static>>) -> Self {
+    fn new(parts: Vec<GameStream<'static>>, plies: Option<usize>) -> Self {
         let n = parts.len();
         MergeGames {
             parts,
             heads: vec![None; n],
             ended: vec![false; n],
             last: None,
+            pending: None,
+            plies,
         }
     }
 
@@ -542,16 +552,12 @@ impl MergeGames {
         }
         Ok(())
     }
-}
 
-impl Iterator for MergeGames {
-    type Item = Result<StoredGame>;
-
-    fn next(&mut self) -> Option<Result<StoredGame>> {
+    /// The least head, taken, in the store's order; `None` when every stream ended. A game
+    /// equal to the last one taken is skipped.
+    fn take_least(&mut self) -> Result<Option<StoredGame>> {
         loop {
-            if let Err(e) = self.fill() {
-                return Some(Err(e));
-            }
+            self.fill()?;
             let mut least: Option<usize> = None;
             for (i, h) in self.heads.iter().enumerate() {
                 let Some(g) = h else { continue };
@@ -563,22 +569,50 @@ impl Iterator for MergeGames {
                     least = Some(i);
                 }
             }
-            let g = self.heads[least?].take()?;
+            let Some(g) = least.and_then(|l| self.heads[l].take()) else {
+                return Ok(None);
+            };
             if let Some(l) = &self.last {
                 match store_order(l, &g) {
                     Ordering::Equal => continue,
                     Ordering::Greater => {
-                        return Some(Err(Error::Internal(format!(
+                        return Err(Error::Internal(format!(
                             "game {:012x} out of the store's order",
                             g.id
-                        ))));
+                        )));
                     }
                     Ordering::Less => {}
                 }
             }
             self.last = Some(g.clone());
-            return Some(Ok(g));
+            return Ok(Some(g));
         }
+    }
+
+    fn next_game(&mut self) -> Result<Option<StoredGame>> {
+        while let Some(g) = self.take_least()? {
+            match self.pending.take() {
+                None => self.pending = Some(g),
+                Some(p) if same_game_but_plies(&p, &g, self.plies) => {
+                    let f = self.plies.unwrap_or_default();
+                    let deeper = counted_plies_of(&g, f) > counted_plies_of(&p, f);
+                    self.pending = Some(if deeper { g } else { p });
+                }
+                Some(p) => {
+                    self.pending = Some(g);
+                    return Ok(Some(p));
+                }
+            }
+        }
+        Ok(self.pending.take())
+    }
+}
+
+impl Iterator for MergeGames {
+    type Item = Result<StoredGame>;
+
+    fn next(&mut self) -> Option<Result<StoredGame>> {
+        self.next_game().transpose()
     }
 }
 
