@@ -11,6 +11,7 @@
 mod cache;
 mod delta;
 mod evals;
+mod factspill;
 mod filter;
 mod fold;
 mod games;

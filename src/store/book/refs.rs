@@ -96,13 +96,14 @@ pub(crate) struct RefBuilder {
     batch: Vec<StoredGame>,
     /// The facts of the games since the last whole chunk, and the chunks done.
     facts: Vec<(u32, u16)>,
-    chunks: Vec<(u32, Vec<u8>)>,
+    chunks: super::factspill::FactChunks,
     next: u32,
 }
 
 impl RefBuilder {
     pub(crate) fn new(ctx: RefContext) -> RefBuilder {
         RefBuilder {
+            chunks: super::factspill::FactChunks::new(&ctx.prefix),
             ctx,
             tuples: Vec::new(),
             runs: Vec::new(),
@@ -111,7 +112,6 @@ impl RefBuilder {
             partial: None,
             batch: Vec::new(),
             facts: Vec::new(),
-            chunks: Vec::new(),
             next: 0,
         }
     }
@@ -176,7 +176,7 @@ impl RefBuilder {
             if self.facts.len() == FACTS_PER_CHUNK as usize {
                 let first = number + 1 - FACTS_PER_CHUNK;
                 self.chunks
-                    .push((first, refblock::encode_facts(&self.facts)));
+                    .push(first, refblock::encode_facts(&self.facts))?;
                 self.facts.clear();
             }
             for (key, mv) in pairs {
@@ -246,17 +246,25 @@ impl RefBuilder {
         Ok(path)
     }
 
-    /// Writes the facts and references into `txn`.
-    pub(crate) fn write(mut self, txn: &redb::WriteTransaction) -> Result<()> {
+    /// Every fact chunk, in number order: the whole ones done and the last, partial one.
+    fn all_chunks(&mut self) -> Result<impl Iterator<Item = Result<(u32, Vec<u8>)>> + '_> {
         self.index_batch()?;
-        let mut facts = txn.open_table(GAME_FACTS)?;
-        let mut refs = txn.open_table(GAME_REFS)?;
-        for (first, chunk) in std::mem::take(&mut self.chunks) {
-            facts.insert(first, chunk.as_slice())?;
-        }
         if !self.facts.is_empty() {
             let first = self.next - self.facts.len() as u32;
-            facts.insert(first, refblock::encode_facts(&self.facts).as_slice())?;
+            self.chunks
+                .push(first, refblock::encode_facts(&self.facts))?;
+            self.facts.clear();
+        }
+        self.chunks.drain()
+    }
+
+    /// Writes the facts and references into `txn`.
+    pub(crate) fn write(mut self, txn: &redb::WriteTransaction) -> Result<()> {
+        let mut facts = txn.open_table(GAME_FACTS)?;
+        let mut refs = txn.open_table(GAME_REFS)?;
+        for c in self.all_chunks()? {
+            let (first, chunk) = c?;
+            facts.insert(first, chunk.as_slice())?;
         }
         let mut block: Vec<PosRefs> = Vec::new();
         let mut raw = 0usize;
@@ -513,12 +521,7 @@ impl BookFile {
         shielded_rows(table, "reading game references", &self.path)
     }
 
-    /// Every fact chunk of this file, in number order.
-    pub(crate) fn fact_chunks(&self) -> Result<Vec<(u32, Vec<u8>)>> {
-        self.fact_chunk_iter()?.collect()
-    }
-
-    /// [`BookFile::fact_chunks`] one chunk at a time.
+    /// Every fact chunk of this file, in number order, one at a time.
     pub(crate) fn fact_chunk_iter(
         &self,
     ) -> Result<impl Iterator<Item = Result<(u32, Vec<u8>)>> + '_> {
@@ -657,28 +660,32 @@ impl BookFile {
         for g in self.games_iter()? {
             b.add(&g?)?;
         }
-        b.index_batch()?;
-        let mut want_chunks = std::mem::take(&mut b.chunks);
-        if !b.facts.is_empty() {
-            let first = b.next - b.facts.len() as u32;
-            want_chunks.push((first, refblock::encode_facts(&b.facts)));
+        // The stored chunks against the derived ones, one pair at a time.
+        let mut have = self.fact_chunk_iter()?;
+        let mut want = b.all_chunks()?;
+        let mut at = 0u64;
+        loop {
+            let (h, w) = (have.next().transpose()?, want.next().transpose()?);
+            if h.is_none() && w.is_none() {
+                break;
+            }
+            if h != w {
+                let first = |c: &Option<(u32, Vec<u8>)>| {
+                    c.as_ref()
+                        .map_or("none".to_string(), |(f, _)| format!("game {f} on"))
+                };
+                return Err(bad(
+                    "game_facts",
+                    format!(
+                        "the stored chunks differ from those derived from the games from chunk {at} (stored: {}, derived: {})",
+                        first(&h),
+                        first(&w)
+                    ),
+                ));
+            }
+            at += 1;
         }
-        let have_chunks = self.fact_chunks()?;
-        if have_chunks != want_chunks {
-            let at = have_chunks
-                .iter()
-                .zip(&want_chunks)
-                .position(|(a, b)| a != b)
-                .unwrap_or(have_chunks.len().min(want_chunks.len()));
-            return Err(bad(
-                "game_facts",
-                format!(
-                    "{} chunks stored, {} derived from the games; they differ from chunk {at}",
-                    have_chunks.len(),
-                    want_chunks.len()
-                ),
-            ));
-        }
+        drop(want);
         let mut stored = self.ref_block_iter()?.map(|r| {
             let (first, bytes) = r?;
             refblock::decode_refs(&bytes, first)
