@@ -180,18 +180,7 @@ impl<'a> BlockView<'a> {
         model: &dyn PositionModel,
         keep: Keep,
     ) -> Result<Vec<Entry>, Corruption> {
-        let mut out = Vec::with_capacity(self.count);
-        let mut cur = Cursor::default();
-        for i in 0..self.count {
-            let how = DecodeAs {
-                keep,
-                cells: CellRead::All,
-                defer_cells: false,
-            };
-            out.push(self.decode_at_known(i, &mut cur, codec, model, None, how)?);
-        }
-        self.check_consumed(&cur)?;
-        Ok(out)
+        self.decode_all(codec, model, (keep, false), |_, e, _, _| Ok(e))
     }
 
     /// Like [`BlockView::entries_as`], each entry's cells left as the block stores them
@@ -203,21 +192,36 @@ impl<'a> BlockView<'a> {
         model: &dyn PositionModel,
         keep: Keep,
     ) -> Result<Vec<CodedCells>, Corruption> {
+        let take_cells = |v: &Self, entry: Entry, cur: &mut Cursor, i: usize| {
+            let cells = match v.cols[1][i] & FLAG_CELLS != 0 {
+                true => Some(v.cell_bytes(cur, i)?.to_vec()),
+                false => None,
+            };
+            Ok(CodedCells::new(entry, cells, v.block_key, i))
+        };
+        self.decode_all(codec, model, (keep, true), take_cells)
+    }
+
+    /// Every entry decoded in order and handed to `make` (with the cursor after it, and its
+    /// index), checking that the columns hold nothing more. With `defer_cells`, the cells are
+    /// left unread: `make` reads them.
+    fn decode_all<T>(
+        &self,
+        codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
+        (keep, defer_cells): (Keep, bool),
+        mut make: impl FnMut(&Self, Entry, &mut Cursor, usize) -> Result<T, Corruption>,
+    ) -> Result<Vec<T>, Corruption> {
         let mut out = Vec::with_capacity(self.count);
         let mut cur = Cursor::default();
         for i in 0..self.count {
             let how = DecodeAs {
                 keep,
                 cells: CellRead::All,
-                defer_cells: true,
+                defer_cells,
             };
             let entry = self.decode_at_known(i, &mut cur, codec, model, None, how)?;
-            let cells = if self.cols[1][i] & FLAG_CELLS != 0 {
-                Some(self.cell_bytes(&mut cur, i)?.to_vec())
-            } else {
-                None
-            };
-            out.push(CodedCells::new(entry, cells, self.block_key, i));
+            out.push(make(self, entry, &mut cur, i)?);
         }
         self.check_consumed(&cur)?;
         Ok(out)
