@@ -177,8 +177,8 @@ fn get_opp(data: &[u8], pos: &mut usize, c: &mut CellStat, okind: u8) -> Option<
     Some(())
 }
 
-/// What a read keeps of each move's cells. Every mode checks the bytes as fully as the others
-/// (kinds, order, ids, that the cells add up to the move's counters).
+/// What a read keeps of each move's cells. Every mode but [`CellRead::Skip`] checks the bytes
+/// as fully as the others (kinds, order, ids, that the cells add up to the move's counters).
 #[derive(Clone, Copy, Debug, Default)]
 pub enum CellRead<'f> {
     /// Every cell (rewrites, `dump --facets`, verify).
@@ -190,6 +190,12 @@ pub enum CellRead<'f> {
     /// No cells, only their totals: one all-unknown cell carrying the opponent's ratings
     /// (an unfiltered answer without history needs nothing else).
     Totals,
+    /// No cells: a block read passes over an entry's cell bytes without walking them (the
+    /// block's checksum still covers them). For reads that need only the moves and their
+    /// counters: an import's lookups of the entries it adds to a delta segment, where the
+    /// opening positions' ~10^5 cells each took 7.9 % of a 10k-game import into an 8M-game
+    /// book (docs/PERFORMANCE.md).
+    Skip,
 }
 
 /// Why an entry's cell bytes do not decode ([`read_entry_cells`]).
@@ -262,6 +268,8 @@ pub(crate) fn read_cells(
             }
             n
         }
+        // A block read never walks cells it skips; read alone, they are walked and dropped.
+        CellRead::Skip => walk_cells(data, pos, &totals, |_| {})?,
     };
     m.cells = cells;
     Some(n)

@@ -410,6 +410,9 @@ impl<'a> BlockView<'a> {
             return Ok(());
         }
         let bytes = self.cell_bytes(cur, i)?;
+        if matches!(read, CellRead::Skip) {
+            return Ok(());
+        }
         read_entry_cells(bytes, moves, read).map_err(|e| self.cells_error(e, i))
     }
 

@@ -88,9 +88,9 @@ pub(crate) fn publish_segment(
     let mut prev_key: Option<u64> = None;
     for e in new {
         let e = e?;
-        // Only the old entry's moves matter here: its cells are not read.
+        // Only the old entry's moves matter here: its cells are passed over, not walked.
         let old = match &e.pos {
-            Some(p) => book.lookup_read(p, CellRead::Totals)?,
+            Some(p) => book.lookup_read(p, CellRead::Skip)?,
             None => book.get(e.key)?.into_iter().find(|x| x.pos.is_none()),
         };
         match &old {
