@@ -72,10 +72,7 @@ impl RewriteBudget {
 /// The files of the book at `path` (its base and the segments its manifest lists; 1 if the
 /// manifest cannot be read: the open reports that).
 pub(crate) fn book_files(path: &std::path::Path) -> usize {
-    crate::store::files::resolve_book(path)
-        .ok()
-        .and_then(|p| crate::store::book::Manifest::read(&p).ok().flatten())
-        .map_or(1, |m| m.segments.len() + 1)
+    crate::store::book::file_count(path)
 }
 
 #[cfg(test)]

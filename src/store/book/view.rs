@@ -46,6 +46,15 @@ impl std::fmt::Debug for Book {
     }
 }
 
+/// The files of the book at `path`: its base and the segments its manifest lists (1 if the
+/// manifest cannot be read: opening the book reports that).
+pub(crate) fn file_count(path: &Path) -> usize {
+    crate::store::files::resolve_book(path)
+        .ok()
+        .and_then(|p| Manifest::read(&p).ok().flatten())
+        .map_or(1, |m| m.segments.len() + 1)
+}
+
 impl Book {
     /// Opens a book read-only: its manifest, its base's meta table and its segments' meta
     /// tables; blocks are read on demand, so opening costs the same whatever the book's size.
@@ -90,15 +99,19 @@ impl Book {
     }
 
     /// [`Book::open`] with both caches (redb's pages, opened blocks) at `cache_bytes` each
-    /// instead of 64 MiB: for an import's lookups, which must stay within its memory budget.
+    /// for all the book's files together (split evenly, at least 1 MiB a file) instead of
+    /// 64 MiB a file: for an import's lookups, which must stay within its memory budget
+    /// however many segments the book has. The lookups go in key order, so each file needs
+    /// little more than its current block.
     pub(crate) fn open_with_cache(
         path: &Path,
         codec: Arc<dyn PositionCodec>,
         cache_bytes: usize,
     ) -> Result<Book> {
+        let per_file = (cache_bytes / file_count(path)).max(1 << 20);
         let caches = CacheSizes {
-            redb_bytes: cache_bytes,
-            block_bytes: cache_bytes,
+            redb_bytes: per_file,
+            block_bytes: per_file,
         };
         Self::open_view(path, &codec, None, caches, false)
     }
