@@ -173,3 +173,38 @@ fn rewrites_stay_within_their_memory_budget() {
     let err = bookdb(["compact", "--book", s(&copy), "--memory", "16"]).fails_with(1);
     assert!(err.contains("32 MiB or more"), "{err}");
 }
+
+/// An import opens the book for its lookups with caches shared by the book's files: a base and
+/// three delta segments get a quarter each (before, each file got the whole share, and a 10k
+/// import into the 1M book with six segments peaked at 367 MiB at `--memory 256`; issue 31).
+#[test]
+fn an_imports_lookup_caches_are_shared_by_the_books_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let games = common::games_of(&sample_pgn());
+    let book = dir.path().join("b.book");
+    for (i, part) in [
+        &games[..120],
+        &games[120..145],
+        &games[145..170],
+        &games[170..200],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let pgn = dir.path().join(format!("p{i}.pgn"));
+        common::write_games(&pgn, part);
+        let j = bookdb(["import", "--quiet", "--json", "--book", s(&book), s(&pgn)])
+            .args(["--delta-min", "1000000"])
+            .json();
+        assert_eq!(
+            j["applied"],
+            if i == 0 { "rewrite" } else { "delta" },
+            "{j}"
+        );
+    }
+    let b = bookdb::store::Book::open_with_cache(&book, bookdb::chess_codec(), 12 << 20).unwrap();
+    assert_eq!(b.block_cache_limits(), vec![3 << 20; 4]);
+    // At least 1 MiB a file, however small the share.
+    let b = bookdb::store::Book::open_with_cache(&book, bookdb::chess_codec(), 1 << 20).unwrap();
+    assert_eq!(b.block_cache_limits(), vec![1 << 20; 4]);
+}

@@ -103,7 +103,8 @@ impl Book {
     /// 64 MiB a file: for an import's lookups, which must stay within its memory budget
     /// however many segments the book has. The lookups go in key order, so each file needs
     /// little more than its current block.
-    pub(crate) fn open_with_cache(
+    #[doc(hidden)]
+    pub fn open_with_cache(
         path: &Path,
         codec: Arc<dyn PositionCodec>,
         cache_bytes: usize,
