@@ -40,24 +40,8 @@ fn free_port() -> u16 {
 
 /// One WebDriver call: `(HTTP status, the answer's JSON)`.
 fn wd_request(port: u16, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
-    let body = body.map(Value::to_string).unwrap_or_default();
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to chromedriver");
-    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    s.write_all(req.as_bytes()).unwrap();
-    // chromedriver may keep the connection open: read the head, then Content-Length bytes.
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 16 * 1024];
-    loop {
-        let n = s.read(&mut chunk).unwrap();
-        buf.extend_from_slice(&chunk[..n]);
-        if n == 0 || complete(&buf) {
-            break;
-        }
-    }
+    let buf = try_wd_request(port, method, path, body)
+        .unwrap_or_else(|e| panic!("chromedriver, {method} {path}: {e}"));
     let r = super::server::parse(&buf).unwrap_or_else(|| {
         panic!(
             "chromedriver's answer to {method} {path} is not HTTP: {:?}",
@@ -66,6 +50,44 @@ fn wd_request(port: u16, method: &str, path: &str, body: Option<&Value>) -> (u16
     });
     let v = serde_json::from_str(&r.body).unwrap_or(Value::Null);
     (r.status, v)
+}
+
+/// The bytes of chromedriver's answer to one call, or the I/O error (a driver still starting
+/// may accept a connection and reset it).
+fn try_wd_request(
+    port: u16,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> std::io::Result<Vec<u8>> {
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(120)))?;
+    s.write_all(req.as_bytes())?;
+    // chromedriver may keep the connection open: read the head, then Content-Length bytes.
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        let n = s.read(&mut chunk)?;
+        buf.extend_from_slice(&chunk[..n]);
+        if n == 0 || complete(&buf) {
+            break;
+        }
+    }
+    Ok(buf)
+}
+
+/// Whether chromedriver answers `/status` with `ready: true` (any error: not yet).
+fn driver_ready(port: u16) -> bool {
+    try_wd_request(port, "GET", "/status", None)
+        .ok()
+        .and_then(|buf| super::server::parse(&buf))
+        .and_then(|r| serde_json::from_str::<Value>(&r.body).ok())
+        .is_some_and(|v| v["value"]["ready"] == json!(true))
 }
 
 /// Whether `buf` holds a whole HTTP answer with a Content-Length.
@@ -92,9 +114,7 @@ impl Browser {
             .expect("start chromedriver");
         let start = Instant::now();
         loop {
-            let ready = TcpStream::connect(("127.0.0.1", port)).is_ok()
-                && wd_request(port, "GET", "/status", None).1["value"]["ready"] == json!(true);
-            if ready {
+            if driver_ready(port) {
                 break;
             }
             assert!(start.elapsed() < WAIT, "chromedriver did not become ready");

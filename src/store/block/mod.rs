@@ -12,6 +12,7 @@ mod build;
 mod coded;
 mod decompress;
 mod header;
+mod lastkey;
 mod view;
 
 #[doc(hidden)]
@@ -214,6 +215,7 @@ mod tests {
                 let _ = v.entries(&codec, &m);
                 let _ = v.find(0, &codec, &m);
                 let _ = v.find_coded(0, &[1, 2], &codec, &m);
+                let _ = v.last_key(&codec, &m);
             }
             // Arbitrary bytes as an unchecked, uncompressed block body.
             let blk = OpenBlock {
@@ -229,6 +231,31 @@ mod tests {
                 let _ = v.entries(&codec, &m);
                 let _ = v.find(0, &codec, &m);
                 let _ = v.find_coded(0, &data, &codec, &m);
+                let _ = v.last_key(&codec, &m);
+            }
+        }
+
+        /// A block's last key is its last entry's, whether that entry has a position or only
+        /// a key; damage to the block's bytes gives an error or a key, never a panic.
+        #[test]
+        fn last_key_is_the_last_entrys(n in 1usize..64, flip in any::<prop::sample::Index>(), bit in 0u8..8) {
+            let codec = ChessCodec;
+            let all = sample_entries();
+            let entries = &all[..n.min(all.len())];
+            for model in [&IdentityModel as &dyn PositionModel, &*chess_model()] {
+                let block = seal_entries(entries, model, true);
+                let blk = open_block(1, &block, &PlainDecompressor).unwrap();
+                let view = BlockView::parse(1, &blk).unwrap();
+                prop_assert_eq!(view.last_key(&codec, model).unwrap(), entries[entries.len() - 1].key);
+                // Damage past the checksum: an unchecked body with one bit flipped.
+                let mut a = blk.a.clone();
+                let mut b = blk.b.to_vec();
+                let i = flip.index(a.len() + b.len());
+                if i < a.len() { a[i] ^= 1 << bit } else { b[i - a.len()] ^= 1 << bit }
+                let bad = OpenBlock { header: blk.header, a, b: &b };
+                if let Ok(v) = BlockView::parse(1, &bad) {
+                    let _ = v.last_key(&codec, model);
+                }
             }
         }
 

@@ -41,8 +41,8 @@ struct DecodeAs<'f> {
 pub struct BlockView<'a> {
     pub(crate) block_key: u64,
     pub count: usize,
-    cols: [&'a [u8]; COLUMNS],
-    b: &'a [u8],
+    pub(super) cols: [&'a [u8]; COLUMNS],
+    pub(super) b: &'a [u8],
 }
 
 /// Start and end of each column in section A.
@@ -328,7 +328,7 @@ impl<'a> BlockView<'a> {
         Ok(None)
     }
 
-    fn bad(&self, reason: String) -> Corruption {
+    pub(super) fn bad(&self, reason: String) -> Corruption {
         Corruption::Payload {
             block_key: self.block_key,
             reason,

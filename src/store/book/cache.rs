@@ -32,9 +32,10 @@ pub(super) struct CachedBlock {
     pub(super) b: Vec<u8>,
     /// The columns of `a`, parsed and checked when the block was read.
     pub(super) ranges: ColumnRanges,
-    /// First key of the next block (`None`: the last block): the block covers the keys from
-    /// its own first key up to this one, exclusive.
-    pub(super) next_first: Option<u64>,
+    /// The block's greatest key: it answers for the keys from its own first key up to this
+    /// one (a key between it and the next block's first key is looked up in redb, which
+    /// finds this block again, cached).
+    pub(super) last_key: u64,
 }
 
 impl CachedBlock {
@@ -63,9 +64,7 @@ impl BlockCache {
         }
         let g = self.map.read().ok()?;
         let (&first, b) = g.blocks.range(..=key).next_back()?;
-        b.next_first
-            .is_none_or(|next| key < next)
-            .then(|| (first, b.clone()))
+        (key <= b.last_key).then(|| (first, b.clone()))
     }
 
     /// The cached block starting at `first`.

@@ -72,10 +72,9 @@ impl FactChunks {
     pub(crate) fn drain(&mut self) -> Result<impl Iterator<Item = Result<(u32, Vec<u8>)>> + '_> {
         let spilled = match self.file.take() {
             Some(w) => {
-                w.into_inner()
-                    .map_err(|e| self.io(e.into_error()))?
-                    .sync_data()
-                    .ok();
+                // Flushed, not synced: a temporary file read back by this process, deleted
+                // after (a crash loses it with the book being written).
+                drop(w.into_inner().map_err(|e| self.io(e.into_error()))?);
                 let f = File::open(&self.path).map_err(|e| self.io(e))?;
                 Some(BufReader::with_capacity(1 << 16, f))
             }

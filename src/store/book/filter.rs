@@ -1,11 +1,12 @@
 //! A book file's key filter (docs/FORMAT.md §4.7): Bloom filters over the file's keys in
 //! partitions of [`PARTITION_KEYS`] consecutive distinct keys, built by the writer as entries
 //! stream in (memory: one partition), read by probes a partition at a time (held within a
-//! memory budget, read for the one probe past it), and checked by `verify`. A probe of a key the file lacks then costs a few memory
-//! reads instead of a B-tree lookup and a block.
+//! memory budget; past it read for the probe and kept until the next such read), and checked
+//! by `verify`. A probe of a key the file lacks then costs a few memory reads instead of a
+//! B-tree lookup and a block.
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::store::error::Corruption;
 use crate::store::filter::KeyFilter;
@@ -172,6 +173,9 @@ pub(crate) struct FileFilter {
     parts: Vec<OnceLock<KeyFilter>>,
     held: AtomicUsize,
     budget: usize,
+    /// The last partition read past the budget: lookups in key order (an import's) probe
+    /// each partition several times in a row, and read it once.
+    last: Mutex<Option<(usize, Arc<KeyFilter>)>>,
 }
 
 /// What a probe learns from the filter.
@@ -191,12 +195,14 @@ impl FileFilter {
             parts,
             held: AtomicUsize::new(0),
             budget,
+            last: Mutex::new(None),
         }
     }
 
     /// Whether `key` may be in the file. `read` fetches partition `i`'s stored bytes (`None`:
     /// the row is missing); it is called only for a partition not yet held. A partition read
-    /// while the budget allows is held; past the budget it answers this probe only.
+    /// while the budget allows is held; past the budget it answers this probe and stays until
+    /// another partition is read past the budget.
     pub(crate) fn probe(
         &self,
         key: u64,
@@ -208,16 +214,21 @@ impl FileFilter {
         let f = match self.parts[i].get() {
             Some(f) => f,
             None => {
+                if let Some(f) = self.last_read(i) {
+                    return Ok(answer(&f, key));
+                }
                 let size = partition_bytes(&self.index, i);
                 let loaded = load_partition(i, read(i as u32)?)?;
                 if self.held.load(Ordering::Relaxed) + size > self.budget {
-                    // Past the budget the partition is read for this probe only: one stored
-                    // row of ~2 KB instead of a block search for a key the file may lack.
-                    return Ok(if loaded.may_contain(key) {
-                        Probe::Maybe
-                    } else {
-                        Probe::Absent
-                    });
+                    // Past the budget the partition is read for this probe (one stored row of
+                    // ~2 KB instead of a block search for a key the file may lack) and kept
+                    // until another is read.
+                    let loaded = Arc::new(loaded);
+                    let probe = answer(&loaded, key);
+                    if let Ok(mut g) = self.last.lock() {
+                        *g = Some((i, loaded));
+                    }
+                    return Ok(probe);
                 }
                 let mut ours = false;
                 let f = self.parts[i].get_or_init(|| {
@@ -230,17 +241,29 @@ impl FileFilter {
                 f
             }
         };
-        Ok(if f.may_contain(key) {
-            Probe::Maybe
-        } else {
-            Probe::Absent
-        })
+        Ok(answer(f, key))
+    }
+
+    /// Partition `i` if it is the one last read past the budget.
+    fn last_read(&self, i: usize) -> Option<Arc<KeyFilter>> {
+        let g = self.last.lock().ok()?;
+        g.as_ref()
+            .filter(|(at, _)| *at == i)
+            .map(|(_, f)| f.clone())
     }
 
     /// Bytes of partitions held.
     #[cfg(test)]
     pub(crate) fn held_bytes(&self) -> usize {
         self.held.load(Ordering::Relaxed)
+    }
+}
+
+fn answer(f: &KeyFilter, key: u64) -> Probe {
+    if f.may_contain(key) {
+        Probe::Maybe
+    } else {
+        Probe::Absent
     }
 }
 
@@ -380,8 +403,16 @@ mod tests {
         }
         assert_eq!(
             reads.get(),
-            2,
-            "a partition past the budget is read each time"
+            1,
+            "a partition past the budget is kept while it is the last read"
+        );
+        let mid = keys[keys.len() / 2];
+        assert_eq!(one.probe(mid, read).unwrap(), Probe::Maybe);
+        assert_eq!(one.probe(far, read).unwrap(), Probe::Maybe);
+        assert_eq!(
+            reads.get(),
+            3,
+            "another partition read past the budget replaces it"
         );
         let past = (1_000_000..1_020_000u64)
             .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))

@@ -419,21 +419,19 @@ impl BookFile {
                 return Ok(Some((block_key, b)));
             }
             let blk = block::open_block(block_key, v.value(), &self.pool)?;
-            let ranges = BlockView::parse(block_key, &blk)?.column_ranges(&blk.a);
-            let next_first = match block_key.checked_add(1) {
-                Some(from) => match table.range(from..)?.next() {
-                    Some(item) => Some(item?.0.value()),
-                    None => None,
-                },
-                None => None,
-            };
+            let view = BlockView::parse(block_key, &blk)?;
+            let ranges = view.column_ranges(&blk.a);
+            // The block's own last key bounds what the cache answers for: asking redb where the
+            // next block starts would read that block's page too.
+            let last_key =
+                view.last_key(&*self.codec, self.model(block_key, blk.header.model_id)?)?;
             let b = Arc::new(CachedBlock {
                 count: blk.header.count as usize,
                 model_id: blk.header.model_id,
                 b: blk.b.to_vec(),
                 a: blk.a,
                 ranges,
-                next_first,
+                last_key,
             });
             self.cache.put(block_key, b.clone());
             Ok(Some((block_key, b)))
