@@ -207,4 +207,23 @@ fn an_imports_lookup_caches_are_shared_by_the_books_files() {
     // At least 1 MiB a file, however small the share.
     let b = bookdb::store::Book::open_with_cache(&book, bookdb::chess_codec(), 1 << 20).unwrap();
     assert_eq!(b.block_cache_limits(), vec![1 << 20; 4]);
+    // The lookups go in key order: no key-filter partition is held beyond the last one read,
+    // and the answers are a plain open's.
+    let plain = bookdb::store::Book::open(&book, bookdb::chess_codec()).unwrap();
+    let mut keyed: Vec<(u64, Vec<u8>)> = plain
+        .iter()
+        .unwrap()
+        .filter_map(|e| e.unwrap().pos.map(|p| (0, p)))
+        .step_by(7)
+        .collect();
+    for (k, p) in &mut keyed {
+        *k = plain.codec().key(p).unwrap();
+    }
+    keyed.sort();
+    assert!(keyed.len() > 500, "{} positions", keyed.len());
+    for (_, p) in &keyed {
+        assert_eq!(b.lookup(p).unwrap(), plain.lookup(p).unwrap());
+    }
+    assert_eq!(b.filter_held_bytes(), 0);
+    assert!(plain.filter_held_bytes() > 0);
 }

@@ -63,6 +63,7 @@ impl RewriteBudget {
             reader: CacheSizes {
                 redb_bytes: per_file / 2,
                 block_bytes: per_file / 2,
+                ..CacheSizes::default()
             },
             mib,
         }

@@ -373,13 +373,18 @@ fn apply(target: &Target<'_>, new: NewEntries, added: Additions) -> Result<Appli
             target.delta_min,
         ) {
             new.check_disk(disk::BookNeed::default())?;
-            book::publish_segment(
+            let fold_due = book::publish_segment(
                 book,
                 new.merged(target.game)?,
                 added,
                 target.game.codec(),
                 target.writer_opts,
             )?;
+            // The lookups' caches go before the fold opens its own.
+            drop(old);
+            if fold_due {
+                book::fold_book(target.book_path, target.game.codec(), target.writer_opts)?;
+            }
             return Ok(Applied::Delta);
         }
     }

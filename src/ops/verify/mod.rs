@@ -166,6 +166,7 @@ pub fn verify_with(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport> {
     let caches = CacheSizes {
         redb_bytes: budget.redb_per_file,
         block_bytes: 0,
+        ..CacheSizes::default()
     };
     let (game, book) = Game::open_with_caches(path, caches)?;
     let mut report = VerifyReport {

@@ -123,14 +123,18 @@ pub(crate) const READER_CACHE_BYTES: usize = 64 << 20;
 pub struct CacheSizes {
     pub redb_bytes: usize,
     pub block_bytes: usize,
+    /// Key-filter partitions each file keeps once read (past it a probe reads its partition,
+    /// kept until the next such read).
+    pub filter_bytes: usize,
 }
 
 impl Default for CacheSizes {
-    /// 64 MiB each.
+    /// 64 MiB each, and 16 MiB of key filter per file.
     fn default() -> Self {
         CacheSizes {
             redb_bytes: READER_CACHE_BYTES,
             block_bytes: DEFAULT_CACHE_BYTES,
+            filter_bytes: super::filter::FILTER_CACHE_BYTES,
         }
     }
 }

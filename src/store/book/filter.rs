@@ -244,6 +244,12 @@ impl FileFilter {
         Ok(answer(f, key))
     }
 
+    /// Sets how many bytes of partitions this filter holds once read (at open, before any
+    /// probe).
+    pub(crate) fn set_budget(&mut self, bytes: usize) {
+        self.budget = bytes;
+    }
+
     /// Partition `i` if it is the one last read past the budget.
     fn last_read(&self, i: usize) -> Option<Arc<KeyFilter>> {
         let g = self.last.lock().ok()?;
@@ -253,7 +259,6 @@ impl FileFilter {
     }
 
     /// Bytes of partitions held.
-    #[cfg(test)]
     pub(crate) fn held_bytes(&self) -> usize {
         self.held.load(Ordering::Relaxed)
     }

@@ -65,18 +65,20 @@ impl Additions {
 }
 
 /// Writes `new` (entries to add, in (key, position) order, each identity once) as a delta
-/// segment of `book` and publishes it, then applies the folding policy. The games, import
-/// records and game fingerprints of `added` are recorded in the segment. The caller holds
-/// the writer lock and opened `book` after taking it. Returns how many segments the folding
-/// policy merged afterwards (0: none). Each new entry is looked up in the book to keep the
-/// whole book's counters exact: the cost is in proportion to `new`.
+/// segment of `book` and publishes it. The games, import records and game fingerprints of
+/// `added` are recorded in the segment. The caller holds the writer lock and opened `book`
+/// after taking it. Returns whether the book now has more than [`MAX_SEGMENTS`]: the caller
+/// then closes `book` (its lookup caches) and applies the folding policy with
+/// [`fold_book`], so that the fold's memory is not added to the lookups'. Each new entry is
+/// looked up in the book to keep the whole book's counters exact: the cost is in proportion
+/// to `new`.
 pub(crate) fn publish_segment(
     book: &Book,
     new: impl IntoIterator<Item = Result<Entry>>,
     added: Additions,
     codec: Arc<dyn PositionCodec>,
     opts: &WriterOptions,
-) -> Result<usize> {
+) -> Result<bool> {
     // The view counters are known only at the end; the writer takes them before `finish`.
     let mut view = book.meta().clone();
     view.games += added.games;
@@ -119,11 +121,19 @@ pub(crate) fn publish_segment(
     }
     w.set_view(view)?;
     w.finish()?;
-    if book.segments().len() + 1 > MAX_SEGMENTS {
-        let after = Book::open_with_caches(book.path(), book.codec_arc(), fold_caches(opts))?;
-        return fold_segments(&after, opts);
-    }
-    Ok(0)
+    Ok(book.segments().len() + 1 > MAX_SEGMENTS)
+}
+
+/// Opens the book at `path` with a fold's caches ([`fold_caches`]) and applies the folding
+/// policy ([`fold_segments`]); returns how many segments were merged. The caller holds the
+/// writer lock and has closed the views it used to write, so only the fold's memory counts.
+pub(crate) fn fold_book(
+    path: &Path,
+    codec: Arc<dyn PositionCodec>,
+    opts: &WriterOptions,
+) -> Result<usize> {
+    let book = Book::open_with_caches(path, codec, fold_caches(opts))?;
+    fold_segments(&book, opts)
 }
 
 /// A merged segment takes the smallest segments while the next holds at most this many times
@@ -276,6 +286,8 @@ pub(crate) fn fold_caches(opts: &WriterOptions) -> crate::store::CacheSizes {
     crate::store::CacheSizes {
         redb_bytes: per_file,
         block_bytes: per_file,
+        // A fold reads its segments in order and probes no key.
+        filter_bytes: 0,
     }
 }
 

@@ -97,6 +97,9 @@ impl BookFile {
         if caches.block_bytes != f.cache.limit {
             f.set_cache_bytes(caches.block_bytes);
         }
+        if let Some(filter) = f.filter.as_mut() {
+            filter.set_budget(caches.filter_bytes);
+        }
         Ok(f)
     }
 
@@ -206,6 +209,11 @@ impl BookFile {
             .probe(key, |i| self.filter_partition(i))
             .map_err(|e| e.in_file(&self.path))?;
         Ok(probe == super::filter::Probe::Maybe)
+    }
+
+    /// Bytes of key-filter partitions held.
+    pub(crate) fn filter_held_bytes(&self) -> usize {
+        self.filter.as_ref().map_or(0, |f| f.held_bytes())
     }
 
     /// Partition `i` of the key filter as stored (`None`: the row is missing).

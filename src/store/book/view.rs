@@ -102,7 +102,8 @@ impl Book {
     /// for all the book's files together (split evenly, at least 1 MiB a file) instead of
     /// 64 MiB a file: for an import's lookups, which must stay within its memory budget
     /// however many segments the book has. The lookups go in key order, so each file needs
-    /// little more than its current block.
+    /// little more than its current block, and no key-filter partition is held beyond the
+    /// one last read (each is probed in one run of keys).
     #[doc(hidden)]
     pub fn open_with_cache(
         path: &Path,
@@ -113,6 +114,7 @@ impl Book {
         let caches = CacheSizes {
             redb_bytes: per_file,
             block_bytes: per_file,
+            filter_bytes: 0,
         };
         Self::open_view(path, &codec, None, caches, false)
     }
@@ -337,6 +339,13 @@ impl Book {
     #[doc(hidden)]
     pub fn block_cache_limits(&self) -> Vec<usize> {
         self.files.iter().map(|f| f.block_cache_limit()).collect()
+    }
+
+    /// Bytes of key-filter partitions the book's files hold (for tests: an import's lookups
+    /// hold none).
+    #[doc(hidden)]
+    pub fn filter_held_bytes(&self) -> usize {
+        self.files.iter().map(|f| f.filter_held_bytes()).sum()
     }
 
     pub(crate) fn path(&self) -> &Path {
