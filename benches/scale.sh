@@ -8,6 +8,8 @@
 #   SIZES="1000000 8000000 32000000"  games per book (seed 1: each set is a prefix of the
 #                                      next, gen-games' determinism)
 #   MEMORY=256                         --memory of the import and of compact (MiB)
+#   COLD=1                             0: skip the cold probes (no page cache drop, which
+#                                      would slow whatever else the machine runs)
 #   KEEP=0                             1: keep each size's PGN and book (disk: ~0.6 GB of
 #                                      book and ~0.1 GB of PGN per million games)
 #
@@ -17,7 +19,9 @@
 #   open (ms, `Game::open` in the probe bench) and probe p50/p99 (µs) warm (5 passes after a
 #   warm-up) and cold (the page cache dropped: `echo 3 > /proc/sys/vm/drop_caches`, root only;
 #   "-" and a printed reason otherwise; one pass, each position once); verify seconds; a
-#   10,000-game import (seed 7) into the book, seconds; then compact, seconds and peak RSS.
+#   10,000-game import (seed 7) into the book, seconds (the median of 3 runs when it is a
+#   delta: the segment is removed between runs, the base is unchanged) and its peak RSS; then
+#   compact, seconds and peak RSS. At the end, each size's 10k import against the first size's.
 # Times are wall clock on whatever the machine is doing: read them beside the load average
 # printed with each row, and compare sizes measured in the same run.
 set -eu
@@ -28,6 +32,7 @@ DATA=${BOOKDB_DATA:-$ROOT/../shared/data}
 SIZES=${SIZES:-1000000 8000000 32000000}
 MEMORY=${MEMORY:-256}
 KEEP=${KEEP:-0}
+COLD=${COLD:-1}
 W=${1:-/tmp/bookdb-scale}
 mkdir -p "$W"
 
@@ -64,6 +69,10 @@ probe() {
 }
 
 drop_caches() {
+  if [ "$COLD" = 0 ]; then
+    echo "cold probes skipped: COLD=0" >&2
+    return 1
+  fi
   sync
   if ! (echo 3 > /proc/sys/vm/drop_caches) 2>/dev/null; then
     echo "cold probes skipped: cannot write /proc/sys/vm/drop_caches (needs root)" >&2
@@ -71,7 +80,26 @@ drop_caches() {
   fi
 }
 
-printf 'games\timport_s\tgames_per_s\tpeak_mib\tstaging_peak\tbook_bytes\tpairs\tbytes_per_pair\topen_ms\twarm_p50_us\twarm_p99_us\tcold_p50_us\tcold_p99_us\tverify_s\timport_10k_s\tcompact_s\tcompact_peak_mib\tload\n' > scale.tsv
+# The 10k import into book $1: "seconds peak_KiB", the median of 3 runs when the import
+# publishes a delta segment (the base file untouched: removing the segment and the manifest
+# gives the book back), else the one run.
+small_import() {
+  base_before=$(stat -c %Y.%s "$1")
+  runs=""
+  for _ in 1 2 3; do
+    r=$(timed "$BIN" import --quiet --max-ply 50 --memory "$MEMORY" --book "$1" small.pgn.zst)
+    runs="$runs$r
+"
+    [ "$(stat -c %Y.%s "$1")" = "$base_before" ] && [ -f "$1.live" ] || break
+    rm -f "$1.live" "$1".seg-*
+  done
+  # Leave the book with the import applied, as the rows before this change did.
+  [ -f "$1.live" ] || [ "$(stat -c %Y.%s "$1")" != "$base_before" ] ||
+    timed "$BIN" import --quiet --max-ply 50 --memory "$MEMORY" --book "$1" small.pgn.zst > /dev/null
+  printf '%s' "$runs" | sort -n | awk '{r[NR] = $0} END {print r[int((NR + 1) / 2)]}'
+}
+
+printf 'games\timport_s\tgames_per_s\tpeak_mib\tstaging_peak\tbook_bytes\tpairs\tbytes_per_pair\topen_ms\twarm_p50_us\twarm_p99_us\tcold_p50_us\tcold_p99_us\tverify_s\timport_10k_s\tcompact_s\tcompact_peak_mib\tload\timport_10k_peak_mib\n' > scale.tsv
 for n in $SIZES; do
   pgn=games-$n.pgn.zst
   book=book-$n.book
@@ -103,8 +131,8 @@ for n in $SIZES; do
   read -r verify_s _ <<EOF
 $(timed "$BIN" verify --quiet --book "$book")
 EOF
-  read -r small_s _ <<EOF
-$(timed "$BIN" import --quiet --max-ply 50 --memory "$MEMORY" --book "$book" small.pgn.zst)
+  read -r small_s small_kib <<EOF
+$(small_import "$book")
 EOF
   read -r compact_s compact_kib <<EOF
 $(timed "$BIN" compact --quiet --memory "$MEMORY" --book "$book")
@@ -113,15 +141,17 @@ EOF
   row=$(awk -v n="$n" -v is="$import_s" -v ik="$import_kib" -v st="$staging" -v by="$bytes" \
     -v pa="$pairs" -v om="$open_ms" -v w50="$(echo "$warm" | jq .p50_us)" \
     -v w99="$(echo "$warm" | jq .p99_us)" -v c50="$cold_p50" -v c99="$cold_p99" \
-    -v vs="$verify_s" -v ss="$small_s" -v cs="$compact_s" -v ck="$compact_kib" -v ld="$load" \
-    'BEGIN {printf "%s\t%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\n",
-      n, is, n / is, ik / 1024, st, by, pa, by / pa, om, w50, w99, c50, c99, vs, ss, cs, ck / 1024, ld}')
+    -v vs="$verify_s" -v ss="$small_s" -v cs="$compact_s" -v ck="$compact_kib" -v ld="$load" -v sk="$small_kib" \
+    'BEGIN {printf "%s\t%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%.0f\n",
+      n, is, n / is, ik / 1024, st, by, pa, by / pa, om, w50, w99, c50, c99, vs, ss, cs, ck / 1024, ld, sk / 1024}')
   echo "$row" >> scale.tsv
   echo "$row" | jq -R -c 'split("\t") | {games: .[0], import_s: .[1], games_per_s: .[2],
     peak_mib: .[3], staging_peak: .[4], book_bytes: .[5], pairs: .[6], bytes_per_pair: .[7],
     open_ms: .[8], warm_p50_us: .[9], warm_p99_us: .[10], cold_p50_us: .[11],
     cold_p99_us: .[12], verify_s: .[13], import_10k_s: .[14], compact_s: .[15],
-    compact_peak_mib: .[16], load: .[17]}' | sed 's/^/RESULT /'
+    compact_peak_mib: .[16], load: .[17], import_10k_peak_mib: .[18]}' | sed 's/^/RESULT /'
   [ "$KEEP" = 1 ] || rm -rf "$pgn" "$book" "$book".*
 done
 column -t -s "$(printf '\t')" scale.tsv
+# Item 2 of issue 31: each 10k import against the first size's (target: within 1.5x).
+awk -F'\t' 'NR == 2 {first = $15; n0 = $1} NR > 1 {printf "10k import into %s games: %.2fx the import into %s\n", $1, $15 / first, n0}' scale.tsv

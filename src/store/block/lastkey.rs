@@ -50,14 +50,7 @@ impl BlockView<'_> {
                 })?
                 .key
         };
-        if key as u8 != self.fragment(last) {
-            return Err(Corruption::KeyMismatch {
-                block_key: self.block_key,
-                index: last,
-                expected: (key & !0xff) | u64::from(self.fragment(last)),
-                found: key,
-            });
-        }
+        self.check_fragment(last, key)?;
         if key < self.block_key {
             return Err(self.bad(format!(
                 "last entry's key {key:#018x} is below the block's first key"

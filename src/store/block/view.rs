@@ -328,6 +328,19 @@ impl<'a> BlockView<'a> {
         Ok(None)
     }
 
+    /// An error unless entry `i`'s stored key fragment is `key`'s low byte.
+    pub(super) fn check_fragment(&self, i: usize, key: u64) -> Result<(), Corruption> {
+        if key as u8 == self.fragment(i) {
+            return Ok(());
+        }
+        Err(Corruption::KeyMismatch {
+            block_key: self.block_key,
+            index: i,
+            expected: (key & !0xff) | u64::from(self.fragment(i)),
+            found: key,
+        })
+    }
+
     pub(super) fn bad(&self, reason: String) -> Corruption {
         Corruption::Payload {
             block_key: self.block_key,
@@ -499,14 +512,7 @@ impl<'a> BlockView<'a> {
                 (r.key, Some(r.pos))
             }
         };
-        if key as u8 != self.fragment(i) {
-            return Err(Corruption::KeyMismatch {
-                block_key: self.block_key,
-                index: i,
-                expected: (key & !0xff) | u64::from(self.fragment(i)),
-                found: key,
-            });
-        }
+        self.check_fragment(i, key)?;
         let kept_indices = keep_indices && idx.is_some() && pos.is_some();
         let codes: Vec<u16> = match idx {
             None => {
