@@ -425,8 +425,9 @@ struct StoreWriter<'t> {
     blocks: redb::Table<'t, (u32, u16), &'static [u8]>,
     ids: redb::Table<'t, (u64, u32), ()>,
     /// The id rows, inserted in key order at the end: inserted in number order (random ids)
-    /// they left the table's pages half full, 70 B a game on the bench set.
-    id_rows: Vec<(u64, u32)>,
+    /// they left the table's pages half full, 70 B a game on the bench set. Sorted within
+    /// half the reference builder's share, spilled past it.
+    id_rows: super::idspill::IdRows,
     pending: Vec<StoredGame>,
     pending_raw: usize,
     next: u32,
@@ -442,11 +443,13 @@ impl<'t> StoreWriter<'t> {
         refs: super::refs::RefBuilder,
         head_fields: Option<usize>,
     ) -> Result<StoreWriter<'t>> {
+        let ctx = refs.context();
+        let id_rows = super::idspill::IdRows::new(&ctx.prefix, ctx.budget / 2);
         Ok(StoreWriter {
             head_fields,
             blocks: txn.open_table(GAME_BLOCKS)?,
             ids: txn.open_table(GAME_IDS)?,
-            id_rows: Vec::new(),
+            id_rows,
             pending: Vec::new(),
             pending_raw: 0,
             next: 0,
@@ -460,7 +463,7 @@ impl<'t> StoreWriter<'t> {
         self.next = number
             .checked_add(1)
             .ok_or_else(|| Error::Internal("more than 2^32 games in one file".into()))?;
-        self.id_rows.push((g.id, number));
+        self.id_rows.push(g.id, number)?;
         self.refs.add(&g)?;
         self.pending_raw += 6 + g.fields.iter().map(|f| f.len() + 2).sum::<usize>();
         self.pending.push(g);
@@ -491,9 +494,8 @@ impl<'t> StoreWriter<'t> {
 
     fn finish(mut self, txn: &redb::WriteTransaction) -> Result<u64> {
         self.seal()?;
-        self.id_rows.sort_unstable();
-        for &row in &self.id_rows {
-            self.ids.insert(row, ())?;
+        for row in self.id_rows.sorted()? {
+            self.ids.insert(row?, ())?;
         }
         let n = u64::from(self.next);
         let StoreWriter {

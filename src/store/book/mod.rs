@@ -16,6 +16,7 @@ mod filter;
 mod fold;
 mod games;
 mod identity;
+mod idspill;
 mod iter;
 mod live;
 mod open;

@@ -116,6 +116,11 @@ impl RefBuilder {
         }
     }
 
+    /// What the builder derives references with (its spill prefix and sorting share).
+    pub(crate) fn context(&self) -> &RefContext {
+        &self.ctx
+    }
+
     /// Adds the next game (its number is the count of games added before it).
     pub(crate) fn add(&mut self, g: &StoredGame) -> Result<()> {
         self.batch.push(g.clone());
