@@ -271,8 +271,7 @@ pub(crate) fn publish_evals(
     w.set_view(book.meta().clone())?;
     w.finish()?;
     if book.segments().len() + 1 > MAX_SEGMENTS {
-        let after = Book::open_with_caches(book.path(), book.codec_arc(), fold_caches(opts))?;
-        fold_segments(&after, opts)?;
+        fold_book(book.path(), book.codec_arc(), opts)?;
     }
     Ok(())
 }

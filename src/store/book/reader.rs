@@ -430,9 +430,13 @@ impl BookFile {
             let view = BlockView::parse(block_key, &blk)?;
             let ranges = view.column_ranges(&blk.a);
             // The block's own last key bounds what the cache answers for: asking redb where the
-            // next block starts would read that block's page too.
-            let last_key =
-                view.last_key(&*self.codec, self.model(block_key, blk.header.model_id)?)?;
+            // next block starts would read that block's page too. Not computed when the cache
+            // is off: the block is not kept.
+            let last_key = if self.cache.limit == 0 {
+                block_key
+            } else {
+                view.last_key(&*self.codec, self.model(block_key, blk.header.model_id)?)?
+            };
             let b = Arc::new(CachedBlock {
                 count: blk.header.count as usize,
                 model_id: blk.header.model_id,
