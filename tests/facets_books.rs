@@ -242,3 +242,65 @@ fn a_book_keeps_the_facets_it_was_created_with() {
     bookdb(["import-polyglot", s(&bin), "--book", s(&pg)]).ok();
     verify(&pg);
 }
+
+/// An unfiltered answer of a heavy position is kept with its cached block (so a server's
+/// repeated start-position answers do not sum every cell again); what the kept answers and
+/// every other lookup return equals a book read without a block cache, filtered or not.
+#[test]
+fn kept_unfiltered_answers_equal_fresh_ones() {
+    use bookdb::store::cells::CellRead;
+    use bookdb::store::facet::CellFilter;
+    use bookdb::store::{Book, CacheSizes};
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = tagged_sample(dir.path());
+    let book = dir.path().join("t.book");
+    Bookdb::import(&[&a, &b], &book).arg("--quiet").ok();
+    let cached = Book::open(&book, bookdb::chess_codec()).unwrap();
+    let uncached = Book::open_with_caches(
+        &book,
+        bookdb::chess_codec(),
+        CacheSizes {
+            block_bytes: 0,
+            ..CacheSizes::default()
+        },
+    )
+    .unwrap();
+    let positions: Vec<Vec<u8>> = uncached
+        .iter()
+        .unwrap()
+        .filter_map(|e| e.unwrap().pos)
+        .collect();
+    assert!(positions.len() > 1000, "{} positions", positions.len());
+    let filter = CellFilter {
+        speeds: Some(CellFilter::parse_speeds("blitz,rapid").unwrap()),
+        groups: Some(CellFilter::parse_ratings("1600,1800").unwrap()),
+        ..CellFilter::default()
+    };
+    for round in 0..2 {
+        for p in &positions {
+            let fresh = uncached.lookup_read(p, CellRead::Totals).unwrap();
+            assert_eq!(
+                cached.lookup_read(p, CellRead::Totals).unwrap(),
+                fresh,
+                "round {round}"
+            );
+            let m = &fresh.as_ref().unwrap().moves;
+            assert!(
+                m.iter().all(|m| m.cells.len() == 1),
+                "one summed cell a move"
+            );
+            assert_eq!(
+                cached.lookup_read(p, CellRead::Passing(&filter)).unwrap(),
+                uncached.lookup_read(p, CellRead::Passing(&filter)).unwrap()
+            );
+        }
+        // The start position (200 games) at least is kept; positions of few games are not.
+        let kept = cached.kept_totals();
+        assert!((1..50).contains(&kept), "{kept} kept");
+    }
+    assert_eq!(
+        uncached.kept_totals(),
+        0,
+        "nothing kept without a block cache"
+    );
+}

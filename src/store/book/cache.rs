@@ -1,10 +1,19 @@
 //! Read caches of an open book: opened blocks and pooled zstd decompressors.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::store::block::{BlockView, ColumnRanges, Decompressors};
+use crate::store::entry::Entry;
 use crate::store::error::DecompressError;
+
+/// Most unfiltered answers a cached block keeps ([`CachedBlock::totals`]).
+const TOTALS_PER_BLOCK: usize = 4;
+/// An entry's unfiltered answer is kept when it counts at least this many games and this many
+/// per move: below that its cells are few and summing them costs less than the copy.
+const TOTALS_MIN_GAMES: u64 = 128;
+const TOTALS_MIN_GAMES_PER_MOVE: u64 = 16;
 
 /// Opened blocks (checksum verified, section A decompressed), kept for repeated probes. Keyed
 /// by first key, each with the first key of the next block, so a lookup whose key falls in a
@@ -36,17 +45,76 @@ pub(super) struct CachedBlock {
     /// one (a key between it and the next block's first key is looked up in redb, which
     /// finds this block again, cached).
     pub(super) last_key: u64,
+    /// The unfiltered answers ([`CellRead::Totals`](crate::store::cells::CellRead)) of the
+    /// block's heaviest entries, by their stored position bytes: an unfiltered answer sums
+    /// the opponents' ratings over every cell of each move (~14 ns a cell; the start position
+    /// of a book of a million generated games has ~65,000), which a block read once need not
+    /// do again. Counted in the cache's bytes ([`BlockCache::keep_totals`]).
+    totals: RwLock<Vec<(Box<[u8]>, Entry)>>,
+    totals_bytes: AtomicUsize,
 }
 
 impl CachedBlock {
+    pub(super) fn new(
+        count: usize,
+        model_id: u16,
+        a: Vec<u8>,
+        b: Vec<u8>,
+        ranges: ColumnRanges,
+        last_key: u64,
+    ) -> CachedBlock {
+        CachedBlock {
+            count,
+            model_id,
+            a,
+            b,
+            ranges,
+            last_key,
+            totals: RwLock::new(Vec::new()),
+            totals_bytes: AtomicUsize::new(0),
+        }
+    }
+
+    /// The kept unfiltered answer of the entry stored as `coded`, if any.
+    pub(super) fn totals_of(&self, coded: &[u8]) -> Option<Entry> {
+        let g = self.totals.read().ok()?;
+        g.iter()
+            .find(|(c, _)| **c == *coded)
+            .map(|(_, e)| e.clone())
+    }
+
     /// The block's view, without parsing it again.
     pub(super) fn view(&self, block_key: u64) -> BlockView<'_> {
         BlockView::from_ranges(block_key, self.count, &self.a, &self.b, &self.ranges)
     }
 
     fn bytes(&self) -> usize {
-        self.a.len() + self.b.len() + 64
+        self.a.len() + self.b.len() + 64 + self.totals_bytes.load(Ordering::Relaxed)
     }
+}
+
+/// Whether an unfiltered answer is worth keeping: many games, so possibly many cells, and
+/// many per move (the copy handed out costs per move).
+pub(super) fn worth_keeping(e: &Entry) -> bool {
+    let games: u64 = e
+        .moves
+        .iter()
+        .map(|m| m.white + m.draws + m.black + m.unknown)
+        .sum();
+    games >= TOTALS_MIN_GAMES && games >= TOTALS_MIN_GAMES_PER_MOVE * e.moves.len() as u64
+}
+
+/// Heap bytes of an entry as kept (an estimate, for the cache's count).
+fn entry_bytes(coded: &[u8], e: &Entry) -> usize {
+    let moves: usize = e
+        .moves
+        .iter()
+        .map(|m| {
+            std::mem::size_of_val(m)
+                + m.cells.len() * std::mem::size_of::<crate::store::facet::CellStat>()
+        })
+        .sum();
+    coded.len() + e.pos.as_ref().map_or(0, Vec::len) + moves + std::mem::size_of::<Entry>() + 64
 }
 
 impl BlockCache {
@@ -102,6 +170,45 @@ impl BlockCache {
                 g.used -= old.bytes();
             }
         }
+    }
+
+    /// Keeps `e`, the unfiltered answer of the entry stored as `coded`, with the cached block
+    /// `blk` starting at `first`, its bytes counted in the cache's. Nothing is kept when the
+    /// block is no longer the cached one (evicted or replaced meanwhile: its bytes would be
+    /// counted for nothing) or already keeps its share.
+    pub(super) fn keep_totals(&self, first: u64, blk: &Arc<CachedBlock>, coded: &[u8], e: &Entry) {
+        if self.limit == 0 {
+            return;
+        }
+        let bytes = entry_bytes(coded, e);
+        let Ok(mut g) = self.map.write() else {
+            return;
+        };
+        if !g.blocks.get(&first).is_some_and(|b| Arc::ptr_eq(b, blk)) {
+            return;
+        }
+        let Ok(mut kept) = blk.totals.write() else {
+            return;
+        };
+        if kept.len() >= TOTALS_PER_BLOCK || kept.iter().any(|(c, _)| **c == *coded) {
+            return;
+        }
+        kept.push((coded.into(), e.clone()));
+        blk.totals_bytes.fetch_add(bytes, Ordering::Relaxed);
+        g.used += bytes;
+    }
+
+    /// The unfiltered answers kept with the cached blocks, and the cache's bytes in use.
+    pub(super) fn kept_totals(&self) -> (usize, usize) {
+        let Ok(g) = self.map.read() else {
+            return (0, 0);
+        };
+        let kept = g
+            .blocks
+            .values()
+            .map(|b| b.totals.read().map_or(0, |t| t.len()))
+            .sum();
+        (kept, g.used)
     }
 
     pub(super) fn clear(&self) {
@@ -197,5 +304,65 @@ impl Decompressors for DecompressorPool {
             }
         }
         res.map(|_| out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::entry::MoveRec;
+
+    fn block(bytes: usize) -> Arc<CachedBlock> {
+        Arc::new(CachedBlock::new(
+            1,
+            0,
+            vec![0; bytes],
+            Vec::new(),
+            Default::default(),
+            u64::MAX,
+        ))
+    }
+
+    fn heavy(games: u64) -> Entry {
+        Entry {
+            key: 7,
+            pos: Some(vec![1, 2, 3]),
+            moves: vec![MoveRec {
+                mv: 1,
+                white: games,
+                ..Default::default()
+            }],
+            coded: None,
+        }
+    }
+
+    #[test]
+    fn kept_answers_are_counted_in_the_cache_and_leave_with_their_block() {
+        let cache = BlockCache::new(10_000);
+        let (a, b) = (block(1_000), block(1_000));
+        cache.put(10, a.clone());
+        let before = cache.kept_totals().1;
+        let e = heavy(1_000);
+        assert!(worth_keeping(&e));
+        assert!(!worth_keeping(&heavy(10)));
+        cache.keep_totals(10, &a, b"xy", &e);
+        cache.keep_totals(10, &a, b"xy", &e);
+        let (kept, used) = cache.kept_totals();
+        assert_eq!(kept, 1, "kept once");
+        assert_eq!(used - before, entry_bytes(b"xy", &e));
+        assert_eq!(a.totals_of(b"xy"), Some(e.clone()));
+        assert_eq!(a.totals_of(b"xz"), None);
+        // A block that is not the cached one keeps nothing.
+        cache.keep_totals(10, &b, b"ab", &e);
+        cache.keep_totals(20, &b, b"ab", &e);
+        assert_eq!(cache.kept_totals().0, 1);
+        // At most a few per block.
+        for i in 0..10u8 {
+            cache.keep_totals(10, &a, &[i], &e);
+        }
+        assert_eq!(cache.kept_totals().0, TOTALS_PER_BLOCK);
+        // Replacing the block takes its kept answers' bytes out of the count.
+        cache.put(10, b.clone());
+        assert_eq!(cache.kept_totals(), (0, b.bytes()));
     }
 }

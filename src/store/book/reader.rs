@@ -211,6 +211,11 @@ impl BookFile {
         Ok(probe == super::filter::Probe::Maybe)
     }
 
+    /// Unfiltered answers kept with this file's cached blocks.
+    pub(crate) fn kept_totals(&self) -> usize {
+        self.cache.kept_totals().0
+    }
+
     /// Bytes of key-filter partitions held.
     pub(crate) fn filter_held_bytes(&self) -> usize {
         self.filter.as_ref().map_or(0, |f| f.held_bytes())
@@ -437,14 +442,14 @@ impl BookFile {
             } else {
                 view.last_key(&*self.codec, self.model(block_key, blk.header.model_id)?)?
             };
-            let b = Arc::new(CachedBlock {
-                count: blk.header.count as usize,
-                model_id: blk.header.model_id,
-                b: blk.b.to_vec(),
-                a: blk.a,
+            let b = Arc::new(CachedBlock::new(
+                blk.header.count as usize,
+                blk.header.model_id,
+                blk.a,
+                blk.b.to_vec(),
                 ranges,
                 last_key,
-            });
+            ));
             self.cache.put(block_key, b.clone());
             Ok(Some((block_key, b)))
         })
@@ -459,7 +464,19 @@ impl BookFile {
         let model = self.model(block_key, blk.model_id)?;
         let mut coded = Vec::with_capacity(32);
         model.encode(pos, &mut coded)?;
-        Ok(view.find_coded_known(key, &coded, Some(pos), &*self.codec, model, read)?)
+        // An unfiltered answer of a heavy entry is kept with its cached block.
+        let totals = matches!(read, CellRead::Totals);
+        if totals && let Some(e) = blk.totals_of(&coded) {
+            return Ok(Some(e));
+        }
+        let found = view.find_coded_known(key, &coded, Some(pos), &*self.codec, model, read)?;
+        if totals
+            && let Some(e) = &found
+            && worth_keeping(e)
+        {
+            self.cache.keep_totals(block_key, &blk, &coded, e);
+        }
+        Ok(found)
     }
 
     /// As [`BookFile::lookup_blocks`] without the block cache: reads through redb each time.

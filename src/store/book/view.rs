@@ -348,6 +348,13 @@ impl Book {
         self.files.iter().map(|f| f.filter_held_bytes()).sum()
     }
 
+    /// Unfiltered answers the book's block caches keep (for tests: an unfiltered lookup of a
+    /// heavy position keeps its answer with its block).
+    #[doc(hidden)]
+    pub fn kept_totals(&self) -> usize {
+        self.files.iter().map(|f| f.kept_totals()).sum()
+    }
+
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
