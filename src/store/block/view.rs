@@ -292,6 +292,22 @@ impl<'a> BlockView<'a> {
         model: &dyn PositionModel,
         read: CellRead,
     ) -> Result<Option<Entry>, Corruption> {
+        Ok(self
+            .find_coded_sized(key, coded, pos, codec, model, read)?
+            .map(|(e, _)| e))
+    }
+
+    /// As [`BlockView::find_coded_known`], with the bytes of the entry's cells (what reading
+    /// them walked).
+    pub(crate) fn find_coded_sized(
+        &self,
+        key: u64,
+        coded: &[u8],
+        pos: Option<&[u8]>,
+        codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
+        read: CellRead,
+    ) -> Result<Option<(Entry, usize)>, Corruption> {
         let frag = key as u8;
         let mut cur = Cursor::default();
         let mut at = 0;
@@ -310,6 +326,7 @@ impl<'a> BlockView<'a> {
                 .get(cur.b..cur.b.saturating_add(len))
                 .ok_or_else(|| self.bad(format!("position of entry {i} overruns section B")))?;
             if stored == coded {
+                let cells_from = cur.cells;
                 let e = self.decode_at_known(
                     i,
                     &mut cur,
@@ -322,7 +339,8 @@ impl<'a> BlockView<'a> {
                         defer_cells: false,
                     },
                 )?;
-                return Ok((e.key == key).then_some(e));
+                let cell_bytes = cur.cells - cells_from;
+                return Ok((e.key == key).then_some((e, cell_bytes)));
             }
         }
         Ok(None)

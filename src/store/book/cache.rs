@@ -5,15 +5,43 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::store::block::{BlockView, ColumnRanges, Decompressors};
+use crate::store::cells::CellRead;
 use crate::store::entry::Entry;
 use crate::store::error::DecompressError;
+use crate::store::facet::{CellFilter, CellStat};
 
-/// Most unfiltered answers a cached block keeps ([`CachedBlock::totals`]).
-const TOTALS_PER_BLOCK: usize = 4;
-/// An entry's unfiltered answer is kept when it counts at least this many games and this many
-/// per move: below that its cells are few and summing them costs less than the copy.
-const TOTALS_MIN_GAMES: u64 = 128;
-const TOTALS_MIN_GAMES_PER_MOVE: u64 = 16;
+/// Most answers a cached block keeps ([`CachedBlock::answers`]); past it the oldest goes.
+const ANSWERS_PER_BLOCK: usize = 8;
+/// An entry's answer is kept when reading it walked at least this many bytes of cells (about
+/// 100 cells, a few microseconds): below that the walk costs little more than the copy.
+const ANSWER_MIN_CELL_BYTES: usize = 512;
+
+/// What a kept answer answers: the entry stored as these position bytes, unfiltered (`None`:
+/// [`CellRead::Totals`]) or under this filter ([`CellRead::Passing`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct AnswerKey {
+    coded: Box<[u8]>,
+    filter: Option<CellFilter>,
+}
+
+impl AnswerKey {
+    /// The key of a read that can be kept (not one of every cell or of none).
+    pub(super) fn of(coded: &[u8], read: CellRead) -> Option<AnswerKey> {
+        let filter = match read {
+            CellRead::Totals => None,
+            CellRead::Passing(f) => Some(f.clone()),
+            CellRead::All | CellRead::Skip => return None,
+        };
+        Some(AnswerKey {
+            coded: coded.into(),
+            filter,
+        })
+    }
+
+    fn bytes(&self) -> usize {
+        self.coded.len() + std::mem::size_of::<AnswerKey>()
+    }
+}
 
 /// Opened blocks (checksum verified, section A decompressed), kept for repeated probes. Keyed
 /// by first key, each with the first key of the next block, so a lookup whose key falls in a
@@ -45,13 +73,13 @@ pub(super) struct CachedBlock {
     /// one (a key between it and the next block's first key is looked up in redb, which
     /// finds this block again, cached).
     pub(super) last_key: u64,
-    /// The unfiltered answers ([`CellRead::Totals`](crate::store::cells::CellRead)) of the
-    /// block's heaviest entries, by their stored position bytes: an unfiltered answer sums
-    /// the opponents' ratings over every cell of each move (~14 ns a cell; the start position
-    /// of a book of a million generated games has ~65,000), which a block read once need not
-    /// do again. Counted in the cache's bytes ([`BlockCache::keep_totals`]).
-    totals: RwLock<Vec<(Box<[u8]>, Entry)>>,
-    totals_bytes: AtomicUsize,
+    /// Answers read from the block's heaviest entries, oldest first: an unfiltered answer sums
+    /// the opponents' ratings over every cell of each move and a filtered one checks every
+    /// cell (~14 ns a cell; the start position of a book of a million generated games has
+    /// ~65,000), which a block read once need not do again for the same question. Counted in
+    /// the cache's bytes ([`BlockCache::keep_answer`]).
+    answers: RwLock<Vec<(AnswerKey, Entry, usize)>>,
+    answers_bytes: AtomicUsize,
 }
 
 impl CachedBlock {
@@ -70,17 +98,17 @@ impl CachedBlock {
             b,
             ranges,
             last_key,
-            totals: RwLock::new(Vec::new()),
-            totals_bytes: AtomicUsize::new(0),
+            answers: RwLock::new(Vec::new()),
+            answers_bytes: AtomicUsize::new(0),
         }
     }
 
-    /// The kept unfiltered answer of the entry stored as `coded`, if any.
-    pub(super) fn totals_of(&self, coded: &[u8]) -> Option<Entry> {
-        let g = self.totals.read().ok()?;
+    /// The kept answer to `key`, if any.
+    pub(super) fn answer(&self, key: &AnswerKey) -> Option<Entry> {
+        let g = self.answers.read().ok()?;
         g.iter()
-            .find(|(c, _)| **c == *coded)
-            .map(|(_, e)| e.clone())
+            .find(|(k, _, _)| k == key)
+            .map(|(_, e, _)| e.clone())
     }
 
     /// The block's view, without parsing it again.
@@ -89,32 +117,23 @@ impl CachedBlock {
     }
 
     fn bytes(&self) -> usize {
-        self.a.len() + self.b.len() + 64 + self.totals_bytes.load(Ordering::Relaxed)
+        self.a.len() + self.b.len() + 64 + self.answers_bytes.load(Ordering::Relaxed)
     }
 }
 
-/// Whether an unfiltered answer is worth keeping: many games, so possibly many cells, and
-/// many per move (the copy handed out costs per move).
-pub(super) fn worth_keeping(e: &Entry) -> bool {
-    let games: u64 = e
-        .moves
-        .iter()
-        .map(|m| m.white + m.draws + m.black + m.unknown)
-        .sum();
-    games >= TOTALS_MIN_GAMES && games >= TOTALS_MIN_GAMES_PER_MOVE * e.moves.len() as u64
+/// Whether an answer whose read walked `cell_bytes` of cells is worth keeping.
+pub(super) fn worth_keeping(cell_bytes: usize) -> bool {
+    cell_bytes >= ANSWER_MIN_CELL_BYTES
 }
 
-/// Heap bytes of an entry as kept (an estimate, for the cache's count).
-fn entry_bytes(coded: &[u8], e: &Entry) -> usize {
+/// Heap bytes of a kept answer (an estimate, for the cache's count).
+fn answer_bytes(key: &AnswerKey, e: &Entry) -> usize {
     let moves: usize = e
         .moves
         .iter()
-        .map(|m| {
-            std::mem::size_of_val(m)
-                + m.cells.len() * std::mem::size_of::<crate::store::facet::CellStat>()
-        })
+        .map(|m| std::mem::size_of_val(m) + m.cells.len() * std::mem::size_of::<CellStat>())
         .sum();
-    coded.len() + e.pos.as_ref().map_or(0, Vec::len) + moves + std::mem::size_of::<Entry>() + 64
+    key.bytes() + e.pos.as_ref().map_or(0, Vec::len) + moves + std::mem::size_of::<Entry>() + 64
 }
 
 impl BlockCache {
@@ -172,41 +191,52 @@ impl BlockCache {
         }
     }
 
-    /// Keeps `e`, the unfiltered answer of the entry stored as `coded`, with the cached block
-    /// `blk` starting at `first`, its bytes counted in the cache's. Nothing is kept when the
-    /// block is no longer the cached one (evicted or replaced meanwhile: its bytes would be
-    /// counted for nothing) or already keeps its share.
-    pub(super) fn keep_totals(&self, first: u64, blk: &Arc<CachedBlock>, coded: &[u8], e: &Entry) {
+    /// Keeps `e`, the answer to `key`, with the cached block `blk` starting at `first` (the
+    /// block's oldest kept answer goes past [`ANSWERS_PER_BLOCK`]), its bytes counted in the
+    /// cache's. Nothing is kept when the block is no longer the cached one (evicted or
+    /// replaced meanwhile: its bytes would be counted for nothing).
+    pub(super) fn keep_answer(
+        &self,
+        first: u64,
+        blk: &Arc<CachedBlock>,
+        key: AnswerKey,
+        e: &Entry,
+    ) {
         if self.limit == 0 {
             return;
         }
-        let bytes = entry_bytes(coded, e);
+        let bytes = answer_bytes(&key, e);
         let Ok(mut g) = self.map.write() else {
             return;
         };
         if !g.blocks.get(&first).is_some_and(|b| Arc::ptr_eq(b, blk)) {
             return;
         }
-        let Ok(mut kept) = blk.totals.write() else {
+        let Ok(mut kept) = blk.answers.write() else {
             return;
         };
-        if kept.len() >= TOTALS_PER_BLOCK || kept.iter().any(|(c, _)| **c == *coded) {
+        if kept.iter().any(|(k, _, _)| *k == key) {
             return;
         }
-        kept.push((coded.into(), e.clone()));
-        blk.totals_bytes.fetch_add(bytes, Ordering::Relaxed);
+        if kept.len() >= ANSWERS_PER_BLOCK {
+            let (_, _, old) = kept.remove(0);
+            blk.answers_bytes.fetch_sub(old, Ordering::Relaxed);
+            g.used -= old;
+        }
+        kept.push((key, e.clone(), bytes));
+        blk.answers_bytes.fetch_add(bytes, Ordering::Relaxed);
         g.used += bytes;
     }
 
-    /// The unfiltered answers kept with the cached blocks, and the cache's bytes in use.
-    pub(super) fn kept_totals(&self) -> (usize, usize) {
+    /// The answers kept with the cached blocks, and the cache's bytes in use.
+    pub(super) fn kept_answers(&self) -> (usize, usize) {
         let Ok(g) = self.map.read() else {
             return (0, 0);
         };
         let kept = g
             .blocks
             .values()
-            .map(|b| b.totals.read().map_or(0, |t| t.len()))
+            .map(|b| b.answers.read().map_or(0, |t| t.len()))
             .sum();
         (kept, g.used)
     }
@@ -323,7 +353,7 @@ mod tests {
         ))
     }
 
-    fn heavy(games: u64) -> Entry {
+    fn entry(games: u64) -> Entry {
         Entry {
             key: 7,
             pos: Some(vec![1, 2, 3]),
@@ -338,31 +368,48 @@ mod tests {
 
     #[test]
     fn kept_answers_are_counted_in_the_cache_and_leave_with_their_block() {
-        let cache = BlockCache::new(10_000);
+        let cache = BlockCache::new(100_000);
         let (a, b) = (block(1_000), block(1_000));
         cache.put(10, a.clone());
-        let before = cache.kept_totals().1;
-        let e = heavy(1_000);
-        assert!(worth_keeping(&e));
-        assert!(!worth_keeping(&heavy(10)));
-        cache.keep_totals(10, &a, b"xy", &e);
-        cache.keep_totals(10, &a, b"xy", &e);
-        let (kept, used) = cache.kept_totals();
+        let before = cache.kept_answers().1;
+        let e = entry(1_000);
+        assert!(worth_keeping(ANSWER_MIN_CELL_BYTES) && !worth_keeping(100));
+        let unfiltered = AnswerKey::of(b"xy", CellRead::Totals).unwrap();
+        let blitz = CellFilter {
+            speeds: Some(1 << 3),
+            ..CellFilter::default()
+        };
+        let filtered = AnswerKey::of(b"xy", CellRead::Passing(&blitz)).unwrap();
+        assert_eq!(AnswerKey::of(b"xy", CellRead::All), None);
+        assert_eq!(AnswerKey::of(b"xy", CellRead::Skip), None);
+        cache.keep_answer(10, &a, unfiltered.clone(), &e);
+        cache.keep_answer(10, &a, unfiltered.clone(), &e);
+        let (kept, used) = cache.kept_answers();
         assert_eq!(kept, 1, "kept once");
-        assert_eq!(used - before, entry_bytes(b"xy", &e));
-        assert_eq!(a.totals_of(b"xy"), Some(e.clone()));
-        assert_eq!(a.totals_of(b"xz"), None);
+        assert_eq!(used - before, answer_bytes(&unfiltered, &e));
+        assert_eq!(a.answer(&unfiltered), Some(e.clone()));
+        assert_eq!(a.answer(&filtered), None, "another question");
+        cache.keep_answer(10, &a, filtered.clone(), &entry(5));
+        assert_eq!(a.answer(&filtered), Some(entry(5)));
         // A block that is not the cached one keeps nothing.
-        cache.keep_totals(10, &b, b"ab", &e);
-        cache.keep_totals(20, &b, b"ab", &e);
-        assert_eq!(cache.kept_totals().0, 1);
-        // At most a few per block.
+        cache.keep_answer(10, &b, unfiltered.clone(), &e);
+        cache.keep_answer(20, &b, unfiltered.clone(), &e);
+        assert_eq!(cache.kept_answers().0, 2);
+        assert_eq!(b.answer(&unfiltered), None);
+        // At most a few per block, the oldest going first, the count following.
         for i in 0..10u8 {
-            cache.keep_totals(10, &a, &[i], &e);
+            cache.keep_answer(10, &a, AnswerKey::of(&[i], CellRead::Totals).unwrap(), &e);
         }
-        assert_eq!(cache.kept_totals().0, TOTALS_PER_BLOCK);
+        let (kept, used) = cache.kept_answers();
+        assert_eq!(kept, ANSWERS_PER_BLOCK);
+        assert_eq!(used, a.bytes());
+        assert_eq!(a.answer(&unfiltered), None, "the oldest went");
+        assert!(
+            a.answer(&AnswerKey::of(&[9], CellRead::Totals).unwrap())
+                .is_some()
+        );
         // Replacing the block takes its kept answers' bytes out of the count.
         cache.put(10, b.clone());
-        assert_eq!(cache.kept_totals(), (0, b.bytes()));
+        assert_eq!(cache.kept_answers(), (0, b.bytes()));
     }
 }

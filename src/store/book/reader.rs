@@ -211,9 +211,9 @@ impl BookFile {
         Ok(probe == super::filter::Probe::Maybe)
     }
 
-    /// Unfiltered answers kept with this file's cached blocks.
-    pub(crate) fn kept_totals(&self) -> usize {
-        self.cache.kept_totals().0
+    /// Answers kept with this file's cached blocks.
+    pub(crate) fn kept_answers(&self) -> usize {
+        self.cache.kept_answers().0
     }
 
     /// Bytes of key-filter partitions held.
@@ -464,19 +464,25 @@ impl BookFile {
         let model = self.model(block_key, blk.model_id)?;
         let mut coded = Vec::with_capacity(32);
         model.encode(pos, &mut coded)?;
-        // An unfiltered answer of a heavy entry is kept with its cached block.
-        let totals = matches!(read, CellRead::Totals);
-        if totals && let Some(e) = blk.totals_of(&coded) {
+        // The answer of an entry with many cells, unfiltered or filtered, is kept with its
+        // cached block.
+        let kept = (self.cache.limit > 0)
+            .then(|| AnswerKey::of(&coded, read))
+            .flatten();
+        if let Some(k) = &kept
+            && let Some(e) = blk.answer(k)
+        {
             return Ok(Some(e));
         }
-        let found = view.find_coded_known(key, &coded, Some(pos), &*self.codec, model, read)?;
-        if totals
-            && let Some(e) = &found
-            && worth_keeping(e)
-        {
-            self.cache.keep_totals(block_key, &blk, &coded, e);
-        }
-        Ok(found)
+        let found = view.find_coded_sized(key, &coded, Some(pos), &*self.codec, model, read)?;
+        Ok(found.map(|(e, cell_bytes)| {
+            if let Some(k) = kept
+                && worth_keeping(cell_bytes)
+            {
+                self.cache.keep_answer(block_key, &blk, k, &e);
+            }
+            e
+        }))
     }
 
     /// As [`BookFile::lookup_blocks`] without the block cache: reads through redb each time.

@@ -348,11 +348,11 @@ impl Book {
         self.files.iter().map(|f| f.filter_held_bytes()).sum()
     }
 
-    /// Unfiltered answers the book's block caches keep (for tests: an unfiltered lookup of a
-    /// heavy position keeps its answer with its block).
+    /// Answers the book's block caches keep (for tests: a lookup of a position with many
+    /// cells keeps its answer with its block).
     #[doc(hidden)]
-    pub fn kept_totals(&self) -> usize {
-        self.files.iter().map(|f| f.kept_totals()).sum()
+    pub fn kept_answers(&self) -> usize {
+        self.files.iter().map(|f| f.kept_answers()).sum()
     }
 
     pub(crate) fn path(&self) -> &Path {
