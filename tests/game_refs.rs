@@ -282,6 +282,18 @@ fn references_choose_the_games_the_oracle_chooses_across_files_compaction_and_me
             queries.push(q);
         }
     }
+    // No lists: only the moves a single game counts for name theirs (the answer reads only
+    // those moves' references).
+    for p in positions(&book).into_iter().step_by(3) {
+        for (route, flt) in filters() {
+            let mut q = p.clone();
+            q["route"] = json!(route);
+            q["filters"] = flt;
+            q["topGames"] = json!(0);
+            q["recentGames"] = json!(0);
+            queries.push(q);
+        }
+    }
     // Smaller lists than the most.
     for (route, top, recent) in [("lichess", 2, 3), ("lichess", 0, 8), ("masters", 5, 0)] {
         queries.push(json!({"play": ["e2e4"], "route": route, "filters": {}, "topGames": top, "recentGames": recent}));

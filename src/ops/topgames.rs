@@ -14,7 +14,7 @@ use crate::chess::move_uci;
 use crate::error::Result;
 use crate::ops::gamerec::id_string;
 use crate::store::Book;
-use crate::store::facet::{CellFilter, MODES, Period, SPEEDS};
+use crate::store::facet::{CellFilter, CellMatcher, MODES, Period, SPEEDS};
 use crate::store::gameblock::{StoredGame, date_key};
 use crate::store::gamerefs::{NEWEST, STRONGEST};
 use crate::store::tags::parse_elo;
@@ -122,6 +122,9 @@ pub fn position_games(
     // Per file: its best candidates by strength and by number, and the singles' games.
     let mut chosen: Vec<Chosen> = Vec::new();
     let mut single_of: HashMap<u16, (usize, u32)> = HashMap::new();
+    let mut matcher = CellMatcher::new(filter);
+    // Without lists, only the singles' references are read.
+    let lists = top_n > 0 || recent_n > 0;
     for (fi, f) in book.files().iter().enumerate() {
         let Some(refs) = f.refs_at(key)? else {
             continue;
@@ -129,9 +132,12 @@ pub fn position_games(
         let mut facts = f.facts_reader();
         let mut cands: Vec<Candidate> = Vec::new();
         for (mv, numbers) in &refs.moves {
+            if !lists && !singles.contains(mv) {
+                continue;
+            }
             for &n in numbers {
                 let fact = facts.get(n)?;
-                if filter.passes(fact.cell) {
+                if matcher.passes(fact.cell) {
                     cands.push(Candidate {
                         file: fi,
                         number: n,
