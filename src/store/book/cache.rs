@@ -27,15 +27,19 @@ pub(super) struct AnswerKey {
 impl AnswerKey {
     /// The key of a read that can be kept (not one of every cell or of none).
     pub(super) fn of(coded: &[u8], read: CellRead) -> Option<AnswerKey> {
-        let filter = match read {
-            CellRead::Totals => None,
-            CellRead::Passing(f) => Some(f.clone()),
-            CellRead::All | CellRead::Skip => return None,
-        };
         Some(AnswerKey {
             coded: coded.into(),
-            filter,
+            filter: Self::question(read)?.cloned(),
         })
+    }
+
+    /// What a read asks, when it can be kept: `Some(None)` unfiltered, `Some(Some(filter))`.
+    pub(super) fn question(read: CellRead<'_>) -> Option<Option<&CellFilter>> {
+        match read {
+            CellRead::Totals => Some(None),
+            CellRead::Passing(f) => Some(Some(f)),
+            CellRead::All | CellRead::Skip => None,
+        }
     }
 
     fn bytes(&self) -> usize {
@@ -103,11 +107,16 @@ impl CachedBlock {
         }
     }
 
-    /// The kept answer to `key`, if any.
-    pub(super) fn answer(&self, key: &AnswerKey) -> Option<Entry> {
+    /// The kept answer to `read` of the entry stored as `coded`, if any (no lock, no
+    /// allocation when the block keeps none).
+    pub(super) fn answer(&self, coded: &[u8], read: CellRead) -> Option<Entry> {
+        if self.answers_bytes.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let filter = AnswerKey::question(read)?;
         let g = self.answers.read().ok()?;
         g.iter()
-            .find(|(k, _, _)| k == key)
+            .find(|(k, _, _)| *k.coded == *coded && k.filter.as_ref() == filter)
             .map(|(_, e, _)| e.clone())
     }
 
@@ -387,15 +396,20 @@ mod tests {
         let (kept, used) = cache.kept_answers();
         assert_eq!(kept, 1, "kept once");
         assert_eq!(used - before, answer_bytes(&unfiltered, &e));
-        assert_eq!(a.answer(&unfiltered), Some(e.clone()));
-        assert_eq!(a.answer(&filtered), None, "another question");
+        assert_eq!(a.answer(b"xy", CellRead::Totals), Some(e.clone()));
+        assert_eq!(
+            a.answer(b"xy", CellRead::Passing(&blitz)),
+            None,
+            "another question"
+        );
+        assert_eq!(a.answer(b"xy", CellRead::All), None);
         cache.keep_answer(10, &a, filtered.clone(), &entry(5));
-        assert_eq!(a.answer(&filtered), Some(entry(5)));
+        assert_eq!(a.answer(b"xy", CellRead::Passing(&blitz)), Some(entry(5)));
         // A block that is not the cached one keeps nothing.
         cache.keep_answer(10, &b, unfiltered.clone(), &e);
         cache.keep_answer(20, &b, unfiltered.clone(), &e);
         assert_eq!(cache.kept_answers().0, 2);
-        assert_eq!(b.answer(&unfiltered), None);
+        assert_eq!(b.answer(b"xy", CellRead::Totals), None);
         // At most a few per block, the oldest going first, the count following.
         for i in 0..10u8 {
             cache.keep_answer(10, &a, AnswerKey::of(&[i], CellRead::Totals).unwrap(), &e);
@@ -403,11 +417,8 @@ mod tests {
         let (kept, used) = cache.kept_answers();
         assert_eq!(kept, ANSWERS_PER_BLOCK);
         assert_eq!(used, a.bytes());
-        assert_eq!(a.answer(&unfiltered), None, "the oldest went");
-        assert!(
-            a.answer(&AnswerKey::of(&[9], CellRead::Totals).unwrap())
-                .is_some()
-        );
+        assert_eq!(a.answer(b"xy", CellRead::Totals), None, "the oldest went");
+        assert!(a.answer(&[9], CellRead::Totals).is_some());
         // Replacing the block takes its kept answers' bytes out of the count.
         cache.put(10, b.clone());
         assert_eq!(cache.kept_answers(), (0, b.bytes()));

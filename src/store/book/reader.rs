@@ -466,18 +466,14 @@ impl BookFile {
         model.encode(pos, &mut coded)?;
         // The answer of an entry with many cells, unfiltered or filtered, is kept with its
         // cached block.
-        let kept = (self.cache.limit > 0)
-            .then(|| AnswerKey::of(&coded, read))
-            .flatten();
-        if let Some(k) = &kept
-            && let Some(e) = blk.answer(k)
-        {
+        if let Some(e) = blk.answer(&coded, read) {
             return Ok(Some(e));
         }
         let found = view.find_coded_sized(key, &coded, Some(pos), &*self.codec, model, read)?;
         Ok(found.map(|(e, cell_bytes)| {
-            if let Some(k) = kept
+            if self.cache.limit > 0
                 && worth_keeping(cell_bytes)
+                && let Some(k) = AnswerKey::of(&coded, read)
             {
                 self.cache.keep_answer(block_key, &blk, k, &e);
             }
