@@ -10,8 +10,10 @@
 #   MEMORY=256                         --memory of the import and of compact (MiB)
 #   COLD=1                             0: skip the cold probes (no page cache drop, which
 #                                      would slow whatever else the machine runs)
-#   KEEP=0                             1: keep each size's PGN and book (disk: ~0.6 GB of
-#                                      book and ~0.1 GB of PGN per million games)
+#   KEEP=0                             1: keep each size's PGN and book (disk: ~1.2 GB of
+#                                      book with games stored and ~0.11 GB of zstd PGN per
+#                                      million games; during the import the staging adds
+#                                      ~0.7x the book, during compact a second copy)
 #
 # Per size, one TSV row (WORKDIR/scale.tsv) and a `RESULT {json}` line:
 #   import wall seconds, games/s, peak RSS (MiB), staging peak (bytes of the book's sidecar

@@ -1,6 +1,8 @@
 //! Development tool: the cost of one explorer query at a position, in process (no HTTP), for
 //! a book with facets against one without: `facetprobe BOOK [FILTER...]` where a filter is
-//! `speeds=blitz`, `ratings=2000`, `since=2015-01`, `until=2019-12`.
+//! `speeds=blitz`, `ratings=2000`, `since=2015-01`, `until=2019-12`. With `FACETPROBE_COLD=1`
+//! the book has no block cache, so every query reads, decompresses and walks its blocks (what
+//! the first query for a position costs; redb's page cache stays).
 use bookdb::ops::explorer::explore_counting;
 use bookdb::ops::facets::Counting;
 use bookdb::store::Book;
@@ -21,7 +23,17 @@ fn main() {
             _ => panic!("unknown filter {k}"),
         }
     }
-    let book = Book::open(std::path::Path::new(&path), bookdb::chess_codec()).expect("open");
+    let path = std::path::Path::new(&path);
+    let book = if std::env::var_os("FACETPROBE_COLD").is_some() {
+        let caches = bookdb::store::CacheSizes {
+            block_bytes: 0,
+            ..Default::default()
+        };
+        Book::open_with_caches(path, bookdb::chess_codec(), caches)
+    } else {
+        Book::open(path, bookdb::chess_codec())
+    }
+    .expect("open");
     let counting = Counting {
         filter,
         history: None,
