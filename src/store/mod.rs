@@ -29,6 +29,7 @@ pub mod tt;
 pub mod unzstd;
 #[doc(hidden)]
 pub mod varint;
+pub(crate) mod workers;
 
 use error::CodecError;
 

@@ -2,6 +2,7 @@
 //! tier of older books, and both merged.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
@@ -10,11 +11,12 @@ use super::*;
 use crate::store::block::{self, BlockView, Keep};
 use crate::store::entry::{Entry, MergeIter};
 use crate::store::error::{Corruption, Result};
+use crate::store::workers::Workers;
 
 impl BookFile {
     /// Iterates this file's entries in (key, position) order: blocks and (before version 3)
     /// delta tier merged.
-    pub(super) fn iter_as(&self, keep: Keep) -> Result<EntryIter<'_>> {
+    pub(super) fn iter_as(self: &Arc<Self>, keep: Keep) -> Result<EntryIter<'_>> {
         let mut blocks = self.iter_blocks()?;
         blocks.keep = keep;
         let blocks: Box<dyn Iterator<Item = Result<Entry>> + '_> = Box::new(blocks);
@@ -26,11 +28,11 @@ impl BookFile {
     }
 
     /// Iterates the blocks' entries in (key, position) order, block by block.
-    pub(crate) fn iter_blocks(&self) -> Result<BookIter<'_>> {
+    pub(crate) fn iter_blocks(self: &Arc<Self>) -> Result<BookIter<'_>> {
         shield("reading blocks", || self.iter_blocks_inner()).map_err(|e| e.in_file(&self.path))
     }
 
-    fn iter_blocks_inner(&self) -> Result<BookIter<'_>> {
+    fn iter_blocks_inner(self: &Arc<Self>) -> Result<BookIter<'_>> {
         let txn = self.db.begin_read()?;
         let table = match txn.open_table(BLOCKS) {
             Ok(t) => Some(t),
@@ -39,6 +41,7 @@ impl BookFile {
         };
         Ok(BookIter {
             book: self,
+            decoders: None,
             table,
             next_key: Some(0),
             buf: VecDeque::new(),
@@ -176,9 +179,22 @@ impl BookFile {
     }
 }
 
+/// Blocks to decode on a worker thread: the file, the blocks (key, stored bytes), what to keep.
+type DecodeJob = (Arc<BookFile>, Vec<(u64, Vec<u8>)>, Keep);
+
+fn decode_job((file, blocks, keep): DecodeJob) -> Result<Vec<Vec<Entry>>, Corruption> {
+    blocks
+        .iter()
+        .map(|(k, v)| file.decode_block_as(*k, v, keep))
+        .collect()
+}
+
 /// Iterator over all entries of a book in key order.
 pub(crate) struct BookIter<'a> {
-    book: &'a BookFile,
+    book: &'a Arc<BookFile>,
+    /// The threads that decode each batch of blocks, started with the first batch and kept
+    /// until the iterator ends (`store::workers` says why).
+    decoders: Option<Workers<DecodeJob, Result<Vec<Vec<Entry>>, Corruption>>>,
     table: Option<redb::ReadOnlyTable<u64, &'static [u8]>>,
     next_key: Option<u64>,
     buf: VecDeque<Entry>,
@@ -234,36 +250,32 @@ impl BookIter<'_> {
         let meta = &self.book.meta;
         let expected = meta.positions + meta.key_only;
         let at_end = self.next_key.is_none();
-        let (book, keep) = (self.book, self.keep);
+        let keep = self.keep;
         let threads = seal_threads();
-        let per = raw.len().div_ceil(threads).max(1);
         let decoded: Vec<Result<Vec<Vec<Entry>>, Corruption>> = if raw.len() <= 1 || threads == 1 {
+            let book = &**self.book;
             vec![
                 raw.iter()
                     .map(|(k, v)| book.decode_block_as(*k, v, keep))
                     .collect(),
             ]
         } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = raw
-                    .chunks(per)
-                    .map(|c| {
-                        s.spawn(move || {
-                            c.iter()
-                                .map(|(k, v)| book.decode_block_as(*k, v, keep))
-                                .collect()
-                        })
+            let per = raw.len().div_ceil(threads).max(1);
+            let mut jobs = Vec::with_capacity(threads);
+            let mut raw = raw.into_iter().peekable();
+            while raw.peek().is_some() {
+                jobs.push((self.book.clone(), raw.by_ref().take(per).collect(), keep));
+            }
+            self.decoders
+                .get_or_insert_with(|| Workers::new(threads, "bookdb-decode", decode_job))
+                .map(jobs)
+                .into_iter()
+                .map(|r| {
+                    r.unwrap_or_else(|| {
+                        Err(Corruption::Storage("block decoder thread panicked".into()))
                     })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            Err(Corruption::Storage("block decoder thread panicked".into()))
-                        })
-                    })
-                    .collect()
-            })
+                })
+                .collect()
         };
         for part in decoded {
             for entries in part? {

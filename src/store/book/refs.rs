@@ -19,6 +19,7 @@ use crate::store::facet::FacetSet;
 use crate::store::gameblock::StoredGame;
 use crate::store::gamerefs::{GameFacts, NEWEST, STRONGEST};
 use crate::store::refblock::{self, FACTS_PER_CHUNK, PosRefs};
+use crate::store::workers::Workers;
 
 /// Most raw bytes of a reference block's frame (of positions after its first): with the
 /// block's header, the position count and zstd's frame header (raw blocks when it gains
@@ -82,9 +83,31 @@ impl Tuple {
     }
 }
 
+/// A game indexed: its facts and its (key, move) pairs, or why it could not be replayed.
+type Indexed = std::result::Result<(Option<GameFacts>, Vec<(u64, u16)>), String>;
+
+/// Games to index on a worker thread, with the codec that replays them.
+type IndexJob = (Arc<dyn PositionCodec>, Vec<StoredGame>);
+
+/// Indexes `games` (a part of a batch) on a worker thread.
+fn index_games((codec, games): IndexJob) -> Vec<Indexed> {
+    games
+        .iter()
+        .map(|g| {
+            let mut pairs = Vec::new();
+            codec
+                .index_game(g, &mut pairs)
+                .map(|f| (f, pairs))
+                .map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
 /// Derives a file's references and facts from its games, given in number order.
 pub(crate) struct RefBuilder {
     ctx: RefContext,
+    /// The threads that index each batch, started with the first (`store::workers`).
+    indexers: Option<Workers<IndexJob, Vec<Indexed>>>,
     tuples: Vec<Tuple>,
     runs: Vec<PathBuf>,
     /// Each run's tier (0: spilled from memory; n + 1: merged from FAN_IN runs of tier n).
@@ -105,6 +128,7 @@ impl RefBuilder {
         RefBuilder {
             chunks: super::factspill::FactChunks::new(&ctx.prefix),
             ctx,
+            indexers: None,
             tuples: Vec::new(),
             runs: Vec::new(),
             levels: Vec::new(),
@@ -130,10 +154,9 @@ impl RefBuilder {
         Ok(())
     }
 
-    /// Indexes the games added since the last batch, on the sealing threads (each game is
+    /// Indexes the games added since the last batch on the builder's threads (each game is
     /// replayed on its own), then takes their facts and tuples in number order.
     fn index_batch(&mut self) -> Result<()> {
-        type Indexed = std::result::Result<(Option<GameFacts>, Vec<(u64, u16)>), String>;
         let batch = std::mem::take(&mut self.batch);
         if batch.is_empty() {
             return Ok(());
@@ -142,32 +165,20 @@ impl RefBuilder {
             .min(batch.len().div_ceil(64))
             .max(1);
         let per = batch.len().div_ceil(threads);
-        let codec = &self.ctx.codec;
-        let indexed: Vec<Indexed> = std::thread::scope(|s| {
-            let parts: Vec<_> = batch
-                .chunks(per)
-                .map(|part| {
-                    s.spawn(move || {
-                        part.iter()
-                            .map(|g| {
-                                let mut pairs = Vec::new();
-                                codec
-                                    .index_game(g, &mut pairs)
-                                    .map(|f| (f, pairs))
-                                    .map_err(|e| e.to_string())
-                            })
-                            .collect::<Vec<Indexed>>()
-                    })
-                })
-                .collect();
-            parts
-                .into_iter()
-                .flat_map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| vec![Err("an indexing thread panicked".into())])
-                })
-                .collect()
-        });
+        let mut jobs = Vec::with_capacity(threads);
+        let mut games = batch.into_iter().peekable();
+        while games.peek().is_some() {
+            jobs.push((self.ctx.codec.clone(), games.by_ref().take(per).collect()));
+        }
+        let indexed: Vec<Indexed> = self
+            .indexers
+            .get_or_insert_with(|| {
+                Workers::new(super::seal::seal_threads(), "bookdb-index", index_games)
+            })
+            .map(jobs)
+            .into_iter()
+            .flat_map(|r| r.unwrap_or_else(|| vec![Err("an indexing thread panicked".into())]))
+            .collect();
         for r in indexed {
             let number = self.next;
             self.next += 1;
