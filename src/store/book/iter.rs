@@ -182,7 +182,10 @@ impl BookFile {
 /// Blocks to decode on a worker thread: the file, the blocks (key, stored bytes), what to keep.
 type DecodeJob = (Arc<BookFile>, Vec<(u64, Vec<u8>)>, Keep);
 
-fn decode_job((file, blocks, keep): DecodeJob) -> Result<Vec<Vec<Entry>>, Corruption> {
+/// The entries of each block of a [`DecodeJob`], or the first block's corruption.
+type Decoded = Result<Vec<Vec<Entry>>, Corruption>;
+
+fn decode_job((file, blocks, keep): DecodeJob) -> Decoded {
     blocks
         .iter()
         .map(|(k, v)| file.decode_block_as(*k, v, keep))
@@ -194,7 +197,7 @@ pub(crate) struct BookIter<'a> {
     book: &'a Arc<BookFile>,
     /// The threads that decode each batch of blocks, started with the first batch and kept
     /// until the iterator ends (`store::workers` says why).
-    decoders: Option<Workers<DecodeJob, Result<Vec<Vec<Entry>>, Corruption>>>,
+    decoders: Option<Workers<DecodeJob, Decoded>>,
     table: Option<redb::ReadOnlyTable<u64, &'static [u8]>>,
     next_key: Option<u64>,
     buf: VecDeque<Entry>,
@@ -252,7 +255,7 @@ impl BookIter<'_> {
         let at_end = self.next_key.is_none();
         let keep = self.keep;
         let threads = seal_threads();
-        let decoded: Vec<Result<Vec<Vec<Entry>>, Corruption>> = if raw.len() <= 1 || threads == 1 {
+        let decoded: Vec<Decoded> = if raw.len() <= 1 || threads == 1 {
             let book = &**self.book;
             vec![
                 raw.iter()
