@@ -16,7 +16,7 @@ use crate::ops::progress::Progress;
 use crate::store::book::{self, Additions};
 use crate::store::entry::MergeIter;
 use crate::store::fpset;
-use crate::store::run::{RunReader, RunWriter};
+use crate::store::run::{RunModels, RunReader, RunWriter};
 use crate::store::{Book, BookWriter, WriterOptions};
 
 /// Most runs merged at once; more are merged in passes. A run being read holds one block
@@ -35,17 +35,22 @@ pub(super) fn apply_phase(
     plan: &[PlannedInput],
     staging: &Staging,
     state: &mut ImportState,
-    (in_memory, games): (Option<Vec<SortedAggregate>>, Vec<super::games::GameSink>),
+    (in_memory, games, models): (
+        Option<Vec<SortedAggregate>>,
+        Vec<super::games::GameSink>,
+        RunModels,
+    ),
     opts: &ImportOptions,
     progress: &Progress,
 ) -> Result<Applied> {
     progress.phase("merging runs into the book");
+    let mut trace = crate::ops::progress::Trace::new();
     reduce_runs(
         staging.dir(),
         state,
         &staging.path(STATE_FILE),
         (opts.memory_mib / 4 * RUNS_PER_MIB).clamp(4, MAX_FAN_IN),
-        opts.game,
+        (opts.game, &models),
     )?;
     reduce_game_runs(
         staging.dir(),
@@ -53,6 +58,7 @@ pub(super) fn apply_phase(
         &staging.path(STATE_FILE),
         (opts.memory_mib / 4 * RUNS_PER_MIB).clamp(4, MAX_FAN_IN),
     )?;
+    trace.mark("merge passes (runs and game runs down to the fan-in)");
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -92,7 +98,7 @@ pub(super) fn apply_phase(
         facet_games: state.facet_games.clone(),
         stored_games: stored_games(staging.dir(), state, games)?,
     };
-    let new = NewEntries::of(state, staging.dir(), in_memory);
+    let new = NewEntries::of(state, staging.dir(), in_memory, models);
     staging.mark_applying(&attempt)?;
     crate::store::files::crash_point("import-applying-marked");
     let target = Target {
@@ -134,7 +140,7 @@ pub(super) fn reduce_runs(
     state: &mut ImportState,
     state_path: &Path,
     fan_in: usize,
-    game: Game,
+    (game, models): (Game, &RunModels),
 ) -> Result<()> {
     let fan_in = fan_in.max(2);
     while state.runs.len() > fan_in {
@@ -155,12 +161,13 @@ pub(super) fn reduce_runs(
         let readers = group
             .iter()
             .map(|(r, _)| {
-                RunReader::open_indexed(&staging.join(r), game.codec()).map(RunReader::coded)
+                RunReader::open_indexed_sharing(&staging.join(r), game.codec(), models)
+                    .map(RunReader::coded)
             })
             .collect::<StoreResult<Vec<_>>>()?;
         let name = format!("run-{:06}.zst", state.next_run);
         state.next_run += 1;
-        let mut w = RunWriter::create(&staging.join(&name), game.codec())?;
+        let mut w = RunWriter::create_sharing(&staging.join(&name), game.codec(), models)?;
         for e in MergeIter::new(readers) {
             w.push(&e?)?;
         }
@@ -292,18 +299,27 @@ enum Sources {
 struct NewEntries {
     sources: Sources,
     count: u64,
+    /// The runs' shared position model, loaded once for all of them.
+    models: RunModels,
 }
 
 impl NewEntries {
-    fn of(state: &ImportState, staging: &Path, in_memory: Option<Vec<SortedAggregate>>) -> Self {
+    fn of(
+        state: &ImportState,
+        staging: &Path,
+        in_memory: Option<Vec<SortedAggregate>>,
+        models: RunModels,
+    ) -> Self {
         match in_memory {
             Some(parts) => NewEntries {
                 count: parts.iter().map(|p| p.len() as u64).sum(),
                 sources: Sources::InMemory(parts),
+                models,
             },
             None => NewEntries {
                 count: state.runs.iter().map(|(_, n)| n).sum(),
                 sources: Sources::Runs(state.runs.iter().map(|(r, _)| staging.join(r)).collect()),
+                models,
             },
         }
     }
@@ -340,7 +356,10 @@ impl NewEntries {
             Sources::Runs(paths) => {
                 let runs = paths
                     .iter()
-                    .map(|p| RunReader::open_indexed(p, game.codec()).map(RunReader::coded))
+                    .map(|p| {
+                        RunReader::open_indexed_sharing(p, game.codec(), &self.models)
+                            .map(RunReader::coded)
+                    })
                     .collect::<StoreResult<Vec<_>>>()?;
                 Ok(Box::new(MergeIter::new(runs)))
             }

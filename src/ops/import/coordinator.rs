@@ -25,6 +25,7 @@ use crate::ops::pgn::SkipReason;
 use crate::ops::progress::Progress;
 use crate::store::book;
 use crate::store::fpset::{self, FingerprintSet};
+use crate::store::run::RunModels;
 use crate::store::{Book, WriterOptions};
 use std::io::Read;
 
@@ -522,6 +523,8 @@ pub(super) struct ReadOutcome {
     pub(super) dedupe_spilled: bool,
     /// The workers' games to store, if nothing was spilled (books that store games).
     pub(super) games: Vec<super::games::GameSink>,
+    /// The position model the runs share (the first one trained), for the merges to load once.
+    pub(super) models: RunModels,
 }
 
 /// Reads all inputs, replays games on the workers and checkpoints spilled runs.
@@ -564,13 +567,14 @@ pub(super) fn read_phase(
     };
     let known = known.as_ref().map(|(index, _)| index);
 
+    let models = RunModels::new();
     let mut games = Vec::new();
     let in_memory = std::thread::scope(|s| -> Result<Option<Vec<SortedAggregate>>> {
         let (res_tx, res_rx) = unbounded::<Reply>();
         let txs = (0..jobs)
             .map(|id| {
                 let rules = (opts.rules, opts.game, opts.store_games);
-                worker::spawn(s, id, rules, budget, &res_tx)
+                worker::spawn(s, id, (rules, models.clone()), budget, &res_tx)
             })
             .collect();
         drop(res_tx);
@@ -639,6 +643,7 @@ pub(super) fn read_phase(
         read_fp,
         dedupe_spilled: seen.spilled(),
         games,
+        models,
     })
 }
 

@@ -167,7 +167,7 @@ fn import_fitted(
         &plan,
         &staging,
         &mut state,
-        (read.in_memory, read.games),
+        (read.in_memory, read.games, read.models),
         opts,
         &progress,
     )?;

@@ -18,7 +18,7 @@ use crate::ops::pgn::{
     replay_into, replay_keeping,
 };
 use crate::store::Entry;
-use crate::store::run::RunWriter;
+use crate::store::run::{RunModels, RunWriter};
 
 pub(super) enum Msg {
     /// Raw PGN text cut at game boundaries, with the line number it starts on.
@@ -206,7 +206,7 @@ fn worker(
     id: usize,
     rx: Receiver<Msg>,
     tx: Sender<Reply>,
-    rules: (CountRules, Game, bool),
+    (rules, models): ((CountRules, Game, bool), RunModels),
     budget: usize,
 ) {
     let mut w = Worker {
@@ -214,6 +214,7 @@ fn worker(
         rules: rules.0,
         game: rules.1,
         games: rules.2.then(GameSink::default),
+        models,
         budget,
         // Vectors reserved for the budget (untouched capacity costs no memory), the hash
         // table sized for a typical mix and doubled as needed (Aggregator::for_budget).
@@ -237,6 +238,8 @@ struct Worker {
     game: Game,
     budget: usize,
     agg: Aggregator,
+    /// The position model the import's runs share.
+    models: RunModels,
     /// The games counted since the last spill, kept for the book's game store (`None`: the
     /// book stores no games).
     games: Option<GameSink>,
@@ -430,13 +433,14 @@ impl Worker {
             None => None,
         };
         let mut sorted = std::mem::take(&mut self.agg).into_sorted();
-        let res = RunWriter::create(&path, self.game.codec()).and_then(|mut w| {
-            let mut e = Entry::default();
-            while sorted.next_into(&mut e) {
-                w.push(&e)?;
-            }
-            w.finish()
-        });
+        let res =
+            RunWriter::create_sharing(&path, self.game.codec(), &self.models).and_then(|mut w| {
+                let mut e = Entry::default();
+                while sorted.next_into(&mut e) {
+                    w.push(&e)?;
+                }
+                w.finish()
+            });
         // The same tables serve the next round: no fresh pages to fault in.
         self.agg = sorted.into_aggregator();
         match res {
@@ -450,7 +454,7 @@ impl Worker {
 pub(super) fn spawn<'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
     id: usize,
-    rules: (CountRules, Game, bool),
+    rules: ((CountRules, Game, bool), RunModels),
     budget: usize,
     replies: &Sender<Reply>,
 ) -> Sender<Msg> {

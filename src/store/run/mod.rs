@@ -1,7 +1,7 @@
 //! Sorted runs: the import pipeline's spill files (docs/FORMAT.md §8.4). A run is magic
 //! `BDBRUN02`, then frames `len:u32 LE, bytes`: first the run's position model (a byte 1 and
-//! the codec's serialized model trained on the run's first entries, or a byte 0 alone for the
-//! identity model), then
+//! the codec's serialized model trained on the run's first entries — or, for runs sharing a
+//! [`RunModels`], the first such run's — or a byte 0 alone for the identity model), then
 //! blocks in the book's own block format (§5, sealed, checksummed, section A zstd-compressed,
 //! moves stored as the book stores them: indices among the legal moves, or codes), each up to
 //! [`BLOCK_ENTRIES`] entries in strictly increasing (key, position) order; an end frame `len = 0`, the entry count (u64 LE) and a crc32 of all
@@ -43,6 +43,8 @@ pub struct RunWriter {
     codec: Arc<dyn PositionCodec>,
     /// The run's model and the id its blocks carry (0: identity); `None` until trained.
     model: Option<(Arc<dyn PositionModel>, u16)>,
+    /// The import's shared models: the run takes the shared one instead of training.
+    models: Option<RunModels>,
     comp: zstd::bulk::Compressor<'static>,
     crc: crc32fast::Hasher,
     count: u64,
@@ -110,6 +112,7 @@ impl RunWriter {
             out,
             codec,
             model: None,
+            models: None,
             comp,
             crc: crc32fast::Hasher::new(),
             count: 0,
@@ -119,6 +122,18 @@ impl RunWriter {
             prepared: Vec::new(),
             last: LastKey::default(),
         })
+    }
+
+    /// A run that takes the model of `models` (the first trained by a run of them) instead
+    /// of training its own.
+    pub(crate) fn create_sharing(
+        path: &Path,
+        codec: Arc<dyn PositionCodec>,
+        models: &RunModels,
+    ) -> Result<RunWriter> {
+        let mut w = RunWriter::create(path, codec)?;
+        w.models = Some(models.clone());
+        Ok(w)
     }
 
     pub fn push(&mut self, e: &Entry) -> Result<()> {
@@ -199,15 +214,28 @@ impl RunWriter {
             .iter()
             .filter_map(|e| e.pos.as_deref())
             .collect();
-        let bytes = if samples.is_empty() {
-            Vec::new()
-        } else {
-            self.codec.train(&samples)?
+        let codec = &self.codec;
+        let train = || -> Result<Vec<u8>> {
+            Ok(if samples.is_empty() {
+                Vec::new()
+            } else {
+                codec.train(&samples)?
+            })
         };
-        let model: Arc<dyn PositionModel> = if bytes.is_empty() {
-            Arc::new(IdentityModel)
-        } else {
-            self.codec.load_model(&bytes)?
+        let load = |b: &[u8]| -> Result<Arc<dyn PositionModel>> { Ok(codec.load_model(b)?) };
+        let (bytes, model): (Vec<u8>, Arc<dyn PositionModel>) = match &self.models {
+            Some(models) => models
+                .for_writer(train, load)?
+                .unwrap_or_else(|| (Vec::new(), Arc::new(IdentityModel))),
+            None => {
+                let bytes = train()?;
+                if bytes.is_empty() {
+                    (bytes, Arc::new(IdentityModel))
+                } else {
+                    let m = load(&bytes)?;
+                    (bytes, m)
+                }
+            }
         };
         let id = u16::from(!bytes.is_empty());
         let mut frame = Vec::with_capacity(1 + bytes.len());
@@ -346,6 +374,7 @@ pub struct RunReader {
 
 impl RunReader {
     /// [`RunReader::open`], moves stored as indices coming back as indices.
+    #[cfg(test)]
     pub(crate) fn open_indexed(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<RunReader> {
         let mut r = RunReader::open(path, codec)?;
         r.keep.indices = true;
@@ -354,9 +383,30 @@ impl RunReader {
 
     #[doc(hidden)]
     pub fn open(path: &Path, codec: Arc<dyn PositionCodec>) -> Result<RunReader> {
+        RunReader::open_sharing(path, codec, None)
+    }
+
+    /// [`RunReader::open_indexed`], its model loaded once for all the readers of `models`
+    /// that hold the same one.
+    pub(crate) fn open_indexed_sharing(
+        path: &Path,
+        codec: Arc<dyn PositionCodec>,
+        models: &RunModels,
+    ) -> Result<RunReader> {
+        let mut r = RunReader::open_sharing(path, codec, Some(models))?;
+        r.keep.indices = true;
+        Ok(r)
+    }
+
+    fn open_sharing(
+        path: &Path,
+        codec: Arc<dyn PositionCodec>,
+        models: Option<&RunModels>,
+    ) -> Result<RunReader> {
         let name = path.display().to_string();
         let f = File::open(path).map_err(|e| Error::io(format!("opening run {name}"), e))?;
-        RunReader::from_reader(name, Box::new(BufReader::with_capacity(1 << 16, f)), codec)
+        let src = Box::new(BufReader::with_capacity(1 << 16, f));
+        RunReader::from_reader_sharing(name, src, codec, models)
     }
 
     /// A run read from any byte source (`name` for messages).
@@ -365,6 +415,15 @@ impl RunReader {
         name: String,
         src: Box<dyn Read + Send>,
         codec: Arc<dyn PositionCodec>,
+    ) -> Result<RunReader> {
+        RunReader::from_reader_sharing(name, src, codec, None)
+    }
+
+    fn from_reader_sharing(
+        name: String,
+        src: Box<dyn Read + Send>,
+        codec: Arc<dyn PositionCodec>,
+        models: Option<&RunModels>,
     ) -> Result<RunReader> {
         let mut r = RunReader {
             name,
@@ -397,10 +456,14 @@ impl RunReader {
         match r.buf.split_first() {
             Some((0, [])) => {}
             Some((1, model)) if !model.is_empty() => {
-                r.model = r
-                    .codec
-                    .load_model(model)
-                    .map_err(|e| r.damaged(format!("model: {e}")))?;
+                let codec = &r.codec;
+                let load =
+                    |b: &[u8]| -> Result<Arc<dyn PositionModel>> { Ok(codec.load_model(b)?) };
+                let loaded = match models {
+                    Some(m) => m.for_reader(model, load),
+                    None => load(model),
+                };
+                r.model = loaded.map_err(|e| r.damaged(format!("model: {e}")))?;
                 r.model_id = 1;
             }
             _ => return Err(r.damaged("unreadable model frame")),
@@ -542,6 +605,9 @@ impl MergeHead<Error> for RunHead {
             .map_err(|e| Error::Damaged(format!("run {run} is damaged: {e}")))
     }
 }
+
+mod models;
+pub(crate) use models::RunModels;
 
 #[cfg(test)]
 mod tests;

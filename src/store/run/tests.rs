@@ -320,3 +320,62 @@ fn merging_coded_runs_equals_merging_decoded_runs() {
         .to_string();
     assert!(err.contains("bad.zst") && err.contains("cells"), "{err}");
 }
+
+/// Runs written sharing one [`RunModels`] store the model the first of them trained, read
+/// back the same entries, and their readers hold one loaded model between them; a merge of
+/// such runs equals a merge of runs that each trained their own.
+#[test]
+fn runs_sharing_a_model_store_and_load_it_once() {
+    use crate::store::entry::MergeIter;
+    let dir = tempfile::tempdir().unwrap();
+    let models = RunModels::new();
+    let mut shared = Vec::new();
+    let mut own = Vec::new();
+    for s in 0..3u64 {
+        let mut want = entries(s, 50 * s as usize);
+        if s == 0 {
+            // The first run trains on other positions than the others would.
+            want = want.into_iter().step_by(3).collect();
+        }
+        let p = dir.path().join(format!("s{s}.zst"));
+        let mut w = RunWriter::create_sharing(&p, codec(), &models).unwrap();
+        for e in &want {
+            w.push(e).unwrap();
+        }
+        w.finish().unwrap();
+        shared.push(p);
+        let q = dir.path().join(format!("o{s}.zst"));
+        write(&q, &want);
+        own.push(q);
+    }
+    // The model frame (the first frame after the magic) is the same bytes in every shared run.
+    let frame = |p: &Path| {
+        let b = std::fs::read(p).unwrap();
+        let n = u32::from_le_bytes(b[8..12].try_into().unwrap()) as usize;
+        b[12..12 + n].to_vec()
+    };
+    assert_eq!(frame(&shared[0]), frame(&shared[1]));
+    assert_eq!(frame(&shared[0]), frame(&shared[2]));
+    assert_ne!(
+        frame(&own[1]),
+        frame(&shared[1]),
+        "on its own the run trains another model"
+    );
+    let readers = RunModels::new();
+    let open = |p: &PathBuf| RunReader::open_indexed_sharing(p, codec(), &readers).unwrap();
+    let (a, b) = (open(&shared[0]), open(&shared[2]));
+    assert!(Arc::ptr_eq(&a.model, &b.model), "one loaded model");
+    let merged = |runs: Vec<RunReader>| -> Vec<Entry> {
+        MergeIter::new(runs.into_iter().map(RunReader::coded).collect())
+            .collect::<Result<_>>()
+            .unwrap()
+    };
+    let via_shared = merged(shared.iter().map(open).collect());
+    let via_own = merged(
+        own.iter()
+            .map(|p| RunReader::open_indexed(p, codec()).unwrap())
+            .collect(),
+    );
+    assert_eq!(via_shared, via_own);
+    assert!(!via_shared.is_empty());
+}
