@@ -223,13 +223,20 @@ impl RunWriter {
             })
         };
         let load = |b: &[u8]| -> Result<Arc<dyn PositionModel>> { Ok(codec.load_model(b)?) };
-        // A run of its own trains as the first of a set of runs would.
-        let (bytes, model): (Vec<u8>, Arc<dyn PositionModel>) = self
-            .models
-            .clone()
-            .unwrap_or_default()
-            .for_writer(train, load)?
-            .unwrap_or_else(|| (Vec::new(), Arc::new(IdentityModel)));
+        let (bytes, model): (Vec<u8>, Arc<dyn PositionModel>) = match &self.models {
+            Some(models) => models
+                .for_writer(train, load)?
+                .unwrap_or_else(|| (Vec::new(), Arc::new(IdentityModel))),
+            None => {
+                let bytes = train()?;
+                if bytes.is_empty() {
+                    (bytes, Arc::new(IdentityModel))
+                } else {
+                    let m = load(&bytes)?;
+                    (bytes, m)
+                }
+            }
+        };
         let id = u16::from(!bytes.is_empty());
         let mut frame = Vec::with_capacity(1 + bytes.len());
         frame.push(id as u8);
