@@ -407,14 +407,23 @@ fn changes_by_other_processes_are_served_within_a_second_without_a_failed_reques
     eprintln!("{a} answers during the changes, {f} failed");
     assert_eq!(f, 0);
     assert!(a > 100, "{a}");
-    let metrics = srv.get("/metrics").body;
-    let refreshes: u64 = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("bookdb_book_refreshes_total "))
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(refreshes >= 3, "{metrics}");
+    // The refresher counts a change just after it serves it: on a loaded machine the count
+    // may trail the generation the answers show by a scheduling delay, not by a change.
+    let start = Instant::now();
+    loop {
+        let metrics = srv.get("/metrics").body;
+        let refreshes: u64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("bookdb_book_refreshes_total "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        if refreshes >= 3 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "{metrics}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]
