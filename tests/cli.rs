@@ -189,11 +189,11 @@ fn migrate_reports_current_version() {
     let dir = tempfile::tempdir().unwrap();
     let book = sample_book(dir.path());
     let out = bookdb(["migrate", "--book", s(&book)]).ok();
-    assert!(out.contains("already at format version 8"), "{out}");
+    assert!(out.contains("already at format version 9"), "{out}");
 }
 
 /// A version-1 book (format 1 had no `games` table) is refused by every command but
-/// `migrate`, which rewrites it as version 7 with the same content; migrating again is a no-op.
+/// `migrate`, which rewrites it as the current version with the same content; migrating again is a no-op.
 #[test]
 fn migrate_converts_a_version_1_book() {
     let dir = tempfile::tempdir().unwrap();
@@ -204,11 +204,11 @@ fn migrate_converts_a_version_1_book() {
     let err = bookdb(["probe", "--book", p]).fails_with(4);
     assert!(err.contains("migrate"));
     let msg = bookdb(["migrate", "--book", p]).ok();
-    assert!(msg.contains("migrated from format version 1 to 8"), "{msg}");
+    assert!(msg.contains("migrated from format version 1 to 9"), "{msg}");
     assert_eq!(dump(&book), before);
     verify(&book);
     let again = bookdb(["migrate", "--book", p]).ok();
-    assert!(again.contains("already at format version 8"), "{again}");
+    assert!(again.contains("already at format version 9"), "{again}");
 }
 
 /// A book file with one damaged redb page (found by fuzzing): every command reports corruption

@@ -256,7 +256,8 @@ fn build_subject(name: &'static str, parts: usize, evals: bool) -> Subject {
         .map(|f| {
             let mut r = Vec::new();
             for (table, region) in [
-                ("game_blocks", "game store chunk"),
+                ("game_chunks", "game store chunk"),
+                ("game_id_index", "game id index chunk"),
                 ("game_refs", "game reference block"),
                 ("game_facts", "game fact chunk"),
             ] {
@@ -342,9 +343,8 @@ fn value_ranges(file: &Path, table: &str) -> Vec<(u64, u64)> {
         }
     }
     let values = match table {
-        "blocks" | "game_refs" => all::<u64>(&txn, table),
-        "key_filter" | "game_facts" => all::<u32>(&txn, table),
-        "game_blocks" => all::<(u32, u16)>(&txn, table),
+        "blocks" | "game_refs" | "game_id_index" => all::<u64>(&txn, table),
+        "key_filter" | "game_facts" | "game_chunks" => all::<u32>(&txn, table),
         _ => all::<(u64, &[u8])>(&txn, table),
     };
     let bytes = std::fs::read(file).unwrap();

@@ -52,19 +52,31 @@ fn halves(dir: &Path) -> (PathBuf, PathBuf) {
     (a, b)
 }
 
-/// The distinct versions (first byte of chunk 0) of a book's game blocks.
+/// The distinct versions (first byte) of a book's game blocks, found through format 9's
+/// block directory in its block stream; the tables of formats 6–8 must be gone.
 fn game_block_versions(book: &Path) -> Vec<u8> {
-    use redb::ReadableDatabase;
+    use redb::{ReadableDatabase, ReadableTable};
     let db = redb::Database::open(book).unwrap();
     let txn = db.begin_read().unwrap();
-    let def: redb::TableDefinition<(u32, u16), &[u8]> = redb::TableDefinition::new("game_blocks");
-    let t = txn.open_table(def).unwrap();
-    let mut v: Vec<u8> = t
-        .range::<(u32, u16)>(..)
+    for old in ["game_blocks", "game_ids"] {
+        let def: redb::TableDefinition<(u32, u16), &[u8]> = redb::TableDefinition::new(old);
+        assert!(txn.open_table(def).is_err(), "{old} left in {book:?}");
+    }
+    let dir: redb::TableDefinition<u32, (u64, u32)> = redb::TableDefinition::new("game_dir");
+    let chunks: redb::TableDefinition<u32, &[u8]> = redb::TableDefinition::new("game_chunks");
+    let (dir, chunks) = (
+        txn.open_table(dir).unwrap(),
+        txn.open_table(chunks).unwrap(),
+    );
+    let stream: Vec<u8> = chunks
+        .iter()
         .unwrap()
-        .map(Result::unwrap)
-        .filter(|(k, _)| k.value().1 == 0)
-        .map(|(_, b)| b.value()[0])
+        .flat_map(|r| r.unwrap().1.value().to_vec())
+        .collect();
+    let mut v: Vec<u8> = dir
+        .iter()
+        .unwrap()
+        .map(|r| stream[r.unwrap().1.value().0 as usize])
         .collect();
     v.sort_unstable();
     v.dedup();
@@ -171,8 +183,21 @@ fn every_older_format_version_migrates() {
                 let all = |b: &Path| bookdb(["pgn", "--all", "--book", s(b)]).ok();
                 assert_eq!(all(&book), all(&fresh), "v{version}: stored games changed");
                 // Format 8: every game block is written again as version 2 (head and body
-                // frames, docs/FORMAT.md §15.1).
+                // frames, docs/FORMAT.md §15.1); format 9: in the block stream, with the
+                // packed id index (§15.5), whose every id finds its game.
                 assert_eq!(game_block_versions(&book), vec![2], "v{version}");
+                let listed: Vec<serde_json::Value> =
+                    bookdb(["games", "--json", "--top", "50", "--book", s(&book)])
+                        .ok()
+                        .lines()
+                        .map(|l| serde_json::from_str(l).unwrap())
+                        .collect();
+                assert!(!listed.is_empty(), "v{version}");
+                for g in &listed {
+                    let id = g["id"].as_str().unwrap();
+                    let pgn = bookdb(["pgn", "--book", s(&book), id]).ok();
+                    assert!(pgn.starts_with("[Event "), "v{version}: pgn {id}: {pgn}");
+                }
                 for line in [&[][..], &["e4"], &["d4", "Nf6"]] {
                     let games = |b: &Path| {
                         let mut a = vec!["games", "--json", "--book", s(b)];

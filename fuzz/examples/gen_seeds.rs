@@ -310,6 +310,10 @@ fn main() {
         "facts",
         &bookdb::store::refblock::encode_facts(&[(0x1234_5603, 4800), (0, 0)]),
     );
+    // id_chunk: a chunk of spread ids (one repeated) and a chunk of one row.
+    let rows = [(3u64, 7u32), (1 << 40, 2), (1 << 40, 9), ((1 << 47) - 1, 100_000)];
+    out.put("id_chunk", "four-rows", &bookdb::store::idchunk::encode(&rows).expect("id chunk"));
+    out.put("id_chunk", "one-row", &bookdb::store::idchunk::encode(&[(42, 0)]).expect("id chunk"));
     // Keep the trained model referenced by the seeds in sync with the fuzz targets.
     let _ = loaded_model();
 

@@ -17,6 +17,7 @@ pub mod gameblock;
 pub mod gamerefs;
 #[doc(hidden)]
 pub mod gamerun;
+pub mod idchunk;
 pub(crate) mod rangecoder;
 pub(crate) mod record;
 pub mod refblock;

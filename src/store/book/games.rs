@@ -6,10 +6,10 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use super::gamestore::{StreamWriter, bad, block_at};
 use super::open::GameTables;
-use super::options::PAGE_FIT;
 use super::*;
-use crate::store::error::{Corruption, Error, Result};
+use crate::store::error::{Error, Result};
 use crate::store::gameblock::{
     self, StoredGame, counted_plies_of, same_game_but_plies, store_order,
 };
@@ -28,13 +28,6 @@ const GAME_LEVEL: i32 = 6;
 /// Games in the store's order ([`store_order`]), each checked where it was read.
 pub type GameStream<'a> = Box<dyn Iterator<Item = Result<StoredGame>> + Send + 'a>;
 
-fn bad(at: impl std::fmt::Display, reason: impl std::fmt::Display) -> Error {
-    Error::Corrupt(Corruption::GameStore {
-        at: at.to_string(),
-        reason: reason.to_string(),
-    })
-}
-
 impl BookFile {
     /// The games this file's store holds (meta `games_stored`).
     pub fn games_stored(&self) -> u64 {
@@ -49,22 +42,7 @@ impl BookFile {
         number: u32,
         heads_only: bool,
     ) -> Result<(u32, Arc<gameblock::BlockView>)> {
-        let (first, _) = t
-            .blocks
-            .range(..=(number, u16::MAX))?
-            .next_back()
-            .transpose()?
-            .ok_or_else(|| bad(format!("game {number}"), "no block holds it"))?
-            .0
-            .value();
-        let mut bytes = Vec::new();
-        for (i, row) in t.blocks.range((first, 0)..=(first, u16::MAX))?.enumerate() {
-            let (k, v) = row?;
-            if usize::from(k.value().1) != i {
-                return Err(bad(block_at(first), format!("chunk {} missing", i)));
-            }
-            bytes.extend_from_slice(v.value());
-        }
+        let (first, bytes) = t.store.block_of(number)?;
         let view =
             gameblock::BlockView::open(&bytes, heads_only).map_err(|e| bad(block_at(first), e))?;
         if (number - first) as usize >= view.len() {
@@ -121,8 +99,7 @@ impl BookFile {
         };
         shield("reading the game store", || {
             let mut out = Vec::new();
-            for row in t.ids.range((id, 0)..=(id, u32::MAX))? {
-                let number = row?.0.value().1;
+            for number in t.store.numbers_by_id(id)? {
                 let (first, view) = self.game_block_of(t, number, false)?;
                 let g = view.game((number - first) as usize);
                 if g.id != id {
@@ -146,13 +123,10 @@ impl BookFile {
             return Ok(Box::new(std::iter::empty()));
         };
         let path = self.path.clone();
-        let mut rows = shield("reading the game store", || {
-            Ok(t.blocks.range::<(u32, u16)>(..)?.peekable())
-        })
-        .map_err(|e| e.in_file(&self.path))?;
+        let mut rows = shield("reading the game store", || t.store.blocks())
+            .map_err(|e| e.in_file(&self.path))?;
         let want = self.games_stored;
         let (mut next, mut block, mut done) = (0u64, std::vec::IntoIter::default(), false);
-        let mut bytes: Vec<Vec<u8>> = Vec::new();
         Ok(Box::new(std::iter::from_fn(move || {
             if done {
                 return None;
@@ -163,30 +137,12 @@ impl BookFile {
                         next += 1;
                         return Ok(Some(g));
                     }
-                    // The next block: its chunks, in order.
-                    bytes.clear();
-                    let mut first = None;
-                    while let Some(row) = rows.next_if(|r| match (r, first) {
-                        (Ok((k, _)), Some(f)) => k.value().0 == f,
-                        _ => true,
-                    }) {
-                        let (k, v) = row?;
-                        let (f, chunk) = k.value();
-                        let f = *first.get_or_insert(f);
-                        bytes.push(v.value().to_vec());
-                        if usize::from(chunk) + 1 != bytes.len() {
-                            done = true;
-                            return Err(bad(
-                                block_at(f),
-                                format!("chunk {} missing", bytes.len() - 1),
-                            ));
-                        }
-                    }
-                    let Some(first) = first else {
+                    let Some((first, bytes)) = rows.next_block().inspect_err(|_| done = true)?
+                    else {
                         done = true;
                         if next != want {
                             return Err(bad(
-                                "game_blocks",
+                                "game store",
                                 format!("{next} games, meta records {want}"),
                             ));
                         }
@@ -199,7 +155,7 @@ impl BookFile {
                             format!("expected a block from {next}"),
                         ));
                     }
-                    let games = gameblock::decode(&bytes.concat()).map_err(|e| {
+                    let games = gameblock::decode(&bytes).map_err(|e| {
                         done = true;
                         bad(block_at(first), e)
                     })?;
@@ -217,7 +173,8 @@ impl BookFile {
     /// The rows of this file's id index.
     pub fn game_id_rows(&self) -> Result<u64> {
         match &self.games {
-            Some(t) => Ok(redb::ReadableTableMetadata::len(&t.ids)?),
+            Some(t) => shield("reading the game store", || t.store.id_row_count())
+                .map_err(|e| e.in_file(&self.path)),
             None => Ok(0),
         }
     }
@@ -235,36 +192,25 @@ impl BookFile {
         let rows = self.game_id_rows()?;
         if rows != ids.len() as u64 {
             return Err(bad(
-                "game_ids",
+                "id index",
                 format!("{rows} rows for {} stored games", ids.len()),
             ))
             .map_err(|e| e.in_file(&self.path));
         }
         shield("reading the game store", || {
-            for row in t.ids.range::<(u64, u32)>(..)? {
-                let (id, number) = row?.0.value();
-                match ids.get(number as usize) {
-                    Some(&have) if have == id => {}
-                    Some(&have) => {
-                        return Err(bad(
-                            format!("id row ({id}, {number})"),
-                            format!("game {number} has id {have}"),
-                        ));
-                    }
-                    None => {
-                        return Err(bad(format!("id row ({id}, {number})"), "no such game"));
-                    }
-                }
-            }
-            Ok(())
+            t.store
+                .for_each_id_row(|id, number| match ids.get(number as usize) {
+                    Some(&have) if have == id => Ok(()),
+                    Some(&have) => Err(bad(
+                        format!("id row ({id}, {number})"),
+                        format!("game {number} has id {have}"),
+                    )),
+                    None => Err(bad(format!("id row ({id}, {number})"), "no such game")),
+                })
         })
         .map_err(|e| e.in_file(&self.path))?;
         Ok(ids.len() as u64)
     }
-}
-
-fn block_at(first: u32) -> String {
-    format!("block from game {first}")
 }
 
 impl Book {
@@ -394,16 +340,8 @@ fn copy_store(f: &BookFile, txn: &redb::WriteTransaction) -> Result<u64> {
     let Some(t) = &f.games else {
         return Ok(0);
     };
-    let mut blocks = txn.open_table(GAME_BLOCKS)?;
-    let mut ids = txn.open_table(GAME_IDS)?;
     shield("copying the game store", || {
-        for row in t.blocks.range::<(u32, u16)>(..)? {
-            let (k, v) = row?;
-            blocks.insert(k.value(), v.value())?;
-        }
-        for row in t.ids.range::<(u64, u32)>(..)? {
-            ids.insert(row?.0.value(), ())?;
-        }
+        t.store.copy_into(txn)?;
         let mut facts = txn.open_table(GAME_FACTS)?;
         for row in f.fact_chunk_iter()? {
             let (k, v) = row?;
@@ -422,8 +360,7 @@ fn copy_store(f: &BookFile, txn: &redb::WriteTransaction) -> Result<u64> {
 
 /// Writes games, in the store's order, as numbered blocks and id rows.
 struct StoreWriter<'t> {
-    blocks: redb::Table<'t, (u32, u16), &'static [u8]>,
-    ids: redb::Table<'t, (u64, u32), ()>,
+    out: StreamWriter<'t>,
     /// The id rows, inserted in key order at the end: inserted in number order (random ids)
     /// they left the table's pages half full, 70 B a game on the bench set. Sorted within
     /// half the reference builder's share, spilled past it.
@@ -447,8 +384,7 @@ impl<'t> StoreWriter<'t> {
         let id_rows = super::idspill::IdRows::new(&ctx.prefix, ctx.budget / 2);
         Ok(StoreWriter {
             head_fields,
-            blocks: txn.open_table(GAME_BLOCKS)?,
-            ids: txn.open_table(GAME_IDS)?,
+            out: StreamWriter::open(txn)?,
             id_rows,
             pending: Vec::new(),
             pending_raw: 0,
@@ -481,11 +417,7 @@ impl<'t> StoreWriter<'t> {
         let split = self.head_fields.map_or(nfields, |h| h.min(nfields));
         let bytes = gameblock::encode_split(&self.pending, GAME_LEVEL, split)
             .map_err(|e| Error::Internal(format!("coding a game block: {e}")))?;
-        for (i, chunk) in bytes.chunks(PAGE_FIT).enumerate() {
-            let i = u16::try_from(i)
-                .map_err(|_| Error::Internal("a game block of more than 65,535 chunks".into()))?;
-            self.blocks.insert((self.first, i), chunk)?;
-        }
+        self.out.block(self.first, &bytes)?;
         self.first = self.next;
         self.pending.clear();
         self.pending_raw = 0;
@@ -495,13 +427,12 @@ impl<'t> StoreWriter<'t> {
     fn finish(mut self, txn: &redb::WriteTransaction) -> Result<u64> {
         self.seal()?;
         for row in self.id_rows.sorted()? {
-            self.ids.insert(row?, ())?;
+            let (id, number) = row?;
+            self.out.id_row(id, number)?;
         }
         let n = u64::from(self.next);
-        let StoreWriter {
-            blocks, ids, refs, ..
-        } = self;
-        drop((blocks, ids));
+        let StoreWriter { out, refs, .. } = self;
+        out.finish()?;
         refs.write(txn)?;
         Ok(n)
     }

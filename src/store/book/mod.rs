@@ -15,6 +15,7 @@ mod factspill;
 mod filter;
 mod fold;
 mod games;
+mod gamestore;
 mod identity;
 mod idspill;
 mod iter;

@@ -361,16 +361,15 @@ pub(super) fn read_eval_count(meta: &redb::ReadOnlyTable<&str, &[u8]>) -> Result
     }
 }
 
-/// A file's `game_blocks` and `game_ids` tables, open for the file's life.
+/// A file's game store tables, open for the file's life.
 pub(crate) struct GameTables {
-    pub(crate) blocks: redb::ReadOnlyTable<(u32, u16), &'static [u8]>,
-    pub(crate) ids: redb::ReadOnlyTable<(u64, u32), ()>,
+    pub(crate) store: super::gamestore::StoreTables,
     /// The references and facts (format 7; `None` in a format-6 file opened to migrate it).
     pub(crate) refs: Option<redb::ReadOnlyTable<u64, &'static [u8]>>,
     pub(crate) facts: Option<redb::ReadOnlyTable<u32, &'static [u8]>>,
 }
 
-/// Opens a file's game tables (both or neither) and reads meta `games_stored`.
+/// Opens a file's game tables (a whole layout or none) and reads meta `games_stored`.
 pub(super) fn open_game_tables(
     txn: &redb::ReadTransaction,
     meta: &redb::ReadOnlyTable<&str, &[u8]>,
@@ -381,16 +380,7 @@ pub(super) fn open_game_tables(
             .map(u64::from_le_bytes)
             .map_err(|_| Error::Corrupt(Corruption::Meta("games_stored malformed".into())))?,
     };
-    let blocks = match txn.open_table(GAME_BLOCKS) {
-        Ok(t) => Some(t),
-        Err(redb::TableError::TableDoesNotExist(_)) => None,
-        Err(e) => return Err(e.into()),
-    };
-    let ids = match txn.open_table(GAME_IDS) {
-        Ok(t) => Some(t),
-        Err(redb::TableError::TableDoesNotExist(_)) => None,
-        Err(e) => return Err(e.into()),
-    };
+    let store = super::gamestore::StoreTables::open(txn, stored)?;
     let refs = match txn.open_table(GAME_REFS) {
         Ok(t) => Some(t),
         Err(redb::TableError::TableDoesNotExist(_)) => None,
@@ -407,22 +397,7 @@ pub(super) fn open_game_tables(
                 .into(),
         )));
     }
-    match (blocks, ids) {
-        (Some(blocks), Some(ids)) => Ok((
-            Some(GameTables {
-                blocks,
-                ids,
-                refs,
-                facts,
-            }),
-            stored,
-        )),
-        (None, None) if stored == 0 => Ok((None, 0)),
-        _ => Err(Error::Corrupt(Corruption::Meta(format!(
-            "the game store is incomplete (meta records {stored} games; one of game_blocks \
-             and game_ids is missing)"
-        )))),
-    }
+    Ok((store.map(|store| GameTables { store, refs, facts }), stored))
 }
 
 /// A file's stored games read lately: the games asked for (an explorer asks for the same top

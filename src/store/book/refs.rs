@@ -554,9 +554,10 @@ impl BookFile {
         let size =
             |s: redb::TableStats| s.stored_bytes() + s.metadata_bytes() + s.fragmented_bytes();
         shield("reading table statistics", || {
+            let (store, ids) = t.store.table_bytes()?;
             Ok(GameTableBytes {
-                store: size(t.blocks.stats()?),
-                ids: size(t.ids.stats()?),
+                store,
+                ids,
                 refs: t
                     .refs
                     .as_ref()

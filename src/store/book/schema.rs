@@ -20,13 +20,24 @@ pub(crate) const EVALS: TableDefinition<(u64, &[u8]), &[u8]> = TableDefinition::
 /// bytes. Absent in files written before it (they are probed without a filter).
 pub(crate) const KEY_FILTER: TableDefinition<u32, &[u8]> = TableDefinition::new("key_filter");
 
-/// The game store's blocks (format 6, docs/FORMAT.md §15): (the number of the block's first
+/// The game store's blocks (formats 6–8, read to migrate; docs/FORMAT.md §15): (the number of the block's first
 /// game, chunk) → the chunk's bytes: a game block ([`crate::store::gameblock`]) cut into
 /// chunks of at most a page (a value of many pages would take the next power of two of them).
 /// Numbers are dense from 0 in each file, in (date, id) order. Absent in files without games.
 pub(crate) const GAME_BLOCKS: TableDefinition<(u32, u16), &[u8]> =
     TableDefinition::new("game_blocks");
-/// The game store's id index (format 6): (game id, game number) → nothing; every stored game
+/// The game store's block stream (format 9, docs/FORMAT.md §15.1): chunk number → the
+/// chunk: every game block of the file back to back in number order, cut into chunks of
+/// [`super::gamestore::STREAM_CHUNK`] bytes (the last shorter), so that no page is left part
+/// empty at the end of each block. Replaces `game_blocks`.
+pub(crate) const GAME_CHUNKS: TableDefinition<u32, &[u8]> = TableDefinition::new("game_chunks");
+/// Where each block of the stream is (format 9): its first game number → (offset in the stream,
+/// length).
+pub(crate) const GAME_DIR: TableDefinition<u32, (u64, u32)> = TableDefinition::new("game_dir");
+/// The game store's id index (format 9, docs/FORMAT.md §15.5): the first id of a chunk →
+/// the chunk of (id, number) rows ([`crate::store::idchunk`]). Replaces `game_ids`.
+pub(crate) const GAME_ID_INDEX: TableDefinition<u64, &[u8]> = TableDefinition::new("game_id_index");
+/// The game store's id index (formats 6–8): (game id, game number) → nothing; every stored game
 /// has exactly one row. Absent with `game_blocks`.
 pub(crate) const GAME_IDS: TableDefinition<(u64, u32), ()> = TableDefinition::new("game_ids");
 /// The game references (format 7, docs/FORMAT.md §15.3): the key of a block's first position
@@ -40,7 +51,7 @@ pub(crate) const GAME_FACTS: TableDefinition<u32, &[u8]> = TableDefinition::new(
 
 pub(crate) const MAGIC: &[u8] = b"bookdb";
 /// Book format version written by this build. See migrations/README.md.
-pub(crate) const FORMAT_VERSION: u32 = 8;
+pub(crate) const FORMAT_VERSION: u32 = 9;
 /// Oldest format version `bookdb migrate` converts (migrations/README.md).
 pub(crate) const OLDEST_MIGRATABLE: u32 = 1;
 

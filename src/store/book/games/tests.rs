@@ -178,3 +178,122 @@ proptest! {
         prop_assert!(b.base().check_game_refs(1).unwrap() > 0);
     }
 }
+
+/// A store of `n` games with long names (blocks of several stream chunks), three games per id.
+fn big_store(path: &Path, n: u64) -> Vec<StoredGame> {
+    let games: Vec<StoredGame> = (0..n)
+        .map(|i| {
+            let mut g = game(i / 3, "2020.01.02", &[(i % 20) as u8]);
+            g.fields[5] = (0..60).map(|k| b'a' + ((i * 7 + k) % 26) as u8).collect();
+            g
+        })
+        .collect();
+    write(path, None, games);
+    stored(path)
+}
+
+#[test]
+fn every_id_finds_its_games_through_the_packed_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("g.book");
+    let all = big_store(&p, 6000);
+    let b = Book::open(&p, crate::chess_codec()).unwrap();
+    assert_eq!(b.base().check_game_ids().unwrap(), 6000);
+    {
+        use redb::{ReadableDatabase, ReadableTableMetadata};
+        let db = redb::ReadOnlyDatabase::open(&p).unwrap();
+        let txn = db.begin_read().unwrap();
+        // Several id chunks, several blocks, blocks across stream chunks.
+        assert!(txn.open_table(GAME_ID_INDEX).unwrap().len().unwrap() >= 2);
+        assert!(txn.open_table(GAME_DIR).unwrap().len().unwrap() >= 3);
+        assert!(txn.open_table(GAME_CHUNKS).unwrap().len().unwrap() >= 3);
+    }
+    for id in 0..2000u64 {
+        let found = b.base().games_by_id(id).unwrap();
+        let want: Vec<&StoredGame> = all.iter().filter(|g| g.id == id).collect();
+        assert_eq!(found.len(), 3, "id {id}");
+        for (n, g) in &found {
+            assert_eq!(&all[*n as usize], g);
+        }
+        assert_eq!(found.iter().map(|f| &f.1).collect::<Vec<_>>(), want);
+        let one = b.base().game_by_number(found[0].0).unwrap();
+        assert_eq!(&one, want[0]);
+    }
+    assert!(b.base().games_by_id(2000).unwrap().is_empty());
+}
+
+/// Damage to the block stream, its directory or the id index is a `GameStore` corruption
+/// when the store is read whole, never a wrong game.
+#[test]
+fn a_damaged_stream_directory_or_id_index_is_found() {
+    use redb::ReadableTable;
+    let dir = tempfile::tempdir().unwrap();
+    let clean = dir.path().join("clean.book");
+    big_store(&clean, 6000);
+    type Damage = fn(&redb::WriteTransaction);
+    let damages: [(&str, Damage); 6] = [
+        ("a stream chunk removed", |t| {
+            t.open_table(GAME_CHUNKS).unwrap().remove(1).unwrap();
+        }),
+        ("a chunk past the stream's end", |t| {
+            let mut c = t.open_table(GAME_CHUNKS).unwrap();
+            let last = c.last().unwrap().unwrap().0.value();
+            c.insert(last + 1, &b"x"[..]).unwrap();
+        }),
+        ("a block's offset moved", |t| {
+            let mut d = t.open_table(GAME_DIR).unwrap();
+            let (k, (o, l)) = {
+                let row = d.iter().unwrap().nth(1).unwrap().unwrap();
+                (row.0.value(), row.1.value())
+            };
+            d.insert(k, (o + 1, l)).unwrap();
+        }),
+        ("a block's length cut", |t| {
+            let mut d = t.open_table(GAME_DIR).unwrap();
+            let (k, (o, l)) = {
+                let row = d.first().unwrap().unwrap();
+                (row.0.value(), row.1.value())
+            };
+            d.insert(k, (o, l - 1)).unwrap();
+        }),
+        ("an id chunk removed", |t| {
+            let mut ids = t.open_table(GAME_ID_INDEX).unwrap();
+            let k = ids.first().unwrap().unwrap().0.value();
+            ids.remove(k).unwrap();
+        }),
+        ("an id chunk under another key", |t| {
+            let mut ids = t.open_table(GAME_ID_INDEX).unwrap();
+            let (k, v) = {
+                let row = ids.last().unwrap().unwrap();
+                (row.0.value(), row.1.value().to_vec())
+            };
+            ids.remove(k).unwrap();
+            ids.insert(k + 1, v.as_slice()).unwrap();
+        }),
+    ];
+    for (what, damage) in damages {
+        let p = dir.path().join("d.book");
+        std::fs::copy(&clean, &p).unwrap();
+        {
+            let db = redb::Database::open(&p).unwrap();
+            let t = db.begin_write().unwrap();
+            damage(&t);
+            t.commit().unwrap();
+        }
+        let b = Book::open(&p, crate::chess_codec()).unwrap();
+        let whole: Result<Vec<StoredGame>> = b.base().games_iter().unwrap().collect();
+        let err = whole
+            .and_then(|_| b.base().check_game_ids())
+            .expect_err(what);
+        assert!(
+            matches!(
+                err,
+                Error::CorruptFile {
+                    corruption: Corruption::GameStore { .. },
+                    ..
+                }
+            ),
+            "{what}: {err}"
+        );
+    }
+}
