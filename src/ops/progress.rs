@@ -279,6 +279,22 @@ fn process_cpu_secs() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// The process's resident and peak resident memory in MiB (`VmRSS`, `VmHWM`; 0 where
+/// /proc does not tell).
+fn memory_mib() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+            / 1024
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
 impl Default for Trace {
     fn default() -> Self {
         Self::new()
@@ -295,10 +311,14 @@ impl Trace {
         }
     }
 
-    /// Prints the writer's own trace lines (model training, sealing attempts) when tracing.
+    /// Prints the writer's own trace lines (model training, sealing attempts, the steps of its
+    /// final transaction) when tracing, each with the process's resident and peak memory.
     pub(crate) fn attach(&self, w: &mut crate::store::BookWriter) {
         if self.on {
-            w.on_trace(|line| eprintln!("trace: {line}"));
+            w.on_trace(|line| {
+                let (rss, peak) = memory_mib();
+                eprintln!("trace: {line} (rss {rss} MiB peak {peak} MiB)")
+            });
         }
     }
 
@@ -307,22 +327,11 @@ impl Trace {
             return;
         }
         let cpu = process_cpu_secs();
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        let field = |name: &str| {
-            status
-                .lines()
-                .find(|l| l.starts_with(name))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0)
-                / 1024
-        };
+        let (rss, peak) = memory_mib();
         eprintln!(
-            "trace: {label}: wall {:.2}s cpu {:.2}s rss {} MiB peak {} MiB",
+            "trace: {label}: wall {:.2}s cpu {:.2}s rss {rss} MiB peak {peak} MiB",
             self.wall.elapsed().as_secs_f64(),
             cpu - self.cpu,
-            field("VmRSS:"),
-            field("VmHWM:")
         );
         self.wall = std::time::Instant::now();
         self.cpu = cpu;

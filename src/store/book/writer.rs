@@ -534,6 +534,12 @@ impl BookWriter {
             .take()
             .ok_or_else(|| Error::Internal("writer closed".into()))?;
         let (filter_rows, filter_index) = self.filter.finish();
+        let mut trace = self.trace.take();
+        let mut mark = |line: &str| {
+            if let Some(f) = trace.as_mut() {
+                f(line)
+            }
+        };
         let res = (|| -> Result<()> {
             let txn = db.begin_write()?;
             {
@@ -591,18 +597,24 @@ impl BookWriter {
                     budget: self.opts.commit_bytes,
                     prefix: self.tmp_path.clone(),
                 };
+                mark("final transaction: blocks, filter, meta, imports and evaluations written");
                 let games = self.games.write(&txn, &ctx)?;
                 if games > 0 {
                     m.insert(META_GAMES_STORED, games.to_le_bytes().as_slice())?;
                 }
+                mark(&format!(
+                    "final transaction: game store of {games} games and its references written"
+                ));
             }
             txn.commit()?;
+            mark("final transaction committed");
             Ok(())
         })();
         let mut db = db;
         // Return space the allocator reserved but the book does not use.
         let res = res.and_then(|()| {
             while db.compact()? {}
+            mark("file compacted");
             Ok(())
         });
         drop(db);
