@@ -83,6 +83,39 @@ fn game_block_versions(book: &Path) -> Vec<u8> {
     v
 }
 
+/// The distinct versions (first byte) of a book file's reference chunks, and whether every
+/// chunk is keyed by an entry block (format 10 aligns them with the blocks, docs/FORMAT.md
+/// §15.3); `None` for a file that stores no games (a segment of evaluations only).
+fn ref_chunk_versions(book: &Path) -> Option<(Vec<u8>, bool)> {
+    use redb::{ReadableDatabase, ReadableTable};
+    let db = redb::Database::open(book).unwrap();
+    let txn = db.begin_read().unwrap();
+    let def: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("game_refs");
+    let blocks: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("blocks");
+    let dir: redb::TableDefinition<u32, (u64, u32)> = redb::TableDefinition::new("game_dir");
+    if txn.open_table(dir).is_err() {
+        assert!(
+            txn.open_table(def).is_err(),
+            "references without games in {book:?}"
+        );
+        return None;
+    }
+    let (refs, blocks) = (
+        txn.open_table(def).unwrap(),
+        txn.open_table(blocks).unwrap(),
+    );
+    let mut v = Vec::new();
+    let mut keyed_by_blocks = true;
+    for r in refs.iter().unwrap() {
+        let (k, val) = r.unwrap();
+        v.push(val.value()[0]);
+        keyed_by_blocks &= blocks.get(k.value()).unwrap().is_some();
+    }
+    v.sort_unstable();
+    v.dedup();
+    Some((v, keyed_by_blocks))
+}
+
 #[test]
 fn every_older_format_version_migrates() {
     let fx = fixtures();
@@ -186,6 +219,12 @@ fn every_older_format_version_migrates() {
                 // frames, docs/FORMAT.md §15.1); format 9: in the block stream, with the
                 // packed id index (§15.5), whose every id finds its game.
                 assert_eq!(game_block_versions(&book), vec![2], "v{version}");
+                // Format 10: the references are chunks aligned with the entry blocks.
+                assert_eq!(
+                    ref_chunk_versions(&book),
+                    Some((vec![2], true)),
+                    "v{version}"
+                );
                 let listed: Vec<serde_json::Value> =
                     bookdb(["games", "--json", "--top", "50", "--book", s(&book)])
                         .ok()

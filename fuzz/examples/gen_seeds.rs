@@ -291,20 +291,15 @@ fn main() {
         let _ = std::fs::remove_file(&path);
     }
     let _ = std::fs::remove_dir(&dir);
-    // ref_block: a reference block of two positions (its first key in front), and a fact chunk.
-    let ps = vec![
-        bookdb::store::refblock::PosRefs {
-            key: 0x463b_9618_1691_fc9c,
-            moves: vec![(796, vec![7, 3, 0]), (1820, vec![5])],
-        },
-        bookdb::store::refblock::PosRefs {
-            key: 0x823c_9b50_fd11_4196,
-            moves: vec![(2138, vec![1])],
-        },
+    // ref_block: a reference chunk of three entries (one with a move no game played), and a
+    // fact chunk.
+    let entries = vec![
+        vec![vec![7, 3, 0], vec![5]],
+        vec![vec![1]],
+        vec![vec![], vec![100_000, 99_000, 12]],
     ];
-    let mut rb = ps[0].key.to_le_bytes().to_vec();
-    rb.extend(bookdb::store::refblock::encode_refs(&ps, 3).expect("reference block"));
-    out.put("ref_block", "two-positions", &rb);
+    let rb = bookdb::store::refblock::encode_chunk(&entries, 17).expect("reference chunk");
+    out.put("ref_block", "three-entries", &rb);
     out.put(
         "ref_block",
         "facts",

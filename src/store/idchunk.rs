@@ -31,69 +31,11 @@ pub enum IdChunkError {
     Payload(&'static str),
 }
 
-/// Bits written most significant first.
-struct BitWriter {
-    out: Vec<u8>,
-    acc: u64,
-    n: u32,
-}
+use super::bits::{BitReader, BitWriter, BitsError};
 
-impl BitWriter {
-    fn put(&mut self, value: u64, bits: u32) {
-        // At most 32 bits at a time keep the accumulator below 64 bits.
-        if bits > 32 {
-            self.put(value >> 32, bits - 32);
-            self.put(value & 0xffff_ffff, 32);
-            return;
-        }
-        if bits == 0 {
-            return;
-        }
-        self.acc = (self.acc << bits) | (value & ((1u64 << bits) - 1));
-        self.n += bits;
-        while self.n >= 8 {
-            self.n -= 8;
-            self.out.push((self.acc >> self.n) as u8);
-        }
-        self.acc &= (1u64 << self.n) - 1;
-    }
-
-    fn finish(mut self) -> Vec<u8> {
-        if self.n > 0 {
-            self.out.push((self.acc << (8 - self.n)) as u8);
-        }
-        self.out
-    }
-}
-
-/// Bits read most significant first; reading past the end is an error.
-struct BitReader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl BitReader<'_> {
-    fn bit(&mut self) -> Result<u64, IdChunkError> {
-        let byte = self
-            .bytes
-            .get(self.at / 8)
-            .ok_or(IdChunkError::Payload("bits past the end"))?;
-        let b = (byte >> (7 - self.at % 8)) & 1;
-        self.at += 1;
-        Ok(u64::from(b))
-    }
-
-    fn get(&mut self, bits: u32) -> Result<u64, IdChunkError> {
-        let mut v = 0;
-        for _ in 0..bits {
-            v = (v << 1) | self.bit()?;
-        }
-        Ok(v)
-    }
-
-    /// The remaining bits.
-    fn left(&self) -> usize {
-        (self.bytes.len() * 8).saturating_sub(self.at)
+impl From<BitsError> for IdChunkError {
+    fn from(e: BitsError) -> Self {
+        IdChunkError::Payload(e.0)
     }
 }
 
@@ -122,23 +64,10 @@ pub fn encode(rows: &[(u64, u32)]) -> std::io::Result<Vec<u8>> {
     let rice = rice_for(last.0 - first.0, rows.len() - 1);
     let max_number = rows.iter().map(|r| r.1).max().unwrap_or(0);
     let width = (32 - max_number.leading_zeros()) as u8;
-    let mut w = BitWriter {
-        out: Vec::with_capacity(rows.len() * 7),
-        acc: 0,
-        n: 0,
-    };
+    let mut w = BitWriter::with_capacity(rows.len() * 7);
     for pair in rows.windows(2) {
         let gap = pair[1].0 - pair[0].0;
-        let q = gap >> rice;
-        // The unary quotient in runs of at most 32 ones.
-        let mut ones = q;
-        while ones > 0 {
-            let k = ones.min(32);
-            w.put(u64::MAX, k as u32);
-            ones -= k;
-        }
-        w.put(0, 1);
-        w.put(gap, u32::from(rice));
+        w.rice(gap, u32::from(rice));
     }
     for r in rows {
         w.put(u64::from(r.1), u32::from(width));
@@ -195,10 +124,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<(u64, u32)>, IdChunkError> {
     let mut first = [0u8; 8];
     first.copy_from_slice(&bytes[7..15]);
     let mut id = u64::from_le_bytes(first);
-    let mut r = BitReader {
-        bytes: &bytes[HEADER..],
-        at: 0,
-    };
+    let mut r = BitReader::new(&bytes[HEADER..]);
     // Every row needs its number's bits, and every gap at least its stop bit and low bits.
     let need = rows * width as usize + (rows - 1) * (1 + rice as usize);
     if r.left() < need {
@@ -207,14 +133,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<(u64, u32)>, IdChunkError> {
     let mut ids = Vec::with_capacity(rows);
     ids.push(id);
     for _ in 1..rows {
-        let mut q = 0u64;
-        while r.bit()? == 1 {
-            q += 1;
-            if q > (u64::MAX >> rice) {
-                return Err(IdChunkError::Payload("gap past 64 bits"));
-            }
-        }
-        let gap = (q << rice) | r.get(rice)?;
+        let gap = r.rice(rice)?;
         id = id
             .checked_add(gap)
             .ok_or(IdChunkError::Payload("id past 64 bits"))?;

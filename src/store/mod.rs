@@ -2,6 +2,7 @@
 //! positions and per-move records. A [`PositionCodec`] supplies the only game-specific parts:
 //! the key of an encoded position and a fixed-width planar form that compresses well.
 
+pub mod bits;
 pub mod block;
 pub mod book;
 pub mod cells;

@@ -1,23 +1,29 @@
-//! The byte coding of a file's game references (docs/FORMAT.md §15.3): reference blocks (per
-//! position, per move, the numbers of the games the move's cells name) and fact chunks (per
-//! game number, its cell and strength, fixed width). Decoders return errors on bad bytes and
-//! never panic.
+//! The byte coding of a file's game references (docs/FORMAT.md §15.3): reference chunks (per
+//! entry block, per entry and move in the block's order, the numbers of the games the move's
+//! cells name) and fact chunks (per game number, its cell and strength, fixed width). Decoders
+//! return errors on bad bytes and never panic.
 //!
-//! Reference block (little-endian): `version u8 (1) | raw length u32 | crc32 u32 | zstd frame`,
-//! the crc32 covering the first 5 bytes and the frame; the frame holds `positions varint`, then
-//! per position `key delta varint` (from the previous position's key; the first from the row's
-//! key, so 0), `moves varint`, and per move `code varint`, `refs varint` (≥ 1), the first
-//! (highest) game number as a varint and each next one as its gap below the previous (≥ 1).
+//! Reference chunk, version 2 (little-endian): `version u8 (2) | entries u32 | width u8 |
+//! crc32 u32 | bits`, the crc32 covering the first 6 bytes and the bits. The bits (most
+//! significant first, the last byte padded with zeros) hold, per entry of the block in order,
+//! its move count in Elias gamma (≥ 1), and per move in the entry's order its list: the count
+//! of numbers as a single `1` bit for one, else a `0` and the count + 1 in Elias gamma; the
+//! first (highest) number in `width` bits; with two or more, a Rice parameter in 5 bits and
+//! each next number's gap below the previous, less one, Rice-coded. Entries are not named: the
+//! chunk is keyed by its entry block's key and follows that block's entries, so a reference
+//! costs its game number and no key or move code (format 10; version 1 keyed each position).
 //!
 //! Fact chunk: `games × (cell id u32, strength u16)`, then a crc32 of them.
 
-use super::varint;
+use super::bits::{BitReader, BitWriter, BitsError};
 
-/// The reference block version this build writes and reads.
-pub const REF_BLOCK_VERSION: u8 = 1;
-const HEADER: usize = 9;
-/// The most raw bytes a reference block's frame may expand to.
-pub const MAX_REF_RAW: usize = 4 << 20;
+/// The reference chunk version this build writes and reads.
+pub const REF_CHUNK_VERSION: u8 = 2;
+const HEADER: usize = 10;
+/// The most entries a chunk may claim (a block holds far fewer).
+pub const MAX_CHUNK_ENTRIES: usize = 1 << 20;
+/// The most moves one entry of a chunk may claim.
+const MAX_MOVES: u64 = 1 << 16;
 /// Games per fact chunk (a chunk of 6-byte facts and a crc fits a redb page).
 pub const FACTS_PER_CHUNK: u32 = 670;
 /// Bytes of one game's facts.
@@ -31,172 +37,175 @@ pub struct PosRefs {
     pub moves: Vec<(u16, Vec<u32>)>,
 }
 
-/// A reference block or fact chunk that does not decode.
+/// One entry's references in a chunk: per move, in the entry's order, its game numbers
+/// (highest first, each once; empty for a move no stored game played).
+pub type EntryRefs = Vec<Vec<u32>>;
+
+/// A reference chunk or fact chunk that does not decode.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RefBlockError {
-    #[error("reference block truncated ({0} bytes)")]
+    #[error("reference chunk truncated ({0} bytes)")]
     Truncated(usize),
-    #[error("reference block version {0} is not one this build reads")]
+    #[error("reference chunk version {0} is not one this build reads")]
     Version(u8),
     #[error("checksum mismatch: stored {stored:08x}, computed {computed:08x}")]
     Checksum { stored: u32, computed: u32 },
-    #[error("reference block claims {0} raw bytes, more than a block holds")]
-    TooLarge(u64),
-    #[error("reference block payload does not decompress: {0}")]
-    Zstd(String),
-    #[error("reference block payload: {0}")]
+    #[error("reference chunk payload: {0}")]
     Payload(&'static str),
     #[error("fact chunk of {0} bytes is not whole facts and a checksum")]
     FactChunk(usize),
 }
 
-/// Codes positions (ascending keys, the first being the row's key) as one reference block.
-pub fn encode_refs(positions: &[PosRefs], level: i32) -> std::io::Result<Vec<u8>> {
-    let mut raw = Vec::new();
-    varint::put(&mut raw, positions.len() as u64);
-    let mut prev = positions.first().map_or(0, |p| p.key);
-    for p in positions {
-        varint::put(&mut raw, p.key.wrapping_sub(prev));
-        prev = p.key;
-        varint::put(&mut raw, p.moves.len() as u64);
-        for (code, numbers) in &p.moves {
-            varint::put(&mut raw, u64::from(*code));
-            varint::put(&mut raw, numbers.len() as u64);
-            let mut last = None;
-            for &n in numbers {
-                match last {
-                    None => varint::put(&mut raw, u64::from(n)),
-                    Some(l) => varint::put(&mut raw, u64::from(l - n)),
+impl From<BitsError> for RefBlockError {
+    fn from(e: BitsError) -> Self {
+        RefBlockError::Payload(e.0)
+    }
+}
+
+/// The Rice parameter for a descending list's gaps (each less one): about log2 of their mean.
+fn rice_for(numbers: &[u32]) -> u32 {
+    let (Some(first), Some(last)) = (numbers.first(), numbers.last()) else {
+        return 0;
+    };
+    let gaps = numbers.len() as u64 - 1;
+    if gaps == 0 {
+        return 0;
+    }
+    let mean = (u64::from(*first) - u64::from(*last) - gaps) / gaps;
+    if mean < 2 {
+        0
+    } else {
+        (63 - mean.leading_zeros()).min(31)
+    }
+}
+
+/// Codes the references of an entry block's entries (in the block's order; numbers of each
+/// list strictly descending, all below 2^`width`) as one chunk.
+pub fn encode_chunk(entries: &[EntryRefs], width: u8) -> std::io::Result<Vec<u8>> {
+    let invalid = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidInput, m.to_string());
+    if entries.is_empty() || entries.len() > MAX_CHUNK_ENTRIES || width > 32 {
+        return Err(invalid(
+            "a reference chunk holds 1..2^20 entries, numbers of ≤ 32 bits",
+        ));
+    }
+    let mut w = BitWriter::with_capacity(entries.len() * 4);
+    for e in entries {
+        if e.is_empty() || e.len() as u64 > MAX_MOVES {
+            return Err(invalid("an entry of a reference chunk has 1..2^16 moves"));
+        }
+        w.gamma(e.len() as u64);
+        for list in e {
+            if list.windows(2).any(|p| p[0] <= p[1])
+                || list.first().is_some_and(|&n| u64::from(n) >> width != 0)
+            {
+                return Err(invalid(
+                    "reference numbers not descending or past the width",
+                ));
+            }
+            if list.len() == 1 {
+                w.put(1, 1);
+            } else {
+                w.put(0, 1);
+                w.gamma(list.len() as u64 + 1);
+            }
+            let Some(&first) = list.first() else { continue };
+            w.put(u64::from(first), u32::from(width));
+            if list.len() >= 2 {
+                let k = rice_for(list);
+                w.put(u64::from(k), 5);
+                for p in list.windows(2) {
+                    w.rice(u64::from(p[0] - p[1] - 1), k);
                 }
-                last = Some(n);
             }
         }
     }
-    let frame = zstd::bulk::compress(&raw, level)?;
-    let mut out = Vec::with_capacity(HEADER + frame.len());
-    out.push(REF_BLOCK_VERSION);
-    out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
-    out.extend_from_slice(&[0; 4]);
-    out.extend_from_slice(&frame);
-    let crc = block_crc(&out);
-    out[5..9].copy_from_slice(&crc.to_le_bytes());
+    let bits = w.finish();
+    let mut out = Vec::with_capacity(HEADER + bits.len());
+    out.push(REF_CHUNK_VERSION);
+    out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    out.push(width);
+    let crc = chunk_crc(&out, &bits);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&bits);
     Ok(out)
 }
 
-fn block_crc(b: &[u8]) -> u32 {
+fn chunk_crc(head: &[u8], bits: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
-    h.update(&b[..5]);
-    h.update(&b[HEADER..]);
+    h.update(&head[..6]);
+    h.update(bits);
     h.finalize()
 }
 
-/// The raw bytes position `p` takes in a block's frame, `delta` above the position before it.
-pub fn raw_len(p: &PosRefs, delta: u64) -> usize {
-    let v = |x: u64| varint_len(x);
-    let mut n = v(delta) + v(p.moves.len() as u64);
-    for (code, numbers) in &p.moves {
-        n += v(u64::from(*code)) + v(numbers.len() as u64);
-        let mut last: Option<u32> = None;
-        for &x in numbers {
-            n += v(u64::from(last.map_or(x, |l| l - x)));
-            last = Some(x);
-        }
-    }
-    n
-}
-
-fn varint_len(x: u64) -> usize {
-    (64 - x.max(1).leading_zeros() as usize).div_ceil(7)
-}
-
-/// Decodes a reference block whose row key is `first`.
-pub fn decode_refs(bytes: &[u8], first: u64) -> Result<Vec<PosRefs>, RefBlockError> {
+/// The entries a chunk claims (its header only, checked for its length, not its crc).
+pub fn entries_claimed(bytes: &[u8]) -> Result<usize, RefBlockError> {
     if bytes.len() < HEADER {
         return Err(RefBlockError::Truncated(bytes.len()));
     }
-    if bytes[0] != REF_BLOCK_VERSION {
+    Ok(u32::from_le_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]) as usize)
+}
+
+/// Decodes a chunk written by [`encode_chunk`]: per entry, per move, its numbers. Every damage
+/// is an error, never a panic: the crc32 first, then every count and number read is checked.
+pub fn decode_chunk(bytes: &[u8]) -> Result<Vec<EntryRefs>, RefBlockError> {
+    let entries = entries_claimed(bytes)?;
+    if bytes[0] != REF_CHUNK_VERSION {
         return Err(RefBlockError::Version(bytes[0]));
     }
-    let raw_len = u32::from_le_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]) as usize;
-    let stored = u32::from_le_bytes([bytes[5], bytes[6], bytes[7], bytes[8]]);
-    let computed = block_crc(bytes);
+    let stored = u32::from_le_bytes([bytes[6], bytes[7], bytes[8], bytes[9]]);
+    let computed = chunk_crc(bytes, &bytes[HEADER..]);
     if stored != computed {
         return Err(RefBlockError::Checksum { stored, computed });
     }
-    if raw_len > MAX_REF_RAW {
-        return Err(RefBlockError::TooLarge(raw_len as u64));
+    let width = u32::from(bytes[5]);
+    if entries == 0 || entries > MAX_CHUNK_ENTRIES || width > 32 {
+        return Err(RefBlockError::Payload("entry count or width out of range"));
     }
-    let raw = super::unzstd::decompress(&bytes[HEADER..], raw_len).map_err(RefBlockError::Zstd)?;
-    if raw.len() != raw_len {
-        return Err(RefBlockError::Payload(
-            "raw length differs from the header's",
-        ));
+    let mut r = BitReader::new(&bytes[HEADER..]);
+    // Every entry takes at least a bit for its moves and one for its first move's count.
+    if r.left() < 2 * entries {
+        return Err(RefBlockError::Payload("fewer bits than the entries need"));
     }
-    parse(&raw, first)
-}
-
-fn parse(raw: &[u8], first: u64) -> Result<Vec<PosRefs>, RefBlockError> {
-    let mut at = 0;
-    let mut get =
-        |what: &'static str| varint::get(raw, &mut at).ok_or(RefBlockError::Payload(what));
-    let n = get("position count")?;
-    // Every position takes at least 2 bytes: a count cannot ask for more than the bytes hold.
-    if n > raw.len() as u64 / 2 {
-        return Err(RefBlockError::Payload("more positions than bytes"));
-    }
-    let mut out = Vec::with_capacity(n as usize);
-    let mut key = first;
-    for i in 0..n {
-        let delta = get("key delta")?;
-        if i == 0 && delta != 0 {
-            return Err(RefBlockError::Payload(
-                "the first position is not the row's key",
-            ));
-        }
-        if i > 0 && delta == 0 {
-            return Err(RefBlockError::Payload("keys not ascending"));
-        }
-        key = key
-            .checked_add(delta)
-            .ok_or(RefBlockError::Payload("key past 2^64"))?;
-        let moves = get("move count")?;
-        if moves == 0 || moves > 256 {
+    let mut out = Vec::with_capacity(entries);
+    for _ in 0..entries {
+        let n = r.gamma()?;
+        if n > MAX_MOVES || n as usize > r.left() {
             return Err(RefBlockError::Payload("move count out of range"));
         }
-        let mut mv = Vec::with_capacity(moves as usize);
-        let mut last_code = None;
-        for _ in 0..moves {
-            let code = u16::try_from(get("move code")?)
-                .map_err(|_| RefBlockError::Payload("move code past 16 bits"))?;
-            if last_code.is_some_and(|l| l >= code) {
-                return Err(RefBlockError::Payload("moves not ascending"));
-            }
-            last_code = Some(code);
-            let refs = get("reference count")?;
-            if refs == 0 || refs > raw.len() as u64 {
-                return Err(RefBlockError::Payload("reference count out of range"));
-            }
-            let mut numbers = Vec::with_capacity(refs as usize);
-            let mut prev: Option<u32> = None;
-            for _ in 0..refs {
-                let v = get("game number")?;
-                let n = match prev {
-                    None => u32::try_from(v).ok(),
-                    Some(p) => (v >= 1)
-                        .then(|| u64::from(p).checked_sub(v))
-                        .flatten()
-                        .and_then(|n| u32::try_from(n).ok()),
+        let mut e = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let count = if r.bit()? == 1 {
+                1
+            } else {
+                let c = r.gamma()? - 1;
+                // Every number takes at least a bit.
+                if c == 1 || c as usize > r.left() {
+                    return Err(RefBlockError::Payload("reference count out of range"));
                 }
-                .ok_or(RefBlockError::Payload("game numbers not descending"))?;
-                numbers.push(n);
-                prev = Some(n);
+                c as usize
+            };
+            let mut list = Vec::with_capacity(count);
+            if count > 0 {
+                let mut n = r.get(width)?;
+                list.push(n as u32);
+                if count >= 2 {
+                    let k = r.get(5)? as u32;
+                    for _ in 1..count {
+                        let gap = r.rice(k)?;
+                        n = n
+                            .checked_sub(gap)
+                            .and_then(|n| n.checked_sub(1))
+                            .ok_or(RefBlockError::Payload("reference number below zero"))?;
+                        list.push(n as u32);
+                    }
+                }
             }
-            mv.push((code, numbers));
+            e.push(list);
         }
-        out.push(PosRefs { key, moves: mv });
+        out.push(e);
     }
-    if at != raw.len() {
-        return Err(RefBlockError::Payload("bytes after the last position"));
+    if r.left() >= 8 {
+        return Err(RefBlockError::Payload("bytes after the entries"));
     }
     Ok(out)
 }
@@ -249,62 +258,41 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn arb_positions() -> impl Strategy<Value = Vec<PosRefs>> {
-        proptest::collection::btree_map(
-            any::<u64>(),
-            proptest::collection::btree_map(
-                any::<u16>(),
-                proptest::collection::btree_set(any::<u32>(), 1..20),
-                1..6,
-            ),
-            0..30,
-        )
-        .prop_map(|m| {
-            m.into_iter()
-                .map(|(key, moves)| PosRefs {
-                    key,
-                    moves: moves
-                        .into_iter()
-                        .map(|(c, s)| (c, s.into_iter().rev().collect()))
-                        .collect(),
-                })
-                .collect()
+    fn arb_entries() -> impl Strategy<Value = (Vec<EntryRefs>, u8)> {
+        (1u8..=32).prop_flat_map(|width| {
+            let max = if width == 32 {
+                u32::MAX
+            } else {
+                (1u32 << width) - 1
+            };
+            let list = proptest::collection::btree_set(0..=max, 0..20)
+                .prop_map(|s| s.into_iter().rev().collect::<Vec<u32>>());
+            let entry = proptest::collection::vec(list, 1..6);
+            (proptest::collection::vec(entry, 1..40), Just(width))
         })
     }
 
     proptest! {
         #[test]
-        fn reference_blocks_round_trip(ps in arb_positions()) {
-            // raw_len is what the frame holds: the position count, then each position.
-            let mut raw = Vec::new();
-            varint::put(&mut raw, ps.len() as u64);
-            let mut prev = ps.first().map_or(0, |p| p.key);
-            let mut total = raw.len();
-            for p in &ps {
-                total += raw_len(p, p.key - prev);
-                prev = p.key;
-            }
-            let b = encode_refs(&ps, 3).unwrap();
-            let len = u32::from_le_bytes([b[1], b[2], b[3], b[4]]) as usize;
-            prop_assert_eq!(len, total);
-            let first = ps.first().map_or(0, |p| p.key);
-            prop_assert_eq!(decode_refs(&b, first).unwrap(), ps);
+        fn reference_chunks_round_trip((es, width) in arb_entries()) {
+            let b = encode_chunk(&es, width).unwrap();
+            prop_assert_eq!(entries_claimed(&b).unwrap(), es.len());
+            prop_assert_eq!(decode_chunk(&b).unwrap(), es);
         }
 
         #[test]
-        fn damaged_reference_blocks_are_errors(ps in arb_positions(), at in any::<usize>(), bit in 0u8..8) {
-            let mut b = encode_refs(&ps, 3).unwrap();
-            let first = ps.first().map_or(0, |p| p.key);
+        fn damaged_reference_chunks_are_errors((es, width) in arb_entries(), at in any::<usize>(), bit in 0u8..8) {
+            let mut b = encode_chunk(&es, width).unwrap();
             let i = at % b.len();
             b[i] ^= 1 << bit;
-            prop_assert!(decode_refs(&b, first).is_err());
-            prop_assert!(decode_refs(&b[..i], first).is_err());
+            prop_assert!(decode_chunk(&b).is_err());
+            b[i] ^= 1 << bit;
+            prop_assert!(decode_chunk(&b[..i]).is_err());
         }
 
         #[test]
-        fn any_bytes_decode_or_fail_without_panic(b in proptest::collection::vec(any::<u8>(), 0..64), first in any::<u64>()) {
-            let _ = decode_refs(&b, first);
-            let _ = parse(&b, first);
+        fn any_bytes_decode_or_fail_without_panic(b in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = decode_chunk(&b);
             let _ = check_facts(&b);
         }
 
@@ -321,5 +309,21 @@ mod tests {
             bad[last] ^= 1;
             prop_assert!(check_facts(&bad).is_err());
         }
+    }
+
+    #[test]
+    fn bad_encodings_are_refused() {
+        assert!(encode_chunk(&[], 8).is_err());
+        assert!(encode_chunk(&[vec![]], 8).is_err());
+        assert!(encode_chunk(&[vec![vec![1, 2]]], 8).is_err());
+        assert!(encode_chunk(&[vec![vec![256]]], 8).is_err());
+        assert!(encode_chunk(&[vec![vec![3]]], 33).is_err());
+    }
+
+    #[test]
+    fn a_one_game_move_costs_its_number_and_two_bits() {
+        // One entry, one move, one game: gamma(1) + the count bit + 17 bits of number.
+        let b = encode_chunk(&[vec![vec![100_000]]], 17).unwrap();
+        assert_eq!(b.len(), HEADER + 3);
     }
 }

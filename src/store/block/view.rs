@@ -13,6 +13,8 @@ use crate::store::entry::{Entry, MoveExtra, MoveRec};
 use crate::store::error::Corruption;
 use crate::store::{PositionCodec, PositionModel, varint};
 
+mod shapes;
+
 /// Longest stored position handed on as it is (any model codes a position in fewer bytes: 67
 /// symbols of at least 1/2^15 each).
 const MAX_PASSED_CODE: usize = 128;

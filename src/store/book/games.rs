@@ -284,6 +284,7 @@ impl GameCarry {
         &mut self,
         txn: &redb::WriteTransaction,
         ctx: &super::refs::RefContext,
+        shapes: &super::refzip::ShapeCodec,
     ) -> Result<u64> {
         let carried: Vec<&Arc<BookFile>> =
             self.from.iter().filter(|f| f.games_stored() > 0).collect();
@@ -299,7 +300,7 @@ impl GameCarry {
             && carried[0].has_game_refs()
             && carried[0].facets == ctx.facets
         {
-            return copy_store(carried[0], txn);
+            return copy_store(carried[0], txn, shapes);
         }
         let mut parts: Vec<GameStream<'static>> = Vec::new();
         for f in &carried {
@@ -330,13 +331,18 @@ impl GameCarry {
         for g in MergeGames::new(parts, ctx.codec.counted_plies_field()) {
             out.push(g?)?;
         }
-        out.finish(txn)
+        out.finish(txn, shapes)
     }
 }
 
 /// Copies a file's game store as it is (the numbers do not change when one store is carried
-/// alone): its blocks, the id rows, the facts and the references.
-fn copy_store(f: &BookFile, txn: &redb::WriteTransaction) -> Result<u64> {
+/// alone): its blocks, the id rows and the facts; its references, read in key order, are
+/// aligned with the new file's entry blocks.
+fn copy_store(
+    f: &BookFile,
+    txn: &redb::WriteTransaction,
+    shapes: &super::refzip::ShapeCodec,
+) -> Result<u64> {
     let Some(t) = &f.games else {
         return Ok(0);
     };
@@ -347,14 +353,18 @@ fn copy_store(f: &BookFile, txn: &redb::WriteTransaction) -> Result<u64> {
             let (k, v) = row?;
             facts.insert(k, v.as_slice())?;
         }
-        let mut refs = txn.open_table(GAME_REFS)?;
-        for row in f.ref_block_iter()? {
-            let (k, v) = row?;
-            refs.insert(k, v.as_slice())?;
-        }
         Ok(())
     })
     .map_err(|e| e.in_file(&f.path))?;
+    let stored = super::refzip::StoredRefs::open(f)?;
+    super::refzip::write_aligned(txn, f.games_stored(), shapes.clone(), |take| {
+        if let Some(mut s) = stored {
+            while let Some(p) = s.next_refs()? {
+                take(p)?;
+            }
+        }
+        Ok(())
+    })?;
     Ok(f.games_stored())
 }
 
@@ -424,7 +434,11 @@ impl<'t> StoreWriter<'t> {
         Ok(())
     }
 
-    fn finish(mut self, txn: &redb::WriteTransaction) -> Result<u64> {
+    fn finish(
+        mut self,
+        txn: &redb::WriteTransaction,
+        shapes: &super::refzip::ShapeCodec,
+    ) -> Result<u64> {
         self.seal()?;
         for row in self.id_rows.sorted()? {
             let (id, number) = row?;
@@ -433,7 +447,7 @@ impl<'t> StoreWriter<'t> {
         let n = u64::from(self.next);
         let StoreWriter { out, refs, .. } = self;
         out.finish()?;
-        refs.write(txn)?;
+        refs.write(txn, shapes)?;
         Ok(n)
     }
 }

@@ -18,6 +18,9 @@ use crate::store::entry::{Entry, MergeIter};
 use crate::store::error::{Corruption, Error, Result, is_damage};
 use crate::store::{PositionCodec, PositionModel};
 
+/// An entry of a block: its index in the block and its move codes (`BookFile::shapes_at`).
+pub(crate) type IndexedShape = (usize, Vec<u16>);
+
 /// One file of a book (the base or a delta segment, docs/FORMAT.md §10) opened for reading.
 /// [`Book`] merges a book's files into the view commands answer from.
 #[doc(hidden)]
@@ -398,6 +401,24 @@ impl BookFile {
         let view = blk.view(block_key);
         let model = self.model(block_key, blk.model_id)?;
         Ok(view.find_read(key, &*self.codec, model, read)?)
+    }
+
+    /// The block that would hold `key` (its first key) and its entries with this key, each
+    /// with its index in the block and its move codes: what the block's reference chunk is
+    /// read by.
+    pub(crate) fn shapes_at(&self, key: u64) -> Result<Option<(u64, Vec<IndexedShape>)>> {
+        let found = (|| -> Result<_> {
+            let Some((block_key, blk)) = self.cached_block(key)? else {
+                return Ok(None);
+            };
+            let view = blk.view(block_key);
+            let model = self.model(block_key, blk.model_id)?;
+            Ok(Some((
+                block_key,
+                view.find_shapes(key, &*self.codec, model)?,
+            )))
+        })();
+        found.map_err(|e| e.in_file(&self.path))
     }
 
     /// The limit of the cache of opened blocks, bytes.

@@ -1,10 +1,12 @@
 //! The game references of a book file (format 7, docs/FORMAT.md §15.3), a pure function of the
 //! file's game store: per (position, move, cell) the newest and the strongest games
 //! ([`crate::store::gamerefs`]), kept per (position, move) as the union of its cells' lists in
-//! `game_refs`, with each game's cell and strength in `game_facts`. [`RefBuilder`] derives them
-//! while the store is written (its codec replays each game: [`PositionCodec::index_game`]),
-//! sorting within a memory budget and spilling sorted runs beside the file; reads find a
-//! position's block and a game's facts.
+//! `game_refs` as one chunk per entry block (format 10: aligned with the block's entries, so a
+//! reference costs its game number only; `refzip`), with each game's cell and strength in
+//! `game_facts`. [`RefBuilder`] derives them while the store is written (its codec replays each
+//! game: [`PositionCodec::index_game`]), sorting within a memory budget and spilling sorted
+//! runs beside the file; reads find a position's entry and its block's chunk, and a game's
+//! facts.
 
 use std::collections::BinaryHeap;
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -12,6 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::open::GameTables;
+use super::refzip::{ShapeCodec, StoredRefs};
 use super::*;
 use crate::store::PositionCodec;
 use crate::store::error::{Corruption, Error, Result};
@@ -21,12 +24,6 @@ use crate::store::gamerefs::{GameFacts, NEWEST, STRONGEST};
 use crate::store::refblock::{self, FACTS_PER_CHUNK, PosRefs};
 use crate::store::workers::Workers;
 
-/// Most raw bytes of a reference block's frame (of positions after its first): with the
-/// block's header, the position count and zstd's frame header (raw blocks when it gains
-/// nothing) the value stays within one redb page ([`super::options::PAGE_FIT`]).
-const REF_BLOCK_RAW: usize = super::options::PAGE_FIT - 64;
-/// zstd level of reference blocks.
-const REF_LEVEL: i32 = 3;
 /// The least sorting memory a builder takes, whatever it is given (bytes).
 const MIN_BUDGET: usize = 4096;
 /// Games indexed together (on the sealing threads).
@@ -274,51 +271,23 @@ impl RefBuilder {
         self.chunks.drain()
     }
 
-    /// Writes the facts and references into `txn`.
-    pub(crate) fn write(mut self, txn: &redb::WriteTransaction) -> Result<()> {
-        let mut facts = txn.open_table(GAME_FACTS)?;
-        let mut refs = txn.open_table(GAME_REFS)?;
-        for c in self.all_chunks()? {
-            let (first, chunk) = c?;
-            facts.insert(first, chunk.as_slice())?;
+    /// Writes the facts and references into `txn`, the references as chunks aligned with the
+    /// file's entry blocks (decoded with `shapes`).
+    pub(crate) fn write(mut self, txn: &redb::WriteTransaction, shapes: &ShapeCodec) -> Result<()> {
+        {
+            let mut facts = txn.open_table(GAME_FACTS)?;
+            for c in self.all_chunks()? {
+                let (first, chunk) = c?;
+                facts.insert(first, chunk.as_slice())?;
+            }
         }
-        let mut block: Vec<PosRefs> = Vec::new();
-        let mut raw = 0usize;
-        let mut prev_key = 0u64;
-        let mut flush = |block: &mut Vec<PosRefs>, raw: &mut usize| -> Result<()> {
-            if let Some(first) = block.first().map(|p| p.key) {
-                let bytes = refblock::encode_refs(block, REF_LEVEL)
-                    .map_err(|e| Error::Internal(format!("coding a reference block: {e}")))?;
-                refs.insert(first, bytes.as_slice())?;
-            }
-            block.clear();
-            *raw = 0;
-            Ok(())
-        };
-        self.positions(|p| {
-            // A block fills one redb page: closed before the next position would take its
-            // raw bytes (what the frame holds at worst: zstd gains little on them) past it.
-            let delta = if block.is_empty() {
-                0
-            } else {
-                p.key - prev_key
-            };
-            let size = refblock::raw_len(&p, delta);
-            if !block.is_empty() && raw + size > REF_BLOCK_RAW {
-                flush(&mut block, &mut raw)?;
-                raw = refblock::raw_len(&p, 0);
-            } else {
-                raw += size;
-            }
-            prev_key = p.key;
-            block.push(p);
-            Ok(())
-        })?;
-        flush(&mut block, &mut raw)
+        let games = u64::from(self.next);
+        super::refzip::write_aligned(txn, games, shapes.clone(), |take| self.positions(take))?;
+        Ok(())
     }
 
     /// The references, position by position in key order.
-    pub(crate) fn positions(&mut self, mut out: impl FnMut(PosRefs) -> Result<()>) -> Result<()> {
+    pub(crate) fn positions(&mut self, out: &mut dyn FnMut(PosRefs) -> Result<()>) -> Result<()> {
         self.index_batch()?;
         let mut tuples: Box<dyn Iterator<Item = Result<Tuple>>> = if self.runs.is_empty() {
             self.tuples.sort_unstable();
@@ -504,37 +473,55 @@ impl BookFile {
         self.ref_tables().is_some()
     }
 
-    /// The references of the position with `key` in this file.
+    /// The references of the position with `key` in this file: its entries found in their
+    /// block (which the probe before has mostly cached), their lists read from the block's
+    /// chunk.
     pub fn refs_at(&self, key: u64) -> Result<Option<PosRefs>> {
         let Some(refs) = self.ref_tables().and_then(|t| t.refs.as_ref()) else {
             return Ok(None);
         };
+        let Some((block_key, found)) = self.shapes_at(key)? else {
+            return Ok(None);
+        };
+        if found.is_empty() {
+            return Ok(None);
+        }
         shield("reading game references", || {
-            let Some(row) = refs.range(..=key)?.next_back() else {
+            let Some(row) = refs.get(block_key)? else {
                 return Ok(None);
             };
-            let (k, v) = row?;
-            let first = k.value();
-            let block = refblock::decode_refs(v.value(), first)
-                .map_err(|e| bad(format!("reference block {first:016x}"), e))?;
-            Ok(block.into_iter().find(|p| p.key == key))
+            let at = || format!("reference chunk {block_key:016x}");
+            let chunk = refblock::decode_chunk(row.value()).map_err(|e| bad(at(), e))?;
+            let mut moves: Vec<(u16, Vec<u32>)> = Vec::new();
+            for (i, codes) in found {
+                let lists = chunk
+                    .get(i)
+                    .filter(|l| l.len() == codes.len())
+                    .ok_or_else(|| bad(at(), format!("entry {i} does not match its block")))?;
+                moves.extend(
+                    codes
+                        .into_iter()
+                        .zip(lists.iter().cloned())
+                        .filter(|(_, l)| !l.is_empty()),
+                );
+            }
+            moves.sort_by_key(|m| m.0);
+            moves.dedup_by_key(|m| m.0);
+            Ok((!moves.is_empty()).then_some(PosRefs { key, moves }))
         })
         .map_err(|e| e.in_file(&self.path))
     }
 
-    /// Every reference block of this file, in key order: (its row key, its positions).
+    /// Every position's stored references, in key order (read back through the blocks).
     #[cfg(test)]
-    pub(crate) fn ref_blocks(&self) -> Result<Vec<(u64, Vec<u8>)>> {
-        self.ref_block_iter()?.collect()
-    }
-
-    /// Every reference block of this file, in key order, one at a time (the table can be a
-    /// third of the file: 3 GB of an 8M-game book).
-    pub(crate) fn ref_block_iter(
-        &self,
-    ) -> Result<impl Iterator<Item = Result<(u64, Vec<u8>)>> + '_> {
-        let table = self.ref_tables().and_then(|t| t.refs.as_ref());
-        shielded_rows(table, "reading game references", &self.path)
+    pub(crate) fn stored_refs(&self) -> Result<Vec<PosRefs>> {
+        let mut out = Vec::new();
+        if let Some(mut s) = StoredRefs::open(self)? {
+            while let Some(p) = s.next_refs()? {
+                out.push(p);
+            }
+        }
+        Ok(out)
     }
 
     /// Every fact chunk of this file, in number order, one at a time.
@@ -703,25 +690,15 @@ impl BookFile {
             at += 1;
         }
         drop(want);
-        let mut stored = self.ref_block_iter()?.map(|r| {
-            let (first, bytes) = r?;
-            refblock::decode_refs(&bytes, first)
-                .map_err(|e| bad(format!("reference block {first:016x}"), e))
-        });
-        let mut pending: std::vec::IntoIter<PosRefs> = Vec::new().into_iter();
+        let mut stored = StoredRefs::open(self)?;
         let mut checked = 0u64;
         let mut next_stored = || -> Result<Option<PosRefs>> {
-            loop {
-                if let Some(p) = pending.next() {
-                    return Ok(Some(p));
-                }
-                match stored.next() {
-                    Some(block) => pending = block?.into_iter(),
-                    None => return Ok(None),
-                }
+            match stored.as_mut() {
+                Some(s) => s.next_refs(),
+                None => Ok(None),
             }
         };
-        b.positions(|want| {
+        b.positions(&mut |want| {
             checked += 1;
             match next_stored()? {
                 Some(have) if have == want => Ok(()),
@@ -741,7 +718,7 @@ impl BookFile {
                 )),
                 None => Err(bad(
                     format!("references of {:016x}", want.key),
-                    "missing: the games reach it but no block holds it",
+                    "missing: the games reach it but no chunk names them",
                 )),
             }
         })?;

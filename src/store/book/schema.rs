@@ -51,7 +51,7 @@ pub(crate) const GAME_FACTS: TableDefinition<u32, &[u8]> = TableDefinition::new(
 
 pub(crate) const MAGIC: &[u8] = b"bookdb";
 /// Book format version written by this build. See migrations/README.md.
-pub(crate) const FORMAT_VERSION: u32 = 9;
+pub(crate) const FORMAT_VERSION: u32 = 10;
 /// Oldest format version `bookdb migrate` converts (migrations/README.md).
 pub(crate) const OLDEST_MIGRATABLE: u32 = 1;
 

@@ -473,6 +473,22 @@ impl BookWriter {
         }
     }
 
+    /// What decodes this writer's blocks back into their entries' shapes (the references
+    /// are aligned with them: `refzip`).
+    fn shape_codec(&self) -> super::refzip::ShapeCodec {
+        let models = self
+            .model
+            .iter()
+            .map(|(id, m, _)| (*id, m.clone()))
+            .collect();
+        let dicts = self
+            .dictionary
+            .iter()
+            .map(|d| (1u16, Arc::new(d.clone())))
+            .collect();
+        super::refzip::ShapeCodec::new(self.codec.clone(), models, dicts)
+    }
+
     pub fn add_games(&mut self, games: u64) {
         self.meta.games += games;
     }
@@ -547,6 +563,8 @@ impl BookWriter {
                 for (k, v) in self.batch.drain(..) {
                     t.insert(k, v.as_slice())?;
                 }
+            }
+            {
                 let mut m = txn.open_table(META)?;
                 if let Some(index) = &filter_index {
                     let mut f = txn.open_table(KEY_FILTER)?;
@@ -598,7 +616,7 @@ impl BookWriter {
                     prefix: self.tmp_path.clone(),
                 };
                 mark("final transaction: blocks, filter, meta, imports and evaluations written");
-                let games = self.games.write(&txn, &ctx)?;
+                let games = self.games.write(&txn, &ctx, &self.shape_codec())?;
                 if games > 0 {
                     m.insert(META_GAMES_STORED, games.to_le_bytes().as_slice())?;
                 }

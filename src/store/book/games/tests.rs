@@ -15,13 +15,38 @@ fn game(id: u64, date: &str, moves: &[u8]) -> StoredGame {
     StoredGame { id, fields }
 }
 
-/// A book file holding `games` and nothing else, optionally carrying `from`'s files.
+/// The start position's entry with the moves of ranks 0–9 (the games below play one of them):
+/// a file's references are kept with the entries it holds (format 10).
+fn start_entry() -> crate::store::entry::Entry {
+    let start = shakmaty::Chess::default();
+    let (key, packed) = crate::chess::key_and_pack(&start);
+    let mut moves: Vec<crate::store::entry::MoveRec> =
+        crate::chess::mainline::ranked_moves(&start, None)[..10]
+            .iter()
+            .map(|&mv| crate::store::entry::MoveRec {
+                mv,
+                white: 1,
+                ..Default::default()
+            })
+            .collect();
+    moves.sort_by_key(|m| m.mv);
+    crate::store::entry::Entry {
+        key,
+        pos: Some(packed.as_bytes().to_vec()),
+        moves,
+        coded: None,
+    }
+}
+
+/// A book file holding `games` and the start position's entry, optionally carrying `from`'s
+/// files.
 fn write(path: &Path, from: Option<&Book>, games: Vec<StoredGame>) {
     let mut w = BookWriter::create(path, crate::chess_codec(), WriterOptions::default()).unwrap();
     if let Some(b) = from {
         w.carry_over(b).unwrap();
     }
     w.store_games(games);
+    w.push(start_entry()).unwrap();
     w.finish().unwrap();
 }
 
@@ -167,14 +192,15 @@ proptest! {
         prop_assert_eq!(stored(&last), stored(&whole));
         let b = Book::open(&last, crate::chess_codec()).unwrap();
         prop_assert_eq!(b.base().check_game_ids().unwrap(), b.games_stored());
-        // The references too: the same bytes, and what verify rebuilds (with spills).
+        // The references too: the same positions and lists, and what verify rebuilds (with
+        // spills).
         let w = Book::open(&whole, crate::chess_codec()).unwrap();
-        prop_assert_eq!(b.base().ref_blocks().unwrap(), w.base().ref_blocks().unwrap());
+        prop_assert_eq!(b.base().stored_refs().unwrap(), w.base().stored_refs().unwrap());
         let facts = |f: &BookFile| -> Vec<(u32, Vec<u8>)> {
             f.fact_chunk_iter().unwrap().collect::<Result<_>>().unwrap()
         };
         prop_assert_eq!(facts(b.base()), facts(w.base()));
-        prop_assert!(!w.base().ref_blocks().unwrap().is_empty());
+        prop_assert!(!w.base().stored_refs().unwrap().is_empty());
         prop_assert!(b.base().check_game_refs(1).unwrap() > 0);
     }
 }

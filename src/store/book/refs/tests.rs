@@ -79,7 +79,7 @@ fn build(games: &[FakeGame], budget: usize, dir: &std::path::Path) -> Vec<PosRef
         b.add(&StoredGame { id: 0, fields }).unwrap();
     }
     let mut out = Vec::new();
-    b.positions(|p| {
+    b.positions(&mut |p| {
         out.push(p);
         Ok(())
     })
