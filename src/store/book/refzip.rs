@@ -466,7 +466,7 @@ mod tests {
     /// each; read back, the chunks give the references the blocks hold.
     #[test]
     fn references_zip_onto_the_entries_that_hold_them() {
-        let blocks = vec![
+        let blocks = [
             block(1, &[(1, &[10, 20]), (3, &[5])]),
             block(3, &[(3, &[7]), (8, &[1])]),
             block(9, &[(9, &[2])]),
