@@ -204,7 +204,10 @@ fn migrate_converts_a_version_1_book() {
     let err = bookdb(["probe", "--book", p]).fails_with(4);
     assert!(err.contains("migrate"));
     let msg = bookdb(["migrate", "--book", p]).ok();
-    assert!(msg.contains("migrated from format version 1 to 9"), "{msg}");
+    assert!(
+        msg.contains("migrated from format version 1 to 10"),
+        "{msg}"
+    );
     assert_eq!(dump(&book), before);
     verify(&book);
     let again = bookdb(["migrate", "--book", p]).ok();

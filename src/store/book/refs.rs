@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::open::GameTables;
-use super::refzip::{ShapeCodec, StoredRefs};
+use super::refzip::ShapeCodec;
 use super::*;
 use crate::store::PositionCodec;
 use crate::store::error::{Corruption, Error, Result};
@@ -516,7 +516,7 @@ impl BookFile {
     #[cfg(test)]
     pub(crate) fn stored_refs(&self) -> Result<Vec<PosRefs>> {
         let mut out = Vec::new();
-        if let Some(mut s) = StoredRefs::open(self)? {
+        if let Some(mut s) = super::refzip::StoredRefs::open(self)? {
             while let Some(p) = s.next_refs()? {
                 out.push(p);
             }
@@ -690,45 +690,7 @@ impl BookFile {
             at += 1;
         }
         drop(want);
-        let mut stored = StoredRefs::open(self)?;
-        let mut checked = 0u64;
-        let mut next_stored = || -> Result<Option<PosRefs>> {
-            match stored.as_mut() {
-                Some(s) => s.next_refs(),
-                None => Ok(None),
-            }
-        };
-        b.positions(&mut |want| {
-            checked += 1;
-            match next_stored()? {
-                Some(have) if have == want => Ok(()),
-                Some(have) => Err(bad(
-                    format!("references of {:016x}", want.key),
-                    format!(
-                        "stored {} moves for key {:016x}, the games give {} moves{}",
-                        have.moves.len(),
-                        have.key,
-                        want.moves.len(),
-                        if have.key == want.key {
-                            " or other games"
-                        } else {
-                            ""
-                        }
-                    ),
-                )),
-                None => Err(bad(
-                    format!("references of {:016x}", want.key),
-                    "missing: the games reach it but no chunk names them",
-                )),
-            }
-        })?;
-        if let Some(extra) = next_stored()? {
-            return Err(bad(
-                format!("references of {:016x}", extra.key),
-                "no stored game reaches it",
-            ));
-        }
-        Ok(checked)
+        super::refzip::check_aligned(self, |take| b.positions(take))
     }
 }
 

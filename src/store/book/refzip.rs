@@ -291,6 +291,85 @@ pub(crate) fn write_aligned(
     z.finish(&mut next_block, &mut put)
 }
 
+/// Checks a file's reference chunks against the references `source` derives from its games
+/// (in key order): zipped onto the file's blocks as a writer zips them, every chunk must be
+/// the stored one, byte for byte, and no other chunk stored. Positions or moves the file does
+/// not hold (entries a `compact --min-games` dropped) get none, as when it was written.
+/// Returns the positions checked (those the file holds).
+pub(crate) fn check_aligned(
+    file: &BookFile,
+    source: impl FnOnce(&mut dyn FnMut(PosRefs) -> Result<()>) -> Result<()>,
+) -> Result<u64> {
+    use redb::ReadableTableMetadata;
+    let refs = file.games.as_ref().and_then(|t| t.refs.as_ref());
+    let rows = refs.map(|r| r.len()).transpose()?.unwrap_or(0);
+    let Some(blocks) = file.blocks.as_ref() else {
+        return match rows {
+            0 => Ok(0),
+            n => Err(bad(
+                "game_refs",
+                format!("{n} reference chunks in a file without blocks"),
+            )),
+        };
+    };
+    let mut reader = ShapeReader::new(ShapeCodec::of(file));
+    let mut next_block = || reader.next(blocks);
+    let mut matched = 0u64;
+    let mut put = |k: u64, want: Vec<u8>| -> Result<()> {
+        let at = format!("reference chunk {k:016x}");
+        let have = shield("reading game references", || {
+            Ok(refs
+                .map(|r| r.get(k))
+                .transpose()?
+                .flatten()
+                .map(|v| v.value().to_vec()))
+        })?;
+        match have {
+            Some(have) if have == want => {
+                matched += 1;
+                Ok(())
+            }
+            Some(have) => {
+                let (h, w) = (refblock::decode_chunk(&have), refblock::decode_chunk(&want));
+                let first_diff = match (&h, &w) {
+                    (Ok(h), Ok(w)) => h
+                        .iter()
+                        .zip(w)
+                        .position(|(a, b)| a != b)
+                        .map_or(String::new(), |i| format!(" from its entry {i}")),
+                    (Err(e), _) => format!(" ({e})"),
+                    _ => String::new(),
+                };
+                Err(bad(
+                    at,
+                    format!("differs from the one the stored games give{first_diff}"),
+                ))
+            }
+            None => Err(bad(
+                at,
+                "missing: the stored games reach the block's positions but no chunk names them",
+            )),
+        }
+    };
+    let mut z = Zipper::new(file.games_stored());
+    let mut taken = 0u64;
+    source(&mut |p| {
+        taken += 1;
+        z.take(p, &mut next_block, &mut put)
+    })?;
+    let (_, orphans) = z.finish(&mut next_block, &mut put)?;
+    if matched != rows {
+        return Err(bad(
+            "game_refs",
+            format!(
+                "{} reference chunks name games for blocks the stored games do not reach",
+                rows - matched
+            ),
+        ));
+    }
+    Ok(taken - orphans)
+}
+
 /// A file's stored references read back in key order, one position at a time: its entry
 /// blocks and their chunks walked together, each chunk checked against its block (as many
 /// entries, as many moves per entry) and every chunk's key checked to be a block's.

@@ -636,14 +636,14 @@ fn check_segments_fit_base(path: &Path, files: &[Arc<BookFile>]) -> Result<()> {
     // dictionary if the segment has one (publish_segment, fold_segments reuse them; a segment
     // too small for a dictionary has none): another base has its own.
     let b = &files[0];
-    let same_coding = b.writer_model().is_none()
-        || segs.iter().all(|f| {
-            f.writer_model() == b.writer_model()
-                && f.dictionaries()
+    let coded_otherwise = segs.iter().find(|f| {
+        b.writer_model().is_some()
+            && (f.writer_model() != b.writer_model()
+                || f.dictionaries()
                     .get(&1)
-                    .is_none_or(|d| Some(d) == b.dictionaries().get(&1))
-        });
-    let fits = same_coding
+                    .is_some_and(|d| Some(d) != b.dictionaries().get(&1)))
+    });
+    let fits = coded_otherwise.is_none()
         && view.games == games
         && within(view.positions, base.positions, sum(|m| m.positions))
         && within(view.key_only, base.key_only, sum(|m| m.key_only))
@@ -651,21 +651,34 @@ fn check_segments_fit_base(path: &Path, files: &[Arc<BookFile>]) -> Result<()> {
     if fits {
         return Ok(());
     }
-    Err(Error::CorruptFile {
-        path: path.to_path_buf(),
-        corruption: Corruption::Manifest(format!(
-            "the base does not belong with the delta segments {} lists: their counters say \
-             the book has {} games and {} positions over a base of {} games and {} positions \
-             (with {} games in the segments); a base restored without its manifest and \
-             segments, or another book's base? Restore the base, manifest and segments of one \
-             backup together, or, to keep this base alone, move {} and the segment files away",
-            super::live::manifest_path(path).display(),
+    let manifest = super::live::manifest_path(path);
+    let newest = segs.last().map_or(path, |f| f.path.as_path());
+    let why = match coded_otherwise {
+        Some(f) => format!(
+            "the delta segment {} is coded with another position model or dictionary than the \
+             base",
+            f.path.display()
+        ),
+        None => format!(
+            "the counters of the newest delta segment {} say the book has {} games and {} \
+             positions over a base of {} games and {} positions (with {} games in the segments)",
+            newest.display(),
             view.games,
             view.positions,
             base.games,
             base.positions,
             sum(|m| m.games),
-            super::live::manifest_path(path).display()
+        ),
+    };
+    Err(Error::CorruptFile {
+        path: path.to_path_buf(),
+        corruption: Corruption::Manifest(format!(
+            "the base does not belong with the delta segments {} lists: {why}; a base restored \
+             without its manifest and segments, another book's base, or a damaged segment? \
+             Restore the base, manifest and segments of one backup together, or, to keep this \
+             base alone, move {} and the segment files away",
+            manifest.display(),
+            manifest.display()
         )),
     })
 }
