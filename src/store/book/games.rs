@@ -263,6 +263,14 @@ impl GameCarry {
         self.from.extend(files.iter().cloned());
     }
 
+    /// Whether the new file may store games (it does unless every source turns out empty).
+    pub(crate) fn may_store(&self) -> bool {
+        !self.dropped
+            && (!self.new.is_empty()
+                || !self.streams.is_empty()
+                || self.from.iter().any(|f| f.games_stored() > 0))
+    }
+
     /// Adds games in any order.
     pub(crate) fn add(&mut self, games: Vec<StoredGame>) {
         self.new.extend(games);
@@ -284,7 +292,7 @@ impl GameCarry {
         &mut self,
         txn: &redb::WriteTransaction,
         ctx: &super::refs::RefContext,
-        shapes: &super::refzip::ShapeCodec,
+        shapes: super::refzip::BlockShapes,
     ) -> Result<u64> {
         let carried: Vec<&Arc<BookFile>> =
             self.from.iter().filter(|f| f.games_stored() > 0).collect();
@@ -341,7 +349,7 @@ impl GameCarry {
 fn copy_store(
     f: &BookFile,
     txn: &redb::WriteTransaction,
-    shapes: &super::refzip::ShapeCodec,
+    shapes: super::refzip::BlockShapes,
 ) -> Result<u64> {
     let Some(t) = &f.games else {
         return Ok(0);
@@ -357,7 +365,7 @@ fn copy_store(
     })
     .map_err(|e| e.in_file(&f.path))?;
     let stored = super::refzip::StoredRefs::open(f)?;
-    super::refzip::write_aligned(txn, f.games_stored(), shapes.clone(), |take| {
+    super::refzip::write_aligned(txn, f.games_stored(), shapes, |take| {
         if let Some(mut s) = stored {
             while let Some(p) = s.next_refs()? {
                 take(p)?;
@@ -437,7 +445,7 @@ impl<'t> StoreWriter<'t> {
     fn finish(
         mut self,
         txn: &redb::WriteTransaction,
-        shapes: &super::refzip::ShapeCodec,
+        shapes: super::refzip::BlockShapes,
     ) -> Result<u64> {
         self.seal()?;
         for row in self.id_rows.sorted()? {

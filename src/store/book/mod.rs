@@ -28,6 +28,7 @@ mod refs;
 mod refzip;
 mod schema;
 mod seal;
+mod shapelog;
 mod train;
 mod view;
 mod writer;

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::open::GameTables;
-use super::refzip::ShapeCodec;
+use super::refzip::BlockShapes;
 use super::*;
 use crate::store::PositionCodec;
 use crate::store::error::{Corruption, Error, Result};
@@ -272,8 +272,8 @@ impl RefBuilder {
     }
 
     /// Writes the facts and references into `txn`, the references as chunks aligned with the
-    /// file's entry blocks (decoded with `shapes`).
-    pub(crate) fn write(mut self, txn: &redb::WriteTransaction, shapes: &ShapeCodec) -> Result<()> {
+    /// file's entry blocks (their shapes from `shapes`).
+    pub(crate) fn write(mut self, txn: &redb::WriteTransaction, shapes: BlockShapes) -> Result<()> {
         {
             let mut facts = txn.open_table(GAME_FACTS)?;
             for c in self.all_chunks()? {
@@ -282,7 +282,7 @@ impl RefBuilder {
             }
         }
         let games = u64::from(self.next);
-        super::refzip::write_aligned(txn, games, shapes.clone(), |take| self.positions(take))?;
+        super::refzip::write_aligned(txn, games, shapes, |take| self.positions(take))?;
         Ok(())
     }
 

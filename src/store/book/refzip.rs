@@ -269,26 +269,42 @@ impl Zipper {
     }
 }
 
+/// Where a writer reads its own entry blocks' shapes back from: its shape log, or the blocks
+/// themselves, decoded (when entries were pushed before it knew it would store games).
+pub(crate) enum BlockShapes {
+    Logged(super::shapelog::LoggedShapes),
+    Decode(ShapeCodec),
+}
+
 /// Writes references, given in key order by `source`, as the chunks of the entry blocks the
-/// transaction's file holds (decoded with `shapes`); game numbers below `games`. Returns the
-/// chunks written and the positions no block holds.
+/// transaction's file holds (their shapes from `shapes`); game numbers below `games`. Returns
+/// the chunks written and the positions no block holds.
 pub(crate) fn write_aligned(
     txn: &redb::WriteTransaction,
     games: u64,
-    shapes: ShapeCodec,
+    shapes: BlockShapes,
     source: impl FnOnce(&mut dyn FnMut(PosRefs) -> Result<()>) -> Result<()>,
 ) -> Result<(u64, u64)> {
-    let blocks = txn.open_table(BLOCKS)?;
     let mut refs = txn.open_table(GAME_REFS)?;
-    let mut reader = ShapeReader::new(shapes);
-    let mut next_block = || reader.next(&blocks);
     let mut put = |k: u64, v: Vec<u8>| -> Result<()> {
         refs.insert(k, v.as_slice())?;
         Ok(())
     };
     let mut z = Zipper::new(games);
-    source(&mut |p| z.take(p, &mut next_block, &mut put))?;
-    z.finish(&mut next_block, &mut put)
+    match shapes {
+        BlockShapes::Logged(mut log) => {
+            let mut next_block = || log.next_block();
+            source(&mut |p| z.take(p, &mut next_block, &mut put))?;
+            z.finish(&mut next_block, &mut put)
+        }
+        BlockShapes::Decode(codec) => {
+            let blocks = txn.open_table(BLOCKS)?;
+            let mut reader = ShapeReader::new(codec);
+            let mut next_block = || reader.next(&blocks);
+            source(&mut |p| z.take(p, &mut next_block, &mut put))?;
+            z.finish(&mut next_block, &mut put)
+        }
+    }
 }
 
 /// Checks a file's reference chunks against the references `source` derives from its games

@@ -61,6 +61,10 @@ pub struct BookWriter {
     evals: super::evals::EvalCarry,
     /// The game store carried over and added, written in the last transaction (FORMAT §15).
     games: super::games::GameCarry,
+    /// The shapes of the entries pushed (the references are aligned with them), logged from
+    /// the first entry once the file may store games; `unlogged`: an entry came before.
+    shape_log: Option<super::shapelog::ShapeLog>,
+    unlogged: bool,
     /// The key filter, its partitions written with the blocks (FORMAT §4.7).
     filter: super::filter::FilterBuilder,
     /// The facets the new book keeps, and its games by facet (format 4).
@@ -112,6 +116,8 @@ impl BookWriter {
             games_from: Vec::new(),
             evals: Default::default(),
             games: Default::default(),
+            shape_log: None,
+            unlogged: false,
             filter: Default::default(),
             facets: crate::store::facet::FacetSet::NONE,
             facet_games: Default::default(),
@@ -299,6 +305,7 @@ impl BookWriter {
             self.meta.collisions += 1;
         }
         self.filter.add(e.key);
+        self.log_shape(&e)?;
         if e.pos.is_some() {
             self.meta.positions += 1;
         } else {
@@ -332,6 +339,35 @@ impl BookWriter {
         }
         self.held_entries.push(e);
         Ok(())
+    }
+
+    /// Logs an entry's shape (key and move codes, in the order its block keeps them) when the
+    /// file may store games: its references are aligned with its blocks.
+    fn log_shape(&mut self, e: &Entry) -> Result<()> {
+        if !self.games.may_store() {
+            self.unlogged = true;
+            return Ok(());
+        }
+        if self.shape_log.is_none() {
+            if self.unlogged {
+                return Ok(());
+            }
+            let path = PathBuf::from(format!("{}.shapes", self.tmp_path.display()));
+            self.shape_log = Some(super::shapelog::ShapeLog::create(path)?);
+        }
+        let codes: Vec<u16> = if e.moves.iter().any(|m| m.indexed) {
+            let idx: Vec<u8> = e.moves.iter().map(|m| m.mv as u8).collect();
+            let pos = e.pos.as_deref().unwrap_or_default();
+            self.codec
+                .unindex_moves(pos, &idx)
+                .map_err(|r| Error::Internal(format!("key {:016x}: {r}", e.key)))?
+        } else {
+            e.moves.iter().map(|m| m.mv).collect()
+        };
+        match self.shape_log.as_mut() {
+            Some(log) => log.push(e.key, &codes),
+            None => Ok(()),
+        }
     }
 
     /// Entries read by [`Book::iter_for_rewrite`] may hold move indices; an entry whose moves
@@ -398,6 +434,9 @@ impl BookWriter {
             self.seals += seg.seals;
             self.meta.raw_bytes += seg.raw_bytes;
             for (k, sealed) in seg.blocks {
+                if let Some(log) = self.shape_log.as_mut() {
+                    log.block(k);
+                }
                 self.meta.blocks += 1;
                 self.meta.stored_bytes += sealed.len() as u64;
                 self.batch_bytes += sealed.len();
@@ -616,7 +655,13 @@ impl BookWriter {
                     prefix: self.tmp_path.clone(),
                 };
                 mark("final transaction: blocks, filter, meta, imports and evaluations written");
-                let games = self.games.write(&txn, &ctx, &self.shape_codec())?;
+                let shapes = match self.shape_log.take() {
+                    Some(log) if !self.unlogged => {
+                        super::refzip::BlockShapes::Logged(log.finish()?)
+                    }
+                    _ => super::refzip::BlockShapes::Decode(self.shape_codec()),
+                };
+                let games = self.games.write(&txn, &ctx, shapes)?;
                 if games > 0 {
                     m.insert(META_GAMES_STORED, games.to_le_bytes().as_slice())?;
                 }
