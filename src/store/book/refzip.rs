@@ -9,21 +9,13 @@ use std::sync::Arc;
 
 use redb::ReadableTable;
 
+use super::shapelog::BlockShape;
 use super::*;
 use crate::store::block::{self, BlockView};
 use crate::store::error::{Corruption, Error, Result};
 use crate::store::refblock::{self, EntryRefs, PosRefs};
 use crate::store::workers::Workers;
 use crate::store::{PositionCodec, PositionModel};
-
-/// An entry's key and its move codes, in the entry's order.
-pub(crate) type Shape = (u64, Vec<u16>);
-
-/// An entry block's key and its entries' shapes, in the block's order.
-pub(crate) struct BlockShape {
-    pub(crate) key: u64,
-    pub(crate) entries: Vec<Shape>,
-}
 
 /// What decodes a file's entry blocks into shapes: its codec, models and dictionaries.
 #[derive(Clone)]

@@ -12,9 +12,17 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
 
-use super::refzip::{BlockShape, Shape};
 use crate::store::error::{Error, Result};
 use crate::store::varint;
+
+/// An entry's key and its move codes, in the entry's order.
+pub(crate) type Shape = (u64, Vec<u16>);
+
+/// An entry block's key and its entries' shapes, in the block's order.
+pub(crate) struct BlockShape {
+    pub(crate) key: u64,
+    pub(crate) entries: Vec<Shape>,
+}
 
 /// Entry shapes logged while a writer takes its entries.
 pub(crate) struct ShapeLog {
