@@ -247,27 +247,8 @@ impl<'a> BlockView<'a> {
         model: &dyn PositionModel,
         read: CellRead,
     ) -> Result<Vec<Entry>, Corruption> {
-        let frag = key as u8;
-        let mut out = Vec::new();
-        let mut cur = Cursor::default();
-        let mut at = 0;
-        for i in 0..self.count {
-            if self.fragment(i) != frag {
-                continue;
-            }
-            self.seek(&mut cur, at, i)?;
-            let how = DecodeAs {
-                keep: Keep::default(),
-                cells: read,
-                defer_cells: false,
-            };
-            let e = self.decode_at_known(i, &mut cur, codec, model, None, how)?;
-            at = i + 1;
-            if e.key == key {
-                out.push(e);
-            }
-        }
-        Ok(out)
+        let found = self.find_indexed(key, codec, model, read)?;
+        Ok(found.into_iter().map(|(_, e)| e).collect())
     }
 
     /// The entry whose stored position bytes equal `coded` (a position coded with this

@@ -4,6 +4,7 @@
 
 use super::{BlockView, Cursor, DecodeAs, Keep};
 use crate::store::cells::CellRead;
+use crate::store::entry::Entry;
 use crate::store::error::Corruption;
 use crate::store::{PositionCodec, PositionModel};
 
@@ -38,6 +39,23 @@ impl BlockView<'_> {
         codec: &dyn PositionCodec,
         model: &dyn PositionModel,
     ) -> Result<Vec<(usize, Vec<u16>)>, Corruption> {
+        let found = self.find_indexed(key, codec, model, CellRead::Skip)?;
+        Ok(found
+            .into_iter()
+            .map(|(i, e)| (i, e.moves.iter().map(|m| m.mv).collect()))
+            .collect())
+    }
+
+    /// The entries whose key equals `key` (several if positions collide on the key), each with
+    /// its index in the block, keeping of each move's cells what `read` asks for: only the
+    /// entries whose stored key fragment matches are decoded.
+    pub(super) fn find_indexed(
+        &self,
+        key: u64,
+        codec: &dyn PositionCodec,
+        model: &dyn PositionModel,
+        read: CellRead,
+    ) -> Result<Vec<(usize, Entry)>, Corruption> {
         let frag = key as u8;
         let mut out = Vec::new();
         let mut cur = Cursor::default();
@@ -49,13 +67,13 @@ impl BlockView<'_> {
             self.seek(&mut cur, at, i)?;
             let how = DecodeAs {
                 keep: Keep::default(),
-                cells: CellRead::Skip,
+                cells: read,
                 defer_cells: false,
             };
             let e = self.decode_at_known(i, &mut cur, codec, model, None, how)?;
             at = i + 1;
             if e.key == key {
-                out.push((i, e.moves.iter().map(|m| m.mv).collect()));
+                out.push((i, e));
             }
         }
         Ok(out)
