@@ -205,6 +205,64 @@ fn segments_compaction_and_merge_keep_every_game() {
     assert_eq!(again["games_imported"], 0, "{again}");
 }
 
+/// A store carried alone (a fold of a counts-only segment, a compaction, a pruning) keeps its
+/// references by carrying them with the entries the rewrite reads, not by decoding the old
+/// blocks a second time (`BOOKDB_TRACE` says which): the lists are what they were, and
+/// `verify`, which rebuilds them from the games, agrees.
+#[test]
+fn a_store_carried_alone_carries_its_references_with_the_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = sample_halves(dir.path());
+    let book = dir.path().join("c.book");
+    import(&[&first], &book, &[]);
+    // Counts without games beside the store: the fold merges their entries with the base's,
+    // so the moves it writes are named by code where the base's blocks named them by index.
+    let r = import(&[&second], &book, &["--no-games", "--delta-min", "1000000"]);
+    assert_eq!(r["applied"], "delta", "{r}");
+    let lists = |b: &Path| -> Vec<String> {
+        ["", "e2e4", "d2d4", "e2e4 c7c5", "e2e4 e7e5 g1f3", "g1f3"]
+            .iter()
+            .map(|m| {
+                let mut args = vec!["games", "--json", "--top", "8", "--recent", "8"];
+                if !m.is_empty() {
+                    args.extend(["--moves", m]);
+                }
+                bookdb(args).args(["--book", s(b)]).ok()
+            })
+            .collect()
+    };
+    let before = lists(&book);
+    let named: usize = before.iter().map(|l| l.lines().count()).sum();
+    assert!(named > 40, "only {named} games listed");
+    let compact = |extra: &[&str]| {
+        let out = bookdb(["compact", "--quiet", "--book", s(&book)])
+            .args(extra)
+            .env("BOOKDB_TRACE", "1")
+            .ok_output();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            err.contains("references carried with the entries"),
+            "compact {extra:?}: {err}"
+        );
+    };
+    compact(&[]);
+    assert_eq!(stats(&book)["segments"], 0);
+    assert_eq!(lists(&book), before, "after the fold");
+    verify(&book);
+    compact(&["--retrain"]);
+    assert_eq!(lists(&book), before, "after a compaction");
+    verify(&book);
+    // Pruned: the moves dropped lose their lists; verify rebuilds exactly that.
+    let pairs = stats(&book)["pairs"].as_u64().unwrap();
+    compact(&["--min-games", "3"]);
+    assert!(stats(&book)["pairs"].as_u64().unwrap() < pairs);
+    verify(&book);
+    assert!(
+        !lists(&book)[0].is_empty(),
+        "the start position still names games"
+    );
+}
+
 /// Two imports of overlapping files, without `--dedupe`, into a book that stores games: the
 /// second skips the games the first counted as `duplicate` (also when it lands in a delta
 /// segment), and the book equals one import of the union: same counts, every game stored once

@@ -256,11 +256,65 @@ pub(crate) struct GameCarry {
     streams: Vec<GameStream<'static>>,
     /// `compact --drop-games`: the new file keeps no games.
     dropped: bool,
+    /// Taps armed on the carried files whose references could be carried as they are.
+    taps: Vec<(Arc<BookFile>, Arc<super::reftap::RefTap>)>,
 }
 
 impl GameCarry {
     pub(crate) fn carry(&mut self, files: &[Arc<BookFile>]) {
         self.from.extend(files.iter().cloned());
+        for f in files {
+            if f.games_stored() > 0 && f.has_game_refs() && f.format_version() == FORMAT_VERSION {
+                self.taps.push((f.clone(), f.arm_ref_tap()));
+            }
+        }
+    }
+
+    /// The one store carried alone (no other store, no new games), of this format and with
+    /// the `facets` the new file keeps: its numbers, and so its references, stay.
+    fn carried_alone(&self, facets: crate::store::facet::FacetSet) -> Option<&Arc<BookFile>> {
+        let mut carried = self.from.iter().filter(|f| f.games_stored() > 0);
+        let f = carried.next()?;
+        (carried.next().is_none()
+            && !self.dropped
+            && self.new.is_empty()
+            && self.streams.is_empty()
+            && f.format_version() == FORMAT_VERSION
+            && f.has_game_refs()
+            && f.facets == facets)
+            .then_some(f)
+    }
+
+    /// The tap on the store carried alone, if the new file keeps `facets` and the store
+    /// stays alone: the writer takes each entry's references from it. Every other tap is
+    /// spoilt (no iteration feeds it any more).
+    pub(crate) fn alone_tap(
+        &self,
+        facets: crate::store::facet::FacetSet,
+    ) -> Option<Arc<super::reftap::RefTap>> {
+        let alone = self.carried_alone(facets);
+        let mut out = None;
+        for (f, tap) in &self.taps {
+            match alone {
+                Some(a) if Arc::ptr_eq(a, f) && out.is_none() => out = Some(tap.clone()),
+                _ => tap.spoil("not the store carried alone"),
+            }
+        }
+        out
+    }
+
+    /// Whether `tap` is still the tap on the store carried alone under `facets`.
+    pub(crate) fn is_alone_tap(
+        &self,
+        facets: crate::store::facet::FacetSet,
+        tap: &Arc<super::reftap::RefTap>,
+    ) -> bool {
+        let Some(alone) = self.carried_alone(facets) else {
+            return false;
+        };
+        self.taps
+            .iter()
+            .any(|(f, t)| Arc::ptr_eq(f, alone) && Arc::ptr_eq(t, tap))
     }
 
     /// Whether the new file may store games (it does unless every source turns out empty).
@@ -301,14 +355,13 @@ impl GameCarry {
         }
         // One store carried alone, of this format and with the same facets, keeps its numbers
         // and so its references: copied as they are.
-        if carried.len() == 1
-            && self.new.is_empty()
-            && self.streams.is_empty()
-            && carried[0].format_version() == FORMAT_VERSION
-            && carried[0].has_game_refs()
-            && carried[0].facets == ctx.facets
-        {
-            return copy_store(carried[0], txn, shapes);
+        if let Some(f) = self.carried_alone(ctx.facets) {
+            return copy_store(f, txn, shapes);
+        }
+        if matches!(shapes, super::refzip::BlockShapes::Carried(_)) {
+            return Err(Error::Internal(
+                "references carried with the entries of a store that is not carried alone".into(),
+            ));
         }
         let mut parts: Vec<GameStream<'static>> = Vec::new();
         for f in &carried {
@@ -364,6 +417,10 @@ fn copy_store(
         Ok(())
     })
     .map_err(|e| e.in_file(&f.path))?;
+    if let super::refzip::BlockShapes::Carried(lists) = shapes {
+        super::refzip::write_carried(txn, f.games_stored(), lists)?;
+        return Ok(f.games_stored());
+    }
     let stored = super::refzip::StoredRefs::open(f)?;
     super::refzip::write_aligned(txn, f.games_stored(), shapes, |take| {
         if let Some(mut s) = stored {

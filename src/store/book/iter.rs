@@ -48,6 +48,7 @@ impl BookFile {
             keep: Keep::default(),
             last_block: None,
             entries: 0,
+            tap: None,
         })
     }
 
@@ -210,6 +211,8 @@ pub(crate) struct BookIter<'a> {
     /// compact) fails instead of silently reading less.
     last_block: Option<u64>,
     entries: u64,
+    /// A writer's tap on the file's references, fed with each block (`reftap`).
+    tap: Option<Arc<super::reftap::RefTap>>,
 }
 
 /// Blocks read ahead and decoded together on all cores by [`BookIter`].
@@ -233,6 +236,14 @@ impl BookIter<'_> {
             }
             Ok(out)
         })?;
+        let first = self.last_block.is_none();
+        if first && from == 0 && self.keep.indices {
+            self.tap = self.book.take_ref_tap();
+        }
+        let keys: Vec<u64> = match self.tap {
+            Some(_) => raw.iter().map(|(k, _)| *k).collect(),
+            None => Vec::new(),
+        };
         for (k, _) in &raw {
             if self.last_block.is_some_and(|l| *k <= l) {
                 return Err(Corruption::Storage(format!(
@@ -280,11 +291,19 @@ impl BookIter<'_> {
                 })
                 .collect()
         };
+        let mut keys = keys.into_iter();
         for part in decoded {
             for entries in part? {
+                if let (Some(tap), Some(k)) = (&self.tap, keys.next()) {
+                    let refs = self.book.games.as_ref().and_then(|t| t.refs.as_ref());
+                    tap.feed(refs, k, &entries, first && self.entries == 0);
+                }
                 self.entries += entries.len() as u64;
                 self.buf.extend(entries);
             }
+        }
+        if at_end && let Some(tap) = self.tap.take() {
+            tap.end();
         }
         if at_end && self.book.format_version >= 3 && self.entries != expected {
             return Err(Corruption::Storage(format!(

@@ -25,6 +25,7 @@ mod options;
 mod overlap;
 mod reader;
 mod refs;
+mod reftap;
 mod refzip;
 mod schema;
 mod seal;

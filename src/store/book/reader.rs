@@ -62,6 +62,8 @@ pub struct BookFile {
     /// The key filter (docs/FORMAT.md §4.7) and its table; `None` in files written without.
     pub(super) filter: Option<super::filter::FileFilter>,
     pub(super) filter_table: Option<redb::ReadOnlyTable<u32, &'static [u8]>>,
+    /// A writer's tap on this file's references, fed by its next rewrite iteration.
+    pub(super) ref_tap: std::sync::Mutex<Option<Arc<super::reftap::RefTap>>>,
 }
 
 impl std::fmt::Debug for BookFile {
@@ -199,7 +201,25 @@ impl BookFile {
             facet_games,
             filter,
             filter_table,
+            ref_tap: Default::default(),
         })
+    }
+
+    /// Arms a tap on this file: the next iteration of it from its first block, leaving moves
+    /// indexed, feeds it the references of its entries (`reftap`).
+    pub(crate) fn arm_ref_tap(&self) -> Arc<super::reftap::RefTap> {
+        let tap = Arc::new(super::reftap::RefTap::default());
+        *self.ref_tap.lock().unwrap_or_else(|e| e.into_inner()) = Some(tap.clone());
+        tap
+    }
+
+    /// The tap armed on this file, taken by the iteration that feeds it.
+    pub(crate) fn take_ref_tap(&self) -> Option<Arc<super::reftap::RefTap>> {
+        self.ref_tap
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .filter(|t| t.wanted())
     }
 
     /// Whether `key` may be in this file: `false` only when its key filter says it is not (a

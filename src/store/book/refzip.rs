@@ -262,10 +262,36 @@ impl Zipper {
 }
 
 /// Where a writer reads its own entry blocks' shapes back from: its shape log, or the blocks
-/// themselves, decoded (when entries were pushed before it knew it would store games).
+/// themselves, decoded (when entries were pushed before it knew it would store games); or,
+/// for a store carried alone, the references its entries carried (`reftap`), logged with
+/// them.
 pub(crate) enum BlockShapes {
     Logged(super::shapelog::LoggedShapes),
     Decode(ShapeCodec),
+    Carried(super::shapelog::LoggedShapes),
+}
+
+/// Writes the chunks of the transaction's file from the references its entries carried
+/// (`lists`, a [`LogKind::Lists`](super::shapelog::LogKind) log): a chunk for each block
+/// with any, as [`Zipper`] writes them. Returns the chunks written.
+pub(crate) fn write_carried(
+    txn: &redb::WriteTransaction,
+    games: u64,
+    mut lists: super::shapelog::LoggedShapes,
+) -> Result<u64> {
+    let mut refs = txn.open_table(GAME_REFS)?;
+    let width = Zipper::new(games).width;
+    let mut chunks = 0;
+    while let Some((key, block)) = lists.next_lists()? {
+        if block.iter().all(|e| e.iter().all(|l| l.is_empty())) {
+            continue;
+        }
+        let bytes = refblock::encode_chunk(&block, width)
+            .map_err(|e| Error::Internal(format!("coding a reference chunk: {e}")))?;
+        refs.insert(key, bytes.as_slice())?;
+        chunks += 1;
+    }
+    Ok(chunks)
 }
 
 /// Writes references, given in key order by `source`, as the chunks of the entry blocks the
@@ -296,6 +322,9 @@ pub(crate) fn write_aligned(
             source(&mut |p| z.take(p, &mut next_block, &mut put))?;
             z.finish(&mut next_block, &mut put)
         }
+        BlockShapes::Carried(_) => Err(Error::Internal(
+            "references carried with the entries cannot be aligned again".into(),
+        )),
     }
 }
 

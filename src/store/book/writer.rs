@@ -65,6 +65,9 @@ pub struct BookWriter {
     /// the first entry once the file may store games; `unlogged`: an entry came before.
     shape_log: Option<super::shapelog::ShapeLog>,
     unlogged: bool,
+    /// The tap the log takes each entry's references from (a store carried alone), chosen
+    /// with the first entry logged; `None` in a log of move codes.
+    carry_tap: Option<Arc<super::reftap::RefTap>>,
     /// The key filter, its partitions written with the blocks (FORMAT §4.7).
     filter: super::filter::FilterBuilder,
     /// The facets the new book keeps, and its games by facet (format 4).
@@ -118,6 +121,7 @@ impl BookWriter {
             games: Default::default(),
             shape_log: None,
             unlogged: false,
+            carry_tap: None,
             filter: Default::default(),
             facets: crate::store::facet::FacetSet::NONE,
             facet_games: Default::default(),
@@ -348,12 +352,28 @@ impl BookWriter {
             self.unlogged = true;
             return Ok(());
         }
+        use super::shapelog::{LogKind, ShapeLog};
         if self.shape_log.is_none() {
             if self.unlogged {
                 return Ok(());
             }
+            // A store carried alone keeps its references: each entry takes its own from the
+            // tap on the store's file, fed by the iteration this writer is given.
+            self.carry_tap = self.games.alone_tap(self.facets);
+            let kind = match self.carry_tap {
+                Some(_) => LogKind::Lists,
+                None => LogKind::Codes,
+            };
             let path = PathBuf::from(format!("{}.shapes", self.tmp_path.display()));
-            self.shape_log = Some(super::shapelog::ShapeLog::create(path)?);
+            self.shape_log = Some(ShapeLog::create(path, kind)?);
+        }
+        if let Some(tap) = &self.carry_tap {
+            // A spoilt tap leaves the references to be aligned from the blocks at the end.
+            let lists = tap.take(e, &*self.codec);
+            return match (lists, self.shape_log.as_mut()) {
+                (Some(lists), Some(log)) => log.push_lists(e.key, &lists),
+                _ => Ok(()),
+            };
         }
         let codes: Vec<u16> = if e.moves.iter().any(|m| m.indexed) {
             let idx: Vec<u8> = e.moves.iter().map(|m| m.mv as u8).collect();
@@ -368,6 +388,32 @@ impl BookWriter {
             Some(log) => log.push(e.key, &codes),
             None => Ok(()),
         }
+    }
+
+    /// Where the references are aligned from at the end: the shape log, if every entry was
+    /// logged (with the references it carried, if the tap it took them from is trusted and
+    /// its store still carried alone), else the blocks decoded back.
+    fn block_shapes(&mut self) -> Result<super::refzip::BlockShapes> {
+        use super::refzip::BlockShapes;
+        let log = match self.shape_log.take() {
+            Some(log) if !self.unlogged => log,
+            _ => return Ok(BlockShapes::Decode(self.shape_codec())),
+        };
+        let Some(tap) = self.carry_tap.take() else {
+            return Ok(BlockShapes::Logged(log.finish()?));
+        };
+        let why = match tap.trusted() {
+            Ok(()) if self.games.is_alone_tap(self.facets, &tap) => {
+                self.trace("references carried with the entries (a store carried alone)");
+                return Ok(BlockShapes::Carried(log.finish()?));
+            }
+            Ok(()) => "the store is no longer carried alone".to_string(),
+            Err(why) => why,
+        };
+        self.trace(&format!(
+            "references not carried with the entries ({why}): aligned from the blocks"
+        ));
+        Ok(BlockShapes::Decode(self.shape_codec()))
     }
 
     /// Entries read by [`Book::iter_for_rewrite`] may hold move indices; an entry whose moves
@@ -589,6 +635,8 @@ impl BookWriter {
             .take()
             .ok_or_else(|| Error::Internal("writer closed".into()))?;
         let (filter_rows, filter_index) = self.filter.finish();
+        // Every block is sealed and logged.
+        let shapes = self.block_shapes();
         let mut trace = self.trace.take();
         let mut mark = |line: &str| {
             if let Some(f) = trace.as_mut() {
@@ -655,12 +703,7 @@ impl BookWriter {
                     prefix: self.tmp_path.clone(),
                 };
                 mark("final transaction: blocks, filter, meta, imports and evaluations written");
-                let shapes = match self.shape_log.take() {
-                    Some(log) if !self.unlogged => {
-                        super::refzip::BlockShapes::Logged(log.finish()?)
-                    }
-                    _ => super::refzip::BlockShapes::Decode(self.shape_codec()),
-                };
+                let shapes = shapes?;
                 let games = self.games.write(&txn, &ctx, shapes)?;
                 if games > 0 {
                     m.insert(META_GAMES_STORED, games.to_le_bytes().as_slice())?;
