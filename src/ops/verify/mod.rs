@@ -12,23 +12,24 @@
 //! caches of the files, the private copy's cache for redb's check and the window of blocks in
 //! flight (docs/PERFORMANCE.md, "verify's memory").
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
-use crate::chess::{PosState, decode_coded, legal_codes, legal_count, move_uci};
+use crate::chess::decode_coded;
 use crate::error::{Corruption, Result, StoreError};
 use crate::ops::game::Game;
-use crate::othello::{Board, square_name};
-use crate::store::block::{BlockHeader, BlockView, HEADER_LEN, RawEntry};
+use crate::store::block::{BlockHeader, BlockView, HEADER_LEN};
 use crate::store::book::BookFile;
-use crate::store::{BookMeta, CacheSizes, Entry, MoveRec};
+use crate::store::{BookMeta, CacheSizes, Entry};
 
 mod budget;
+mod entries;
 mod evals;
 mod filter;
+mod report;
+mod shapes;
 pub use budget::{DEFAULT_VERIFY_MEMORY_MIB, MIN_VERIFY_MEMORY_MIB, VerifyBudget};
+use entries::{Place, Pos, before, before_parts};
+pub use report::{FileGeneration, VerifyReport};
 
 /// What `verify` checks and how.
 #[derive(Clone, Debug)]
@@ -58,89 +59,6 @@ impl Default for VerifyOptions {
         }
     }
 }
-
-/// A file of the book and the generation it was published under.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct FileGeneration {
-    pub file: String,
-    pub generation: u64,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct VerifyReport {
-    /// The book as the caller named it (for the text report).
-    #[serde(skip)]
-    pub book: String,
-    pub blocks: u64,
-    pub entries: u64,
-    pub pairs: u64,
-    /// Positions whose engine evaluations were checked (docs/FORMAT.md §13).
-    pub evaluations: u64,
-    /// Stored games checked (docs/FORMAT.md §15): every game block decoded, numbers dense,
-    /// one id row per game naming its id.
-    pub stored_games: u64,
-    /// Positions whose game references were checked (docs/FORMAT.md §15.3): rebuilt from the
-    /// file's games and compared, with the games' facts.
-    pub game_ref_positions: u64,
-    /// Key filter partitions checked (docs/FORMAT.md §4.7; files written before filters have
-    /// none).
-    pub key_filter_partitions: u64,
-    /// Every failed check, most precise first; empty means the book is sound. Each names the
-    /// file it concerns.
-    pub problems: Vec<String>,
-    /// Problems beyond the first `MAX_PROBLEMS` are only counted.
-    pub problems_total: u64,
-    /// The generation of the state checked: what a later `verify --since` takes to check only
-    /// what is published after this run.
-    pub generation: u64,
-    /// `--since`, if given.
-    pub since: Option<u64>,
-    /// Files whose every block and entry were checked.
-    pub checked_files: Vec<FileGeneration>,
-    /// Files left out by `--since` (published at or before it).
-    pub skipped_files: Vec<FileGeneration>,
-    /// The manifest's file name, if the book has one (read and checked at open).
-    pub manifest: Option<String>,
-    /// Whether the merged view's counters were recounted over all files (not with `--since`).
-    pub merged_view_checked: bool,
-    /// Whether redb's integrity check ran on every checked file.
-    pub redb_integrity_checked: bool,
-    /// Threads that checked blocks.
-    pub threads: usize,
-    /// The memory budget used, in MiB: `--memory`, capped at three quarters of what the
-    /// machine has.
-    pub memory_mib: usize,
-    /// What verify did differently from what was asked (a `--memory` capped).
-    pub warnings: Vec<String>,
-}
-
-impl VerifyReport {
-    pub fn ok(&self) -> bool {
-        self.problems_total == 0
-    }
-    fn problem(&mut self, p: impl Into<String>) {
-        self.problems_total += 1;
-        if self.problems.len() < MAX_PROBLEMS {
-            self.problems.push(p.into());
-        }
-    }
-    /// Adds another report's counts and problems, each problem prefixed with `prefix`.
-    fn absorb(&mut self, sub: VerifyReport, prefix: &str) {
-        self.blocks += sub.blocks;
-        self.entries += sub.entries;
-        self.pairs += sub.pairs;
-        self.evaluations += sub.evaluations;
-        self.stored_games += sub.stored_games;
-        self.game_ref_positions += sub.game_ref_positions;
-        self.key_filter_partitions += sub.key_filter_partitions;
-        self.problems_total += sub.problems_total - sub.problems.len() as u64;
-        for p in sub.problems {
-            self.problem(format!("{prefix}{p}"));
-        }
-    }
-}
-
-const MAX_PROBLEMS: usize = 200;
 
 /// [`verify_with`] with the default options: every file, redb's check, every core.
 pub fn verify(path: &Path) -> Result<VerifyReport> {
@@ -264,73 +182,6 @@ pub fn verify_with(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport> {
     Ok(report)
 }
 
-/// What a report says was checked (the generation to pass to a later `--since`, the files
-/// checked and skipped, redb's check, the merged view), then the counts and the verdict.
-impl fmt::Display for VerifyReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let r = self;
-        let list = |files: &[FileGeneration]| {
-            files
-                .iter()
-                .map(|f| format!("{} (generation {})", f.file, f.generation))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        writeln!(f, "generation        {}", r.generation)?;
-        writeln!(f, "checked           {}", list(&r.checked_files))?;
-        if let Some(g) = r.since {
-            writeln!(
-                f,
-                "skipped           {} (published at or before generation {g})",
-                if r.skipped_files.is_empty() {
-                    "nothing".to_string()
-                } else {
-                    list(&r.skipped_files)
-                }
-            )?;
-        }
-        if let Some(m) = &r.manifest {
-            writeln!(f, "manifest          {m} (checksum and structure)")?;
-        }
-        writeln!(
-            f,
-            "redb integrity    {}",
-            if r.redb_integrity_checked {
-                "checked (on private copies)"
-            } else {
-                "skipped (--no-redb-check)"
-            }
-        )?;
-        if r.checked_files.len() + r.skipped_files.len() > 1 {
-            writeln!(
-                f,
-                "merged view       {}",
-                if r.merged_view_checked {
-                    "recounted"
-                } else {
-                    "not recounted (--since)"
-                }
-            )?;
-        }
-        write!(
-            f,
-            "{}: {} blocks, {} entries, {} pairs, {} evaluated positions, {} stored games and the references of {} positions checked; {}",
-            r.book,
-            r.blocks,
-            r.entries,
-            r.pairs,
-            r.evaluations,
-            r.stored_games,
-            r.game_ref_positions,
-            if r.ok() {
-                "OK".to_string()
-            } else {
-                format!("{} problem(s)", r.problems_total)
-            }
-        )
-    }
-}
-
 /// The file name of `path`, for problem reports.
 fn file_name(path: &Path) -> String {
     path.file_name()
@@ -363,54 +214,6 @@ fn count_entry(e: &Entry, counted: &mut BookMeta, last_key: &mut Option<u64>) {
     *last_key = Some(e.key);
 }
 
-/// Where an entry is, for problem reports (formatted only when there is a problem).
-#[derive(Clone, Copy)]
-struct Place {
-    block_key: u64,
-    index: usize,
-}
-
-impl fmt::Display for Place {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "block {:016x}, entry {}", self.block_key, self.index)
-    }
-}
-
-/// An entry's position as far as ordering needs it: none (key-only entries sort first among
-/// their key), a chess state (packed only to order two entries of one key), or encoded bytes.
-#[derive(Clone)]
-enum Pos {
-    KeyOnly,
-    Chess(PosState),
-    Bytes(Vec<u8>),
-}
-
-impl Pos {
-    fn packed(&self) -> Option<Vec<u8>> {
-        match self {
-            Pos::KeyOnly => None,
-            Pos::Chess(s) => Some(s.pack().0),
-            Pos::Bytes(b) => Some(b.clone()),
-        }
-    }
-    fn is_position(&self) -> bool {
-        !matches!(self, Pos::KeyOnly)
-    }
-}
-
-/// Whether (key a, position a) sorts strictly before (key b, position b).
-fn before(a: &(u64, Pos), b: &(u64, Pos)) -> bool {
-    before_parts(a, b.0, &b.1)
-}
-
-fn before_parts(a: &(u64, Pos), key: u64, pos: &Pos) -> bool {
-    match a.0.cmp(&key) {
-        std::cmp::Ordering::Less => true,
-        std::cmp::Ordering::Greater => false,
-        std::cmp::Ordering::Equal => a.1.packed() < pos.packed(),
-    }
-}
-
 /// What one block holds and what was wrong with it.
 #[derive(Default)]
 struct BlockSum {
@@ -425,24 +228,36 @@ struct BlockSum {
     last: Option<(u64, Pos)>,
     /// The block's distinct keys in order, for the key filter's check.
     keys: Vec<u64>,
+    /// Each entry's key and move codes, in the block's order (in a file with references:
+    /// what they are checked against); `None` when some entry's codes could not be named.
+    shapes: Option<Vec<(u64, Vec<u16>)>>,
 }
 
-/// Checks one file of a book: block checksums and headers, every entry decodes, keys recompute
-/// to the stored fragments, order, legality, and the file's own counters.
 /// Memory for sorting the references verify rebuilds (past it, sorted runs are spilled to the
 /// temporary directory).
 const REFS_BUDGET: usize = 64 << 20;
 
+/// Checks one file of a book: block checksums and headers, every entry decodes, keys recompute
+/// to the stored fragments, order, legality, and the file's own counters.
 fn verify_file(file: &BookFile, game: Game, threads: usize, window: usize) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
     let mut counted = BookMeta::default();
     let mut last: Option<(u64, Pos)> = None;
     let mut filter = filter::FilterCheck::of(file);
+    // The entries' shapes, logged as the blocks are checked, for the references' check.
+    let mut shapes = shapes::ShapeRecorder::of(file, game);
     // Each block's sum is folded as it comes, in key order: nothing per block is kept.
-    let fold = |sum: BlockSum| {
+    let fold = |mut sum: BlockSum| {
         if let Some(f) = &mut filter {
             sum.keys.iter().for_each(|&k| f.key(k));
         }
+        let prev_key = last.as_ref().map(|l| l.0);
+        shapes.block(
+            sum.block_key,
+            sum.shapes.take(),
+            sum.report.problems_total,
+            prev_key,
+        );
         counted.blocks += 1;
         counted.stored_bytes += sum.stored_bytes;
         counted.raw_bytes += sum.raw_bytes;
@@ -493,7 +308,7 @@ fn verify_file(file: &BookFile, game: Game, threads: usize, window: usize) -> Re
         Ok(n) => report.stored_games += n,
         Err(e) => report.problem(e.to_string()),
     }
-    match file.check_game_refs(REFS_BUDGET) {
+    match file.check_game_refs_with(REFS_BUDGET, shapes.finish()) {
         Ok(n) => report.game_ref_positions += n,
         Err(e) => report.problem(e.to_string()),
     }
@@ -512,6 +327,7 @@ fn check_block(file: &BookFile, game: Game, block_key: u64, bytes: &[u8]) -> Blo
     let mut sum = BlockSum {
         block_key,
         stored_bytes: bytes.len() as u64,
+        shapes: shapes::wanted(file, game).then(Vec::new),
         ..BlockSum::default()
     };
     if let Ok(h) = BlockHeader::parse(block_key, bytes) {
@@ -586,7 +402,22 @@ fn check_block(file: &BookFile, game: Game, block_key: u64, bytes: &[u8]) -> Blo
             if sum.keys.last() != Some(&key) {
                 sum.keys.push(key);
             }
-            check_entry_moves(place, key, &e, game, &pos, moves.as_deref(), report);
+            let mut codes = sum.shapes.is_some().then(Vec::new);
+            let at = entries::At {
+                place,
+                key,
+                pos: &pos,
+            };
+            entries::check_entry_moves(at, &e, game, moves.as_deref(), report, codes.as_mut());
+            match codes {
+                Some(c) if c.len() == e.moves.len() => {
+                    if let Some(s) = sum.shapes.as_mut() {
+                        s.push((key, c));
+                    }
+                }
+                Some(_) => sum.shapes = None,
+                None => {}
+            }
             if let Some(p) = &prev {
                 if !before_parts(p, key, &pos) {
                     report.problem(format!(
@@ -616,172 +447,4 @@ fn check_block(file: &BookFile, game: Game, block_key: u64, bytes: &[u8]) -> Blo
         sum.report.problem(c.to_string());
     }
     sum
-}
-
-/// The checks of an entry's moves: present, strictly increasing (codes, or indices, which
-/// name codes in increasing order), each with games unless it carries an extra, no more
-/// ratings than games; then the game's: the position legal, every move legal in it.
-fn check_entry_moves(
-    place: Place,
-    key: u64,
-    e: &RawEntry<'_>,
-    game: Game,
-    pos: &Pos,
-    othello_codes: Option<&[u16]>,
-    report: &mut VerifyReport,
-) {
-    match (game, pos) {
-        (Game::Chess, Pos::Chess(state)) => check_chess(place, key, state, e.moves, report),
-        (Game::Chess, _) => check_moves(place, key, e.moves, &|m| move_uci(m.mv), report),
-        (Game::Othello { canonical }, _) => {
-            let entry = Entry {
-                key,
-                pos: pos.packed(),
-                moves: e
-                    .moves
-                    .iter()
-                    .enumerate()
-                    .map(|(i, m)| MoveRec {
-                        mv: othello_codes
-                            .and_then(|c| c.get(i).copied())
-                            .unwrap_or(m.mv),
-                        indexed: false,
-                        ..m.clone()
-                    })
-                    .collect(),
-                coded: None,
-            };
-            check_othello_entry(place, &entry, canonical, report);
-        }
-    }
-}
-
-/// A chess entry: the position is legal (castling and en-passant bits consistent with the
-/// board) and every move is legal in it. An indexed move is the move at that rank of the
-/// position's legal moves, so it is legal exactly when the index is below their number (the
-/// moves need not be listed); raw codes are looked up in the sorted legal codes.
-fn check_chess(
-    place: Place,
-    key: u64,
-    state: &PosState,
-    moves: &[MoveRec],
-    report: &mut VerifyReport,
-) {
-    let chess = match state.to_chess() {
-        Ok(c) => c,
-        Err(err) => {
-            check_moves(place, key, moves, &|m| format!("#{}", m.mv), report);
-            report.problem(format!("{place}: {}: {err}", state.fen()));
-            return;
-        }
-    };
-    let name = |m: &MoveRec| {
-        if m.indexed {
-            legal_codes(&chess)
-                .get(usize::from(m.mv))
-                .map_or_else(|| format!("index {}", m.mv), |&c| move_uci(c))
-        } else {
-            move_uci(m.mv)
-        }
-    };
-    check_moves(place, key, moves, &name, report);
-    if moves.first().is_some_and(|m| m.indexed) {
-        let n = legal_count(&chess);
-        for m in moves {
-            if usize::from(m.mv) >= n {
-                report.problem(format!(
-                    "{place}: {}: move index {} is beyond its {n} legal moves",
-                    state.fen(),
-                    m.mv
-                ));
-            }
-        }
-    } else if !moves.is_empty() {
-        let codes = legal_codes(&chess);
-        for m in moves {
-            if codes.binary_search(&m.mv).is_err() {
-                report.problem(format!(
-                    "{place}: {}: move {} is not legal",
-                    state.fen(),
-                    move_uci(m.mv)
-                ));
-            }
-        }
-    }
-}
-
-/// The checks of any game's entry: moves present, sorted, each with games and no more
-/// ratings than games (`name` spells a move).
-fn check_moves(
-    place: Place,
-    key: u64,
-    moves: &[MoveRec],
-    name: &dyn Fn(&MoveRec) -> String,
-    report: &mut VerifyReport,
-) {
-    if moves.is_empty() {
-        report.problem(format!("{place}: key {key:016x} has no moves"));
-    }
-    if moves.windows(2).any(|w| w[0].mv >= w[1].mv) {
-        report.problem(format!(
-            "{place}: key {key:016x}: moves unsorted or repeated"
-        ));
-    }
-    for m in moves {
-        if m.games() == 0 && m.extra.is_none() {
-            report.problem(format!(
-                "{place}: key {key:016x}: move {} has no games",
-                name(m)
-            ));
-        }
-        if m.rating_count > m.games() {
-            report.problem(format!(
-                "{place}: key {key:016x}: move {} has more ratings than games",
-                name(m)
-            ));
-        }
-    }
-}
-
-/// An Othello entry: its position decodes, is its own least image in a canonical book, and
-/// every move is a legal square there.
-fn check_othello_entry(place: Place, e: &Entry, canonical: bool, report: &mut VerifyReport) {
-    let name = |mv: u16| match u8::try_from(mv) {
-        Ok(sq) if sq < 64 => square_name(sq),
-        _ => format!("#{mv}"),
-    };
-    check_moves(place, e.key, &e.moves, &|m| name(m.mv), report);
-    let Some(p) = &e.pos else {
-        report.problem(format!(
-            "{place}: key {:016x}: an Othello book entry without a position",
-            e.key
-        ));
-        return;
-    };
-    let board = match Board::unpack(p) {
-        Ok(b) => b,
-        Err(err) => {
-            report.problem(format!(
-                "{place}: key {:016x}: packed position invalid: {err}",
-                e.key
-            ));
-            return;
-        }
-    };
-    if canonical && board.canonical().1 != 0 {
-        report.problem(format!(
-            "{place}: {}: not the least of its symmetric images in a canonical book",
-            board.board_string()
-        ));
-    }
-    let legal = board.legal();
-    for m in &e.moves {
-        if m.mv >= 64 || legal & (1u64 << m.mv) == 0 {
-            report.problem(format!(
-                "{place}: {}: move {} is not legal",
-                board.board_string(),
-                name(m.mv)
-            ));
-        }
-    }
 }

@@ -56,6 +56,7 @@ pub use overlap::{SharedFingerprints, shared_game_fingerprints};
 pub use reader::*;
 pub use refs::{Fact, FactReader, GameTableBytes};
 pub use schema::*;
+pub(crate) use shapelog::{LogKind, LoggedShapes, ShapeLog};
 pub use view::*;
 pub use writer::*;
 

@@ -640,6 +640,17 @@ impl BookFile {
     /// position and play the move, and every game the store holds is named where its cell
     /// ranks it. Returns the positions checked.
     pub fn check_game_refs(&self, budget: usize) -> Result<u64> {
+        self.check_game_refs_with(budget, None)
+    }
+
+    /// [`BookFile::check_game_refs`], the references zipped onto the blocks' shapes as
+    /// `shapes` logged them (`verify` logs them while it checks the blocks) instead of the
+    /// blocks decoded again.
+    pub(crate) fn check_game_refs_with(
+        &self,
+        budget: usize,
+        shapes: Option<super::shapelog::LoggedShapes>,
+    ) -> Result<u64> {
         if self.games.is_none() {
             return Ok(0);
         }
@@ -690,7 +701,7 @@ impl BookFile {
             at += 1;
         }
         drop(want);
-        super::refzip::check_aligned(self, |take| b.positions(take))
+        super::refzip::check_aligned(self, shapes, |take| b.positions(take))
     }
 }
 

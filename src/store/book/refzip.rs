@@ -332,9 +332,11 @@ pub(crate) fn write_aligned(
 /// (in key order): zipped onto the file's blocks as a writer zips them, every chunk must be
 /// the stored one, byte for byte, and no other chunk stored. Positions or moves the file does
 /// not hold (entries a `compact --min-games` dropped) get none, as when it was written.
-/// Returns the positions checked (those the file holds).
+/// Returns the positions checked (those the file holds). The blocks' shapes come from
+/// `shapes` (logged from the blocks by the caller), else from the blocks decoded.
 pub(crate) fn check_aligned(
     file: &BookFile,
+    shapes: Option<super::shapelog::LoggedShapes>,
     source: impl FnOnce(&mut dyn FnMut(PosRefs) -> Result<()>) -> Result<()>,
 ) -> Result<u64> {
     use redb::ReadableTableMetadata;
@@ -350,7 +352,11 @@ pub(crate) fn check_aligned(
         };
     };
     let mut reader = ShapeReader::new(ShapeCodec::of(file));
-    let mut next_block = || reader.next(blocks);
+    let mut logged = shapes;
+    let mut next_block = || match logged.as_mut() {
+        Some(log) => log.next_block(),
+        None => reader.next(blocks),
+    };
     let mut matched = 0u64;
     let mut put = |k: u64, want: Vec<u8>| -> Result<()> {
         let at = format!("reference chunk {k:016x}");
