@@ -205,6 +205,33 @@ proptest! {
     }
 }
 
+/// A writer given its games only after it took entries cannot have logged their shapes: it
+/// reads them back from its blocks, decoded, and writes the same references as one given its
+/// games first (the shape log).
+#[test]
+fn games_given_after_the_entries_align_the_same_references() {
+    let dir = tempfile::tempdir().unwrap();
+    let games: Vec<StoredGame> = (0..40)
+        .map(|i| game(i, "2020.01.02", &[(i % 10) as u8]))
+        .collect();
+    let first = dir.path().join("first.book");
+    write(&first, None, games.clone());
+    let late = dir.path().join("late.book");
+    let mut w = BookWriter::create(&late, crate::chess_codec(), WriterOptions::default()).unwrap();
+    w.push(start_entry()).unwrap();
+    w.store_games(games);
+    w.finish().unwrap();
+    let (a, b) = (
+        Book::open(&first, crate::chess_codec()).unwrap(),
+        Book::open(&late, crate::chess_codec()).unwrap(),
+    );
+    let refs = a.base().stored_refs().unwrap();
+    assert_eq!(refs.len(), 1, "the start position names its games");
+    assert_eq!(refs[0].moves.len(), 10);
+    assert_eq!(b.base().stored_refs().unwrap(), refs);
+    assert_eq!(b.base().check_game_refs(1 << 20).unwrap(), 1);
+}
+
 /// A store of `n` games with long names (blocks of several stream chunks), three games per id.
 fn big_store(path: &Path, n: u64) -> Vec<StoredGame> {
     let games: Vec<StoredGame> = (0..n)
