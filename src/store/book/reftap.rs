@@ -18,6 +18,10 @@ use crate::store::PositionCodec;
 use crate::store::entry::Entry;
 use crate::store::refblock::{self, EntryRefs};
 
+/// Entries with references fed and not yet taken past which the tap gives up: an iteration
+/// feeds a batch of 32 blocks (a few thousand entries) ahead of the writer that takes them.
+const MAX_QUEUED: usize = 1 << 16;
+
 /// A file's `game_refs` table.
 pub(crate) type RefTable = redb::ReadOnlyTable<u64, &'static [u8]>;
 
@@ -130,6 +134,14 @@ impl RefTap {
         s.queue.extend(fed);
         if let Some(last) = entries.last() {
             s.through = Some(last.key);
+        }
+        if s.queue.len() > MAX_QUEUED {
+            // A writer that takes no entries (all pruned, or not the one fed) would let the
+            // whole file's references pile up: the tap gives up instead.
+            s.broken = Some(format!(
+                "more than {MAX_QUEUED} of the file's entries fed and not taken"
+            ));
+            s.queue.clear();
         }
     }
 

@@ -127,3 +127,16 @@ fn indices_are_decoded_when_the_writer_names_the_moves_by_code() {
     }
     assert_eq!(tap.trusted(), Ok(()));
 }
+
+#[test]
+fn a_tap_nobody_takes_from_gives_up_instead_of_growing() {
+    let tap = RefTap::default();
+    let block: Vec<Entry> = (0..1000u64).map(|k| entry(k, b"p", &[(0, true)])).collect();
+    let chunk = || Some(vec![vec![vec![1]]; 1000]);
+    for i in 0..=(MAX_QUEUED / 1000) {
+        tap.feed_chunk(i as u64, &block, chunk(), i == 0);
+    }
+    assert!(tap.trusted().unwrap_err().contains("not taken"));
+    assert!(tap.lock().queue.is_empty());
+    assert!(!tap.wanted());
+}
