@@ -11,7 +11,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{Sender, unbounded};
+use crossbeam_channel::{Receiver, Sender, unbounded};
 
 /// A job, its index in its batch, and where its result goes.
 type Job<J, R> = (usize, J, Sender<(usize, Option<R>)>);
@@ -62,20 +62,42 @@ impl<J: Send + 'static, R: Send + 'static> Workers<J, R> {
     /// Runs `jobs` on the threads and returns their results in the jobs' order: `None` for a
     /// job whose work panicked, or for every job when no thread runs.
     pub(crate) fn map(&self, jobs: Vec<J>) -> Vec<Option<R>> {
-        let mut out: Vec<Option<R>> = jobs.iter().map(|_| None).collect();
-        let Some(tx) = self.tx.as_ref().filter(|_| !self.threads.is_empty()) else {
-            return out;
-        };
+        self.submit(jobs).wait()
+    }
+
+    /// Hands `jobs` to the threads and returns at once: the caller goes on with other work
+    /// and takes the results, in the jobs' order, with [`Pending::wait`].
+    pub(crate) fn submit(&self, jobs: Vec<J>) -> Pending<R> {
         let (back, results) = unbounded();
-        for (at, job) in jobs.into_iter().enumerate() {
-            if tx.send((at, job, back.clone())).is_err() {
-                break;
+        let n = jobs.len();
+        if let Some(tx) = self.tx.as_ref().filter(|_| !self.threads.is_empty()) {
+            for (at, job) in jobs.into_iter().enumerate() {
+                if tx.send((at, job, back.clone())).is_err() {
+                    break;
+                }
             }
         }
-        // Each job holds a sender until its result is sent: the loop ends with the last one.
+        // Each job holds a sender until its result is sent: `wait` ends with the last one.
         drop(back);
-        for (at, r) in results {
-            out[at] = r;
+        Pending { n, results }
+    }
+}
+
+/// The results of jobs handed to [`Workers::submit`], not yet taken.
+pub(crate) struct Pending<R> {
+    n: usize,
+    results: Receiver<(usize, Option<R>)>,
+}
+
+impl<R> Pending<R> {
+    /// Waits for every job: their results in the jobs' order (`None` for a job whose work
+    /// panicked, or that no thread ran).
+    pub(crate) fn wait(self) -> Vec<Option<R>> {
+        let mut out: Vec<Option<R>> = (0..self.n).map(|_| None).collect();
+        for (at, r) in self.results {
+            if let Some(slot) = out.get_mut(at) {
+                *slot = r;
+            }
         }
         out
     }
@@ -129,5 +151,21 @@ mod tests {
             .collect();
         // Every batch ran on the same two threads.
         assert!(ids.len() <= 2, "{ids:?}");
+    }
+
+    #[test]
+    fn submitted_jobs_run_while_the_caller_goes_on() {
+        let (tx, rx) = crossbeam_channel::unbounded::<()>();
+        let w = Workers::new(2, "test", move |x: u32| {
+            // Each job waits for the caller's go, given after submit returned.
+            rx.recv().expect("go");
+            x + 1
+        });
+        let pending = w.submit(vec![1, 2, 3]);
+        for _ in 0..3 {
+            tx.send(()).unwrap();
+        }
+        assert_eq!(pending.wait(), vec![Some(2), Some(3), Some(4)]);
+        assert!(w.submit(Vec::new()).wait().is_empty());
     }
 }

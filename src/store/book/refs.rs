@@ -22,7 +22,7 @@ use crate::store::facet::FacetSet;
 use crate::store::gameblock::StoredGame;
 use crate::store::gamerefs::{GameFacts, NEWEST, STRONGEST};
 use crate::store::refblock::{self, FACTS_PER_CHUNK, PosRefs};
-use crate::store::workers::Workers;
+use crate::store::workers::{Pending, Workers};
 
 /// The least sorting memory a builder takes, whatever it is given (bytes).
 const MIN_BUDGET: usize = 4096;
@@ -114,6 +114,8 @@ pub(crate) struct RefBuilder {
     partial: Option<PathBuf>,
     /// Games added, not indexed yet.
     batch: Vec<StoredGame>,
+    /// The batch handed to the threads and not taken yet.
+    pending: Option<Pending<Vec<Indexed>>>,
     /// The facts of the games since the last whole chunk, and the chunks done.
     facts: Vec<(u32, u16)>,
     chunks: super::factspill::FactChunks,
@@ -132,6 +134,7 @@ impl RefBuilder {
             made: 0,
             partial: None,
             batch: Vec::new(),
+            pending: None,
             facts: Vec::new(),
             next: 0,
         }
@@ -151,28 +154,47 @@ impl RefBuilder {
         Ok(())
     }
 
-    /// Indexes the games added since the last batch on the builder's threads (each game is
-    /// replayed on its own), then takes their facts and tuples in number order.
+    /// Hands the games added since the last batch to the builder's threads (each game is
+    /// replayed on its own) and, while they run, takes the facts and tuples of the batch
+    /// handed over before, in number order: the caller adds the next batch's games (and
+    /// writes them) meanwhile. [`RefBuilder::drain`] takes the last batch.
     fn index_batch(&mut self) -> Result<()> {
         let batch = std::mem::take(&mut self.batch);
-        if batch.is_empty() {
-            return Ok(());
-        }
-        let threads = super::seal::seal_threads()
-            .min(batch.len().div_ceil(64))
-            .max(1);
-        let per = batch.len().div_ceil(threads);
-        let mut jobs = Vec::with_capacity(threads);
-        let mut games = batch.into_iter().peekable();
-        while games.peek().is_some() {
-            jobs.push((self.ctx.codec.clone(), games.by_ref().take(per).collect()));
-        }
-        let indexed: Vec<Indexed> = self
-            .indexers
-            .get_or_insert_with(|| {
+        let before = self.pending.take();
+        if !batch.is_empty() {
+            let threads = super::seal::seal_threads()
+                .min(batch.len().div_ceil(64))
+                .max(1);
+            let per = batch.len().div_ceil(threads);
+            let mut jobs = Vec::with_capacity(threads);
+            let mut games = batch.into_iter().peekable();
+            while games.peek().is_some() {
+                jobs.push((self.ctx.codec.clone(), games.by_ref().take(per).collect()));
+            }
+            let indexers = self.indexers.get_or_insert_with(|| {
                 Workers::new(super::seal::seal_threads(), "bookdb-index", index_games)
-            })
-            .map(jobs)
+            });
+            self.pending = Some(indexers.submit(jobs));
+        }
+        match before {
+            Some(p) => self.absorb(p),
+            None => Ok(()),
+        }
+    }
+
+    /// Indexes every game added and takes all their facts and tuples.
+    fn drain(&mut self) -> Result<()> {
+        self.index_batch()?;
+        match self.pending.take() {
+            Some(p) => self.absorb(p),
+            None => Ok(()),
+        }
+    }
+
+    /// Takes the facts and tuples of an indexed batch, its games numbered in order.
+    fn absorb(&mut self, pending: Pending<Vec<Indexed>>) -> Result<()> {
+        let indexed: Vec<Indexed> = pending
+            .wait()
             .into_iter()
             .flat_map(|r| r.unwrap_or_else(|| vec![Err("an indexing thread panicked".into())]))
             .collect();
@@ -261,7 +283,7 @@ impl RefBuilder {
 
     /// Every fact chunk, in number order: the whole ones done and the last, partial one.
     fn all_chunks(&mut self) -> Result<impl Iterator<Item = Result<(u32, Vec<u8>)>> + '_> {
-        self.index_batch()?;
+        self.drain()?;
         if !self.facts.is_empty() {
             let first = self.next - self.facts.len() as u32;
             self.chunks
@@ -288,7 +310,7 @@ impl RefBuilder {
 
     /// The references, position by position in key order.
     pub(crate) fn positions(&mut self, out: &mut dyn FnMut(PosRefs) -> Result<()>) -> Result<()> {
-        self.index_batch()?;
+        self.drain()?;
         let mut tuples: Box<dyn Iterator<Item = Result<Tuple>>> = if self.runs.is_empty() {
             self.tuples.sort_unstable();
             Box::new(std::mem::take(&mut self.tuples).into_iter().map(Ok))
