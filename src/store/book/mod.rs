@@ -24,6 +24,7 @@ mod open;
 mod options;
 mod overlap;
 mod reader;
+mod refchunk;
 mod refs;
 mod reftap;
 mod refzip;

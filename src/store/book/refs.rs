@@ -508,12 +508,11 @@ impl BookFile {
         if found.is_empty() {
             return Ok(None);
         }
-        shield("reading game references", || {
-            let Some(row) = refs.get(block_key)? else {
+        (|| {
+            let Some(chunk) = super::refchunk::read_chunk(refs, block_key)? else {
                 return Ok(None);
             };
             let at = || format!("reference chunk {block_key:016x}");
-            let chunk = refblock::decode_chunk(row.value()).map_err(|e| bad(at(), e))?;
             let mut moves: Vec<(u16, Vec<u32>)> = Vec::new();
             for (i, codes) in found {
                 let lists = chunk
@@ -530,8 +529,8 @@ impl BookFile {
             moves.sort_by_key(|m| m.0);
             moves.dedup_by_key(|m| m.0);
             Ok((!moves.is_empty()).then_some(PosRefs { key, moves }))
-        })
-        .map_err(|e| e.in_file(&self.path))
+        })()
+        .map_err(|e: Error| e.in_file(&self.path))
     }
 
     /// Every position's stored references, in key order (read back through the blocks).

@@ -14,16 +14,14 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
+use super::refchunk::RefTable;
 use crate::store::PositionCodec;
 use crate::store::entry::Entry;
-use crate::store::refblock::{self, EntryRefs};
+use crate::store::refblock::EntryRefs;
 
 /// Entries with references fed and not yet taken past which the tap gives up: an iteration
 /// feeds a batch of 32 blocks (a few thousand entries) ahead of the writer that takes them.
 const MAX_QUEUED: usize = 1 << 16;
-
-/// A file's `game_refs` table.
-pub(crate) type RefTable = redb::ReadOnlyTable<u64, &'static [u8]>;
 
 /// One entry of the tapped file with references: its identity, its moves as the iteration
 /// gave them (value, whether the value is an index), and each move's game numbers.
@@ -245,21 +243,13 @@ fn lists_for(e: &Entry, t: TapEntry, codec: &dyn PositionCodec) -> Result<EntryR
     Ok(out)
 }
 
-/// The decoded chunk of a block, `None` when the block has none.
+/// The decoded chunk of a block, `None` when the block has none (or the file has no
+/// `game_refs`); `Err` says why it cannot be read.
 fn read_chunk(refs: Option<&RefTable>, block_key: u64) -> Result<Option<Vec<EntryRefs>>, String> {
-    let Some(refs) = refs else {
-        return Ok(None);
-    };
-    let bytes = match refs.get(block_key) {
-        Ok(v) => v.map(|v| v.value().to_vec()),
-        Err(e) => return Err(format!("reading the chunk of block {block_key:016x}: {e}")),
-    };
-    bytes
-        .map(|b| {
-            refblock::decode_chunk(&b)
-                .map_err(|e| format!("the chunk of block {block_key:016x}: {e}"))
-        })
-        .transpose()
+    match refs {
+        Some(r) => super::refchunk::read_chunk(r, block_key).map_err(|e| e.to_string()),
+        None => Ok(None),
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use redb::ReadableTable;
 
+use super::refchunk::{RefTable, read_chunk};
 use super::shapelog::BlockShape;
 use super::*;
 use crate::store::block::{self, BlockView};
@@ -419,7 +420,7 @@ pub(crate) fn check_aligned(
 pub(crate) struct StoredRefs<'f> {
     file: &'f BookFile,
     blocks: &'f redb::ReadOnlyTable<u64, &'static [u8]>,
-    refs: Option<&'f redb::ReadOnlyTable<u64, &'static [u8]>>,
+    refs: Option<&'f RefTable>,
     shapes: ShapeReader,
     pending: VecDeque<PosRefs>,
     /// Chunks matched with a block so far, against the rows of the table.
@@ -497,15 +498,7 @@ impl<'f> StoredRefs<'f> {
         let Some(refs) = self.refs else {
             return Ok(None);
         };
-        let row = shield("reading game references", || {
-            Ok(refs.get(key)?.map(|v| v.value().to_vec()))
-        })
-        .map_err(|e| e.in_file(&self.file.path))?;
-        row.map(|bytes| {
-            refblock::decode_chunk(&bytes)
-                .map_err(|e| bad(format!("reference chunk {key:016x}"), e).in_file(&self.file.path))
-        })
-        .transpose()
+        read_chunk(refs, key).map_err(|e| e.in_file(&self.file.path))
     }
 }
 
