@@ -305,3 +305,88 @@ fn kept_answers_equal_fresh_ones() {
         "nothing kept without a block cache"
     );
 }
+
+/// A file keeps what its references chose for a position (`store::book::KeptGames`) when the
+/// choice read many references; a kept choice gives the answer a fresh book gives, for every
+/// position, filter and list asked, asked twice.
+#[test]
+fn kept_game_choices_equal_fresh_ones() {
+    use bookdb::ops::topgames::{Wanted, position_games};
+    use bookdb::store::Book;
+    use bookdb::store::facet::CellFilter;
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = tagged_sample(dir.path());
+    // Three tellings of the sample, each game under other tags (other games to the store):
+    // the start position names ~600 games, past what a choice must read to be kept.
+    let mut parts = Vec::new();
+    for (n, p) in [&a, &b].into_iter().enumerate() {
+        let text = std::fs::read_to_string(p).unwrap();
+        for copy in 0..3 {
+            let retold = text
+                .replace(
+                    "[Event \"",
+                    &format!("[Site \"copy {copy} of {n}\"]\n[Event \""),
+                )
+                .replace("\"Casual game\"", &format!("\"Casual game {copy}\""));
+            let out = dir.path().join(format!("c{n}{copy}.pgn"));
+            std::fs::write(&out, retold).unwrap();
+            parts.push(out);
+        }
+    }
+    let book = dir.path().join("k.book");
+    let parts: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
+    Bookdb::import(&parts, &book).arg("--quiet").ok();
+    let kept = Book::open(&book, bookdb::chess_codec()).unwrap();
+    let mut entries: Vec<(u64, Vec<u8>, u64)> = kept
+        .iter()
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.unwrap();
+            let games = e
+                .moves
+                .iter()
+                .map(|m| m.white + m.draws + m.black + m.unknown)
+                .sum();
+            Some((e.key, e.pos?, games))
+        })
+        .collect();
+    // The start position (the most games) first, then every seventh.
+    entries.sort_by_key(|e| std::cmp::Reverse(e.2));
+    assert!(entries[0].2 > 500, "{} games at the start", entries[0].2);
+    let blitz = CellFilter {
+        speeds: Some(CellFilter::parse_speeds("blitz,rapid").unwrap()),
+        ..CellFilter::default()
+    };
+    let rated = CellFilter {
+        groups: Some(CellFilter::parse_ratings("1600,1800,2000").unwrap()),
+        ..CellFilter::default()
+    };
+    let asks = [
+        (CellFilter::default(), Wanted::Lichess { top: 4, recent: 4 }),
+        (CellFilter::default(), Wanted::Masters { top: 15 }),
+        (blitz, Wanted::Lichess { top: 2, recent: 8 }),
+        (rated, Wanted::Lichess { top: 0, recent: 0 }),
+    ];
+    for round in 0..2 {
+        let fresh = Book::open(&book, bookdb::chess_codec()).unwrap();
+        for (key, pos, _) in entries.iter().step_by(7) {
+            // Every move as a single asked: the answer names each move's last passing game.
+            let moves: Vec<u16> = fresh
+                .lookup(pos)
+                .unwrap()
+                .map(|e| e.moves.iter().map(|m| m.mv).collect())
+                .unwrap_or_default();
+            for (filter, wanted) in &asks {
+                let want = position_games(&fresh, *key, filter, *wanted, &moves).unwrap();
+                let got = position_games(&kept, *key, filter, *wanted, &moves).unwrap();
+                assert_eq!(
+                    got, want,
+                    "round {round}, key {key:016x}, {filter:?} {wanted:?}"
+                );
+            }
+        }
+    }
+    let n = kept.files()[0].kept_games().len();
+    // The start position at least (its ~600 games), under each question; few others.
+    assert!((4..200).contains(&n), "{n} choices kept");
+}

@@ -3,6 +3,7 @@
 //! references, in lila's game shape; and the one game of a move that a single game counts for.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -14,6 +15,7 @@ use crate::chess::move_uci;
 use crate::error::Result;
 use crate::ops::gamerec::id_string;
 use crate::store::Book;
+use crate::store::book::{BookFile, ChosenRef, FileChoice, GamesQuestion};
 use crate::store::facet::{CellFilter, CellMatcher, MODES, Period, SPEEDS};
 use crate::store::gameblock::{StoredGame, date_key};
 use crate::store::gamerefs::{NEWEST, STRONGEST};
@@ -122,63 +124,45 @@ pub fn position_games(
     // Per file: its best candidates by strength and by number, and the singles' games.
     let mut chosen: Vec<Chosen> = Vec::new();
     let mut single_of: HashMap<u16, (usize, u32)> = HashMap::new();
-    let mut matcher = CellMatcher::new(filter);
-    // Without lists, only the singles' references are read.
-    let lists = top_n > 0 || recent_n > 0;
+    let mut sorted_singles = singles.to_vec();
+    sorted_singles.sort_unstable();
+    sorted_singles.dedup();
+    let question = GamesQuestion {
+        key,
+        filter: filter.clone(),
+        top: top_n,
+        recent: recent_n,
+        masters,
+        singles: sorted_singles,
+    };
     for (fi, f) in book.files().iter().enumerate() {
-        let Some(refs) = f.refs_at(key)? else {
-            continue;
+        let choice = match f.kept_games().get(&question) {
+            Some(c) => c,
+            None => {
+                let Some(c) = file_choice(f, &question)? else {
+                    continue;
+                };
+                let c = Arc::new(c);
+                f.kept_games().keep(question.clone(), c.clone());
+                c
+            }
         };
-        let mut facts = f.facts_reader();
-        let mut cands: Vec<Candidate> = Vec::new();
-        for (mv, numbers) in &refs.moves {
-            if !lists && !singles.contains(mv) {
-                continue;
-            }
-            for &n in numbers {
-                let fact = facts.get(n)?;
-                if matcher.passes(fact.cell) {
-                    cands.push(Candidate {
-                        file: fi,
-                        number: n,
-                        mv: *mv,
-                        strength: fact.strength,
-                    });
-                }
-            }
+        for &(mv, n) in &choice.singles {
+            single_of.insert(mv, (fi, n));
         }
-        for c in &cands {
-            if singles.contains(&c.mv) {
-                single_of.insert(c.mv, (fi, c.number));
-            }
-        }
-        // A game is named once per move it played here; numbers are unique per game.
-        let mut best: Vec<Candidate> = Vec::new();
-        if top_n > 0 {
-            let mut s: Vec<(usize, &Candidate)> = cands
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| masters || c.strength >= TOP_STRENGTH)
-                .collect();
-            first_k(&mut s, top_n, |&(i, c)| {
-                (std::cmp::Reverse((c.strength, c.number)), i)
-            });
-            best.extend(s.into_iter().map(|(_, c)| c.clone()));
-        }
-        if recent_n > 0 {
-            let mut s: Vec<(usize, &Candidate)> = cands.iter().enumerate().collect();
-            // The newest that the top list may not take, and as many again.
-            first_k(&mut s, recent_n + top_n, |&(i, c)| {
-                (std::cmp::Reverse(c.number), i)
-            });
-            best.extend(s.into_iter().map(|(_, c)| c.clone()));
-        }
-        best.sort_by_key(|c| c.number);
-        best.dedup_by_key(|c| c.number);
-        for c in best {
+        for c in &choice.best {
             let game = f.game_head_by_number(c.number)?;
             let date = date_key(&game);
-            chosen.push(Chosen { c, game, date });
+            chosen.push(Chosen {
+                c: Candidate {
+                    file: fi,
+                    number: c.number,
+                    mv: c.mv,
+                    strength: c.strength,
+                },
+                game,
+                date,
+            });
         }
     }
     if top_n > 0 {
@@ -224,6 +208,79 @@ pub fn position_games(
         out.single.insert(mv, object(&game, mv, masters));
     }
     Ok(out)
+}
+
+/// What one file's references choose for `q` (`None`: the file holds none for the position):
+/// its best candidates by strength and by number under the filter, and the game of each move
+/// asked for as a single.
+fn file_choice(f: &BookFile, q: &GamesQuestion) -> Result<Option<FileChoice>> {
+    let Some(refs) = f.refs_at(q.key)? else {
+        return Ok(None);
+    };
+    let (top_n, recent_n, masters) = (q.top, q.recent, q.masters);
+    // Without lists, only the singles' references are read.
+    let lists = top_n > 0 || recent_n > 0;
+    let mut matcher = CellMatcher::new(&q.filter);
+    let mut facts = f.facts_reader();
+    let mut cands: Vec<Candidate> = Vec::new();
+    let mut out = FileChoice::default();
+    for (mv, numbers) in &refs.moves {
+        let single = q.singles.binary_search(mv).is_ok();
+        if !lists && !single {
+            continue;
+        }
+        out.scanned += numbers.len();
+        let mut last = None;
+        for &n in numbers {
+            let fact = facts.get(n)?;
+            if matcher.passes(fact.cell) {
+                last = Some(n);
+                if lists {
+                    cands.push(Candidate {
+                        file: 0,
+                        number: n,
+                        mv: *mv,
+                        strength: fact.strength,
+                    });
+                }
+            }
+        }
+        if single && let Some(n) = last {
+            out.singles.push((*mv, n));
+        }
+    }
+    // A game is named once per move it played here; numbers are unique per game.
+    let mut best: Vec<Candidate> = Vec::new();
+    if top_n > 0 {
+        let mut s: Vec<(usize, &Candidate)> = cands
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| masters || c.strength >= TOP_STRENGTH)
+            .collect();
+        first_k(&mut s, top_n, |&(i, c)| {
+            (std::cmp::Reverse((c.strength, c.number)), i)
+        });
+        best.extend(s.into_iter().map(|(_, c)| c.clone()));
+    }
+    if recent_n > 0 {
+        let mut s: Vec<(usize, &Candidate)> = cands.iter().enumerate().collect();
+        // The newest that the top list may not take, and as many again.
+        first_k(&mut s, recent_n + top_n, |&(i, c)| {
+            (std::cmp::Reverse(c.number), i)
+        });
+        best.extend(s.into_iter().map(|(_, c)| c.clone()));
+    }
+    best.sort_by_key(|c| c.number);
+    best.dedup_by_key(|c| c.number);
+    out.best = best
+        .into_iter()
+        .map(|c| ChosenRef {
+            number: c.number,
+            mv: c.mv,
+            strength: c.strength,
+        })
+        .collect();
+    Ok(Some(out))
 }
 
 /// Keeps the `k` first of `v` in the order of `key` (a total order), sorted: what sorting all

@@ -285,7 +285,7 @@ impl fmt::Display for FacetSet {
 
 /// A date bound of a filter: a month (`YYYY-MM`: only cells of a known month within pass) or a
 /// year (`YYYY`: cells of a known year within pass, year-only dates included).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DateBound {
     Month(u16, u8),
     Year(u16),
@@ -325,7 +325,7 @@ impl fmt::Display for DateBound {
 
 /// Which cells a query counts (docs/FORMAT.md §12): a cell counts when it passes every filter given;
 /// an unknown value never passes a filter on its facet. The empty filter counts every cell.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct CellFilter {
     /// Bit `s` set: stored speed `s` passes.
     pub speeds: Option<u8>,

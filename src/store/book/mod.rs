@@ -19,6 +19,7 @@ mod gamestore;
 mod identity;
 mod idspill;
 mod iter;
+mod keptgames;
 mod live;
 mod open;
 mod options;
@@ -49,6 +50,7 @@ pub use fold::{
 pub use games::{GameStream, merge_game_streams};
 pub(crate) use identity::FileId;
 pub(crate) use iter::FOLD_WINDOW_PER_THREAD;
+pub use keptgames::{ChosenRef, FileChoice, GamesQuestion, KeptGames};
 pub use live::Manifest;
 pub(crate) use live::{Publication, current_generation, lock_for_writing, publish, segment_path};
 pub(crate) use open::looks_like_damaged_book;

@@ -50,6 +50,8 @@ pub struct BookFile {
     pub(super) games_stored: u64,
     /// Stored games read lately (`BookFile::game_by_number`).
     pub(super) game_cache: std::sync::Mutex<open::GameCache>,
+    /// What its references chose for positions asked lately (`BookFile::choose_games`).
+    pub(super) kept_games: super::keptgames::KeptGames,
     /// The generation this file was published under (0 in books older than version 3).
     pub(super) generation: u64,
     /// In a delta segment: the counters of the whole book as this segment left it.
@@ -179,6 +181,7 @@ impl BookFile {
         drop(txn);
         Ok(BookFile {
             game_cache: Default::default(),
+            kept_games: Default::default(),
             path: path.to_path_buf(),
             db: Arc::new(db),
             codec,
@@ -264,6 +267,10 @@ impl BookFile {
     #[doc(hidden)]
     pub fn path(&self) -> &Path {
         &self.path
+    }
+    /// What its references chose for positions asked lately (`ops::topgames`).
+    pub fn kept_games(&self) -> &super::keptgames::KeptGames {
+        &self.kept_games
     }
     /// The facets this file's counts are split by.
     pub fn facets(&self) -> crate::store::facet::FacetSet {
