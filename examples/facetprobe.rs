@@ -2,7 +2,9 @@
 //! a book with facets against one without: `facetprobe BOOK [FILTER...]` where a filter is
 //! `speeds=blitz`, `ratings=2000`, `since=2015-01`, `until=2019-12`. With `FACETPROBE_COLD=1`
 //! the book has no block cache, so every query reads, decompresses and walks its blocks (what
-//! the first query for a position costs; redb's page cache stays).
+//! the first query for a position costs; redb's page cache stays). With `FACETPROBE_SAMPLE=N`
+//! it asks N positions spread over the book instead of the start position, each once per
+//! round for five rounds, and prints the median of the last round (and of the first).
 use bookdb::ops::explorer::explore_counting;
 use bookdb::ops::facets::Counting;
 use bookdb::store::Book;
@@ -38,6 +40,12 @@ fn main() {
         filter,
         history: None,
     };
+    if let Some(n) = std::env::var("FACETPROBE_SAMPLE")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        return sample(&book, n, &counting);
+    }
     let line = vec![shakmaty::Chess::default()];
     let start = bookdb::chess::PosState::from_chess(&line[0]).pack().0;
     if let Some(e) = book.lookup(&start).expect("lookup") {
@@ -62,4 +70,41 @@ fn main() {
         ns[ns.len() * 9 / 10] / 1e3,
         total / 2200
     );
+}
+
+/// The median query time over `n` positions spread over the book, per round.
+fn sample(book: &Book, n: usize, counting: &Counting) {
+    let all: Vec<Vec<u8>> = book
+        .iter()
+        .expect("iter")
+        .filter_map(|e| e.expect("entry").pos)
+        .collect();
+    let step = (all.len() / n.max(1)).max(1);
+    let lines: Vec<Vec<shakmaty::Chess>> = all
+        .iter()
+        .step_by(step)
+        .filter_map(|p| {
+            let s = bookdb::chess::PosState::unpack(p).ok()?;
+            Some(vec![s.to_chess().ok()?])
+        })
+        .collect();
+    for round in 0..5 {
+        let mut ns: Vec<f64> = lines
+            .iter()
+            .map(|line| {
+                let t = Instant::now();
+                let _ = explore_counting(book, line, 12, counting).expect("query");
+                t.elapsed().as_nanos() as f64
+            })
+            .collect();
+        ns.sort_by(f64::total_cmp);
+        if round == 0 || round == 4 {
+            println!(
+                "round {round}: {} positions, median {:.1} us, p90 {:.1} us",
+                ns.len(),
+                ns[ns.len() / 2] / 1e3,
+                ns[ns.len() * 9 / 10] / 1e3
+            );
+        }
+    }
 }

@@ -189,7 +189,7 @@ fn migrate_reports_current_version() {
     let dir = tempfile::tempdir().unwrap();
     let book = sample_book(dir.path());
     let out = bookdb(["migrate", "--book", s(&book)]).ok();
-    assert!(out.contains("already at format version 10"), "{out}");
+    assert!(out.contains("already at format version 11"), "{out}");
 }
 
 /// A version-1 book (format 1 had no `games` table) is refused by every command but
@@ -205,13 +205,13 @@ fn migrate_converts_a_version_1_book() {
     assert!(err.contains("migrate"));
     let msg = bookdb(["migrate", "--book", p]).ok();
     assert!(
-        msg.contains("migrated from format version 1 to 10"),
+        msg.contains("migrated from format version 1 to 11"),
         "{msg}"
     );
     assert_eq!(dump(&book), before);
     verify(&book);
     let again = bookdb(["migrate", "--book", p]).ok();
-    assert!(again.contains("already at format version 10"), "{again}");
+    assert!(again.contains("already at format version 11"), "{again}");
 }
 
 /// A book file with one damaged redb page (found by fuzzing): every command reports corruption

@@ -492,7 +492,7 @@ fn version_names_the_commit_and_format_versions() {
     let v = bookdb(["--version"]).ok();
     assert!(v.starts_with("bookdb "), "{v}");
     assert!(v.contains("(commit "), "{v}");
-    assert!(v.contains("book format version 10"), "{v}");
+    assert!(v.contains("book format version 11"), "{v}");
     assert!(v.contains("migrate"), "{v}");
 }
 

@@ -156,14 +156,20 @@ fn main() {
             let few = &entries[..entries.len().min(3)];
             let p = block::build_payload(few, &codec, model).expect("payload");
             let ncols = match p.version {
-                block::BLOCK_VERSION_CELLS => block::COLUMNS,
+                block::BLOCK_VERSION_GAME_CELLS => block::COLUMNS,
+                block::BLOCK_VERSION_CELLS => block::V2_COLUMNS,
                 _ => block::V1_COLUMNS,
             };
             let dir: Vec<usize> = (0..ncols)
                 .map(|i| u32::from_le_bytes(p.a[4 * i..4 * i + 4].try_into().expect("4 bytes")) as usize)
                 .collect();
             if dir.iter().all(|&l| l <= 255) {
-                let mut cols: Vec<u8> = vec![u8::from(ncols == block::COLUMNS)];
+                let lead = match ncols {
+                    block::COLUMNS => 2,
+                    block::V2_COLUMNS => 1,
+                    _ => 0,
+                };
+                let mut cols: Vec<u8> = vec![lead];
                 cols.extend(dir.iter().map(|&l| l as u8));
                 cols.extend_from_slice(&p.a[4 * ncols..]);
                 cols.extend_from_slice(&p.b);
@@ -303,7 +309,18 @@ fn main() {
     out.put(
         "ref_block",
         "facts",
-        &bookdb::store::refblock::encode_facts(&[(0x1234_5603, 4800), (0, 0)]),
+        &bookdb::store::refblock::encode_facts(&[
+            bookdb::store::refblock::FactRow {
+                cell: 0x1234_5603,
+                white: 2400,
+                black: 2400,
+                result: 1,
+            },
+            bookdb::store::refblock::FactRow {
+                result: 3,
+                ..Default::default()
+            },
+        ]),
     );
     // id_chunk: a chunk of spread ids (one repeated) and a chunk of one row.
     let rows = [(3u64, 7u32), (1 << 40, 2), (1 << 40, 9), ((1 << 47) - 1, 100_000)];

@@ -5,8 +5,11 @@
 //! patched to match, so the fuzzer gets past the CRC into decompression and parsing; (3) as an
 //! already opened, uncompressed block (2-byte count, 2-byte section-A length, then A and B),
 //! which reaches `BlockView` directly; (4) as a version byte, column lengths (one byte each), the columns
-//! and section B (16 for a version-1 block, 18 for a version-2 block with cells, chosen by a
-//! leading byte), from which a section A with a consistent directory is built. Nothing may panic. Where `entries` decodes, `find` of
+//! and section B (16 for a version-1 block, 18 for a version-2 block with cells, 20 for a
+//! version-3 block whose moves may keep their cells as their games', chosen by a leading byte),
+//! from which a section A with a consistent directory is built. Each view is read twice: alone
+//! and with a source of games' cells (made up from the entry and move, so mostly not adding up).
+//! Nothing may panic. Where `entries` decodes, `find` of
 //! every decoded entry's key must return it, and `find_coded` of its position must return
 //! either nothing or that very position.
 #![no_main]
@@ -69,8 +72,9 @@ fuzz_target!(|data: &[u8]| {
     // cells of §12; even: version 1, 16), the length bytes, then the columns, then section B;
     // the directory is consistent by construction and the count is column 0's length.
     if let Some((&v, data)) = data.split_first() {
-        let (version, ncols) = match v & 1 {
-            1 => (block::BLOCK_VERSION_CELLS, block::COLUMNS),
+        let (version, ncols) = match v % 3 {
+            1 => (block::BLOCK_VERSION_CELLS, block::V2_COLUMNS),
+            2 => (block::BLOCK_VERSION_GAME_CELLS, block::COLUMNS),
             _ => (block::BLOCK_VERSION, block::V1_COLUMNS),
         };
         if data.len() >= ncols {
@@ -107,10 +111,47 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
+/// Games' cells made up from where they are asked for.
+struct MadeUp;
+
+impl block::GameCells for MadeUp {
+    fn cells(
+        &self,
+        _block_key: u64,
+        entry: usize,
+        mv_at: usize,
+        mover_white: bool,
+    ) -> Result<Vec<bookdb::store::facet::CellStat>, Corruption> {
+        if entry % 7 == 6 {
+            return Err(Corruption::Payload {
+                block_key: KEY,
+                reason: "made up".into(),
+            });
+        }
+        let games: Vec<block::GameFact> = (0..(entry + mv_at) % 4)
+            .map(|g| block::GameFact {
+                cell: bookdb::store::facet::CellId((g as u32) << 8),
+                white: 1500 + g as u16,
+                black: if g % 2 == 0 { 0 } else { 1600 },
+                result: (g % 4) as u8,
+            })
+            .collect();
+        Ok(block::cells_of_games(&games, mover_white))
+    }
+}
+
 fn check_open(blk: &OpenBlock<'_>) {
     let Ok(view) = BlockView::parse(KEY, blk) else {
         return;
     };
+    // With a source of games' cells: reading never panics.
+    if let Ok(v) = BlockView::parse(KEY, blk) {
+        let v = v.with_games(&MadeUp);
+        let codec = ChessCodec;
+        let _ = v.entries(&codec, &IdentityModel);
+        let _ = v.entries(&codec, loaded_model());
+        let _ = v.find(0, &codec, loaded_model());
+    }
     let codec = ChessCodec;
     let models: [(&dyn PositionModel, &str); 2] =
         [(&IdentityModel, "identity"), (loaded_model(), "chess")];

@@ -7,14 +7,14 @@ use shakmaty::{Chess, Position};
 
 use super::gamefields::{
     BLACK_ELO_FIELD, DATE_FIELD, EVENT_FIELD, FEN_FIELD, FIELDS, MOVES_FIELD, PLIES_FIELD,
-    TIME_CONTROL_FIELD, UTC_DATE_FIELD, WHITE_ELO_FIELD, counted_plies,
+    RESULT_FIELD, TIME_CONTROL_FIELD, UTC_DATE_FIELD, WHITE_ELO_FIELD, counted_plies,
 };
 use super::{encode_move, key_and_pack, parse_fen};
 use crate::store::error::CodecError;
 use crate::store::facet::Cell;
 use crate::store::gameblock::StoredGame;
 use crate::store::gamerefs::GameFacts;
-use crate::store::tags::{parse_date, parse_elo, parse_mode, parse_speed};
+use crate::store::tags::{parse_date, parse_elo, parse_mode, parse_result, parse_speed};
 
 /// The counted plies assumed for a game stored by format 6, which did not record them: the
 /// import's default `max_ply` then.
@@ -29,7 +29,12 @@ pub fn game_facts(g: &StoredGame) -> GameFacts {
         (Some(w), Some(b)) => (Cell::group_of((w + b) / 2), (w + b) as u16),
         _ => (0, 0),
     };
+    // Elos are below 5,000 (`parse_elo`): each fits a u16.
+    let elo = |e: Option<u32>| e.map_or(0, |e| e as u16);
     GameFacts {
+        white: elo(elos.0),
+        black: elo(elos.1),
+        result: parse_result(f(RESULT_FIELD)),
         cell: Cell {
             period: parse_date(f(UTC_DATE_FIELD))
                 .or_else(|| parse_date(f(DATE_FIELD)))

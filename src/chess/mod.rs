@@ -40,6 +40,9 @@ impl PositionCodec for ChessCodec {
     fn name(&self) -> &'static str {
         CODEC_NAME
     }
+    fn first_to_move(&self, pos: &[u8]) -> Option<bool> {
+        Some(!PosState::unpack(pos).ok()?.black_to_move)
+    }
     fn key(&self, pos: &[u8]) -> Result<u64, CodecError> {
         Ok(PosState::unpack(pos)?.key())
     }

@@ -22,11 +22,13 @@ pub enum GameResult {
 }
 
 impl GameResult {
+    /// The result of a `Result` tag (`store::tags::parse_result`, which the game store's facts
+    /// read it with too).
     pub(crate) fn from_tag(v: &[u8]) -> GameResult {
-        match v.trim_ascii() {
-            b"1-0" => GameResult::White,
-            b"0-1" => GameResult::Black,
-            b"1/2-1/2" => GameResult::Draw,
+        match crate::store::tags::parse_result(v) {
+            0 => GameResult::White,
+            1 => GameResult::Draw,
+            2 => GameResult::Black,
             _ => GameResult::Unknown,
         }
     }

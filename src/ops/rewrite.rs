@@ -370,6 +370,16 @@ fn rewrite_whole(
     if let Some(f) = opts.facets {
         w.add_facets(f);
     }
+    // A store carried whole, under the same facets, still holds every game it counts.
+    let same_facets = opts
+        .facets
+        .is_none_or(|f| f.union(old.facets()) == old.facets());
+    if !opts.drop_games
+        && same_facets
+        && crate::store::book::keep_game_cells(old.files(), old.facets())
+    {
+        w.keep_cells_as_games()?;
+    }
     let (mut moves_pruned, mut positions_pruned) = (0u64, 0u64);
     // Folding a small delta tier keeps the model; pruning changes the content, so it retrains.
     let reuse = if opts.retrain || min_games.is_some() || !before.keeps_model(before.delta_entries)

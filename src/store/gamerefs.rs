@@ -13,6 +13,11 @@ pub struct GameFacts {
     pub cell: super::facet::Cell,
     /// WhiteElo + BlackElo when both are ratings the book counts, else 0.
     pub strength: u16,
+    /// WhiteElo and BlackElo when ratings the book counts (0: none).
+    pub white: u16,
+    pub black: u16,
+    /// The result as the import counts it: 0 white won, 1 draw, 2 black won, 3 unknown.
+    pub result: u8,
 }
 
 /// Newest games a cell names.

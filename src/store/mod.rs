@@ -132,6 +132,12 @@ pub trait PositionCodec: Send + Sync {
     fn counted_plies_field(&self) -> Option<usize> {
         None
     }
+    /// Whether the first player (white) is to move in the encoded position: whose rating is
+    /// the mover's in a game's facts. `None`: the codec cannot say (its books keep no cells
+    /// as games').
+    fn first_to_move(&self, _pos: &[u8]) -> Option<bool> {
+        None
+    }
 }
 
 /// [`PositionCodec::prepare`] from the codec's other methods (its default, and a codec's

@@ -24,10 +24,32 @@ const HEADER: usize = 10;
 pub const MAX_CHUNK_ENTRIES: usize = 1 << 20;
 /// The most moves one entry of a chunk may claim.
 const MAX_MOVES: u64 = 1 << 16;
-/// Games per fact chunk (a chunk of 6-byte facts and a crc fits a redb page).
-pub const FACTS_PER_CHUNK: u32 = 670;
+/// Games per fact chunk (a chunk of 9-byte facts and a crc fits a redb page).
+pub const FACTS_PER_CHUNK: u32 = 446;
 /// Bytes of one game's facts.
-pub const FACT_BYTES: usize = 6;
+pub const FACT_BYTES: usize = 9;
+
+/// One game's facts as a fact chunk keeps them (docs/FORMAT.md §15.4, format 11): its cell id
+/// (masked to the file's facets), WhiteElo and BlackElo (0: none the book counts) and result
+/// (0 white won, 1 draw, 2 black won, 3 unknown): what a one-game cell of the game holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FactRow {
+    pub cell: u32,
+    pub white: u16,
+    pub black: u16,
+    pub result: u8,
+}
+
+impl FactRow {
+    /// WhiteElo + BlackElo when both are known, else 0 (what references rank by).
+    pub fn strength(&self) -> u16 {
+        if self.white > 0 && self.black > 0 {
+            self.white.saturating_add(self.black)
+        } else {
+            0
+        }
+    }
+}
 
 /// The references of one position: per move (by code, ascending), the game numbers its cells
 /// name, highest first, each once.
@@ -210,12 +232,14 @@ pub fn decode_chunk(bytes: &[u8]) -> Result<Vec<EntryRefs>, RefBlockError> {
     Ok(out)
 }
 
-/// Codes a chunk of facts: `(cell id, strength)` per game.
-pub fn encode_facts(facts: &[(u32, u16)]) -> Vec<u8> {
+/// Codes a chunk of facts, one [`FactRow`] per game.
+pub fn encode_facts(facts: &[FactRow]) -> Vec<u8> {
     let mut out = Vec::with_capacity(facts.len() * FACT_BYTES + 4);
-    for (cell, strength) in facts {
-        out.extend_from_slice(&cell.to_le_bytes());
-        out.extend_from_slice(&strength.to_le_bytes());
+    for f in facts {
+        out.extend_from_slice(&f.cell.to_le_bytes());
+        out.extend_from_slice(&f.white.to_le_bytes());
+        out.extend_from_slice(&f.black.to_le_bytes());
+        out.push(f.result);
     }
     let crc = crc32fast::hash(&out);
     out.extend_from_slice(&crc.to_le_bytes());
@@ -238,18 +262,21 @@ pub fn check_facts(bytes: &[u8]) -> Result<usize, RefBlockError> {
     if stored != computed {
         return Err(RefBlockError::Checksum { stored, computed });
     }
+    if body.chunks_exact(FACT_BYTES).any(|f| f[8] > 3) {
+        return Err(RefBlockError::Payload("a game's result past 3"));
+    }
     Ok(body.len() / FACT_BYTES)
 }
 
 /// The `i`-th fact of a chunk that [`check_facts`] accepted (`None` past its end).
-pub fn fact_at(bytes: &[u8], i: usize) -> Option<(u32, u16)> {
+pub fn fact_at(bytes: &[u8], i: usize) -> Option<FactRow> {
     let at = i.checked_mul(FACT_BYTES)?;
     let f = bytes.get(at..at + FACT_BYTES)?;
-    (at + FACT_BYTES + 4 <= bytes.len()).then(|| {
-        (
-            u32::from_le_bytes([f[0], f[1], f[2], f[3]]),
-            u16::from_le_bytes([f[4], f[5]]),
-        )
+    (at + FACT_BYTES + 4 <= bytes.len()).then(|| FactRow {
+        cell: u32::from_le_bytes([f[0], f[1], f[2], f[3]]),
+        white: u16::from_le_bytes([f[4], f[5]]),
+        black: u16::from_le_bytes([f[6], f[7]]),
+        result: f[8],
     })
 }
 
@@ -297,7 +324,11 @@ mod tests {
         }
 
         #[test]
-        fn fact_chunks_round_trip(f in proptest::collection::vec((any::<u32>(), any::<u16>()), 0..700)) {
+        fn fact_chunks_round_trip(f in proptest::collection::vec(
+            (any::<u32>(), any::<u16>(), any::<u16>(), 0u8..4)
+                .prop_map(|(cell, white, black, result)| FactRow { cell, white, black, result }),
+            0..700,
+        )) {
             let b = encode_facts(&f);
             prop_assert_eq!(check_facts(&b).unwrap(), f.len());
             for (i, x) in f.iter().enumerate() {
@@ -308,6 +339,14 @@ mod tests {
             let last = bad.len() - 1;
             bad[last] ^= 1;
             prop_assert!(check_facts(&bad).is_err());
+            // A result past 3 is refused even under a good crc.
+            if !f.is_empty() {
+                let mut body = b[..b.len() - 4].to_vec();
+                body[8] = 4;
+                let crc = crc32fast::hash(&body);
+                body.extend_from_slice(&crc.to_le_bytes());
+                prop_assert!(check_facts(&body).is_err());
+            }
         }
     }
 

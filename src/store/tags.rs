@@ -11,6 +11,17 @@ pub fn parse_elo(v: &[u8]) -> Option<u32> {
     s.parse::<u32>().ok().filter(|&e| e > 0 && e < 5000)
 }
 
+/// The result a `Result` tag gives, as the import counts it: 0 white won (`1-0`), 1 draw
+/// (`1/2-1/2`), 2 black won (`0-1`), 3 anything else.
+pub fn parse_result(v: &[u8]) -> u8 {
+    match v.trim_ascii() {
+        b"1-0" => 0,
+        b"1/2-1/2" => 1,
+        b"0-1" => 2,
+        _ => 3,
+    }
+}
+
 /// Parses a PGN date `YYYY.MM.DD`, each field digits or all `?`: year and month known → the
 /// month; year known, month `??` → the year; year `????` → undated. `None` if it does not
 /// parse (a month outside 1–12, a year past [`MAX_YEAR`], other shapes).

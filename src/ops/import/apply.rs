@@ -97,6 +97,7 @@ pub(super) fn apply_phase(
         facets: opts.rules.facets,
         facet_games: state.facet_games.clone(),
         stored_games: stored_games(staging.dir(), state, games)?,
+        every_game_stored: opts.store_games && opts.game == crate::ops::game::Game::Chess,
     };
     let new = NewEntries::of(state, staging.dir(), in_memory, models);
     staging.mark_applying(&attempt)?;
@@ -452,8 +453,12 @@ fn rewrite(
         }
         sources.push(Box::new(b.iter_for_rewrite_coded(reuse.as_ref())?));
     }
+    let game_cells = added.keeps_game_cells_with(old.as_ref().map_or(&[][..], |b| b.files()));
     // After carry_over: this import's records replace carried-over ones of the same inputs.
     added.write_to(&mut w);
+    if game_cells {
+        w.keep_cells_as_games()?;
+    }
     sources.push(new.merged(target.game)?);
     let mut trace = crate::ops::progress::Trace::new();
     for e in crate::chess::attach::AttachKeyOnly::new(MergeIter::new(sources)) {

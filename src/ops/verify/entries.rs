@@ -8,7 +8,7 @@ use super::report::VerifyReport;
 use crate::chess::{PosState, legal_codes, legal_count, move_uci};
 use crate::ops::game::Game;
 use crate::othello::{Board, square_name};
-use crate::store::block::RawEntry;
+use crate::store::block::{GameCells, RawEntry, check_game_cells_add_up};
 use crate::store::{Entry, MoveRec};
 
 /// Where an entry is, for problem reports (formatted only when there is a problem).
@@ -109,6 +109,33 @@ pub(super) fn check_entry_moves(
                 coded: None,
             };
             check_othello_entry(place, &entry, canonical, report);
+        }
+    }
+}
+
+/// The moves of an entry that keep their cells as their games' (version-3 blocks): the games
+/// their references name make cells that add up to each move's counters and to the opponents'
+/// ratings its block keeps. `mover_white`: the entry's side to move.
+pub(super) fn check_game_cells(
+    place: Place,
+    e: &RawEntry<'_>,
+    mover_white: bool,
+    games: &dyn GameCells,
+    report: &mut VerifyReport,
+) {
+    for &(j, count, sum) in e.by_games {
+        let Some(m) = e.moves.get(j) else {
+            report.problem(format!(
+                "{place}: move {j} keeps its cells as its games' but is absent"
+            ));
+            continue;
+        };
+        let checked = games
+            .cells(place.block_key, place.index, j, mover_white)
+            .map_err(|c| c.to_string())
+            .and_then(|cells| check_game_cells_add_up(m, &cells, count, sum));
+        if let Err(reason) = checked {
+            report.problem(format!("{place}: {reason}"));
         }
     }
 }

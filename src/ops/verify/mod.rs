@@ -341,6 +341,7 @@ fn check_block(file: &BookFile, game: Game, block_key: u64, bytes: &[u8]) -> Blo
             return sum;
         }
     };
+    let games = file.game_cells();
     let walked = (|| {
         let view = BlockView::parse(block_key, &blk)?;
         let model = file.block_model(block_key, blk.header.model_id)?;
@@ -409,6 +410,9 @@ fn check_block(file: &BookFile, game: Game, block_key: u64, bytes: &[u8]) -> Blo
                 pos: &pos,
             };
             entries::check_entry_moves(at, &e, game, moves.as_deref(), report, codes.as_mut());
+            if let (false, Pos::Chess(s)) = (e.by_games.is_empty(), &pos) {
+                entries::check_game_cells(place, &e, !s.black_to_move, &games, report);
+            }
             match codes {
                 Some(c) if c.len() == e.moves.len() => {
                     if let Some(s) = sum.shapes.as_mut() {

@@ -3,8 +3,9 @@
 //! columns of section A and the coded positions of section B.
 
 use super::{
-    BLOCK_VERSION, BLOCK_VERSION_CELLS, COLUMNS, FLAG_CELLS, FLAG_EXTRA, FLAG_KEY_ONLY,
-    FLAG_RAW_MOVES, KIND_EXTRA, KIND_GENERAL, V1_COLUMNS,
+    BLOCK_VERSION, BLOCK_VERSION_CELLS, BLOCK_VERSION_GAME_CELLS, COLUMNS, FLAG_CELLS, FLAG_EXTRA,
+    FLAG_KEY_ONLY, FLAG_RAW_MOVES, KIND_EXTRA, KIND_GAME_CELLS, KIND_GENERAL, MAX_GAME_CELL_GAMES,
+    MAX_GAME_CELLS_GAMES, V1_COLUMNS, V2_COLUMNS,
 };
 use crate::store::entry::{Entry, MoveRec};
 use crate::store::error::{CodecError, Error};
@@ -90,6 +91,17 @@ fn move_kind(m: &MoveRec) -> u8 {
     }
 }
 
+/// Whether a writer that keeps cells as games' (`game_cells`) keeps this move's so: a move of
+/// a positioned entry with cells, at most [`MAX_GAME_CELLS_GAMES`] games and at most
+/// [`MAX_GAME_CELL_GAMES`] in each cell (so that its references name every one).
+pub(crate) fn keeps_game_cells(game_cells: bool, e: &Entry, m: &MoveRec) -> bool {
+    game_cells
+        && e.pos.is_some()
+        && !m.cells.is_empty()
+        && (1..=MAX_GAME_CELLS_GAMES).contains(&m.games())
+        && m.cells.iter().all(|c| c.games() <= MAX_GAME_CELL_GAMES)
+}
+
 /// Builds the payload of sorted entries, preparing each with `codec` and `model`.
 #[doc(hidden)]
 pub fn build_payload(
@@ -101,12 +113,18 @@ pub fn build_payload(
         .iter()
         .map(|e| prepare(e, codec, model))
         .collect::<Result<Vec<_>, _>>()?;
-    build_payload_with(entries, &prepared)
+    build_payload_with(entries, &prepared, false)
 }
 
-/// Builds the payload from entries and their prepared forms (same length).
+/// Builds the payload from entries and their prepared forms (same length). With `game_cells`
+/// (a file whose store holds every game it counts, and whose facets are its games' facts'),
+/// the moves [`keeps_game_cells`] names keep their cells as their games' (a version-3 block).
 #[doc(hidden)]
-pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Payload, Error> {
+pub fn build_payload_with(
+    entries: &[Entry],
+    prepared: &[Prepared],
+    game_cells: bool,
+) -> Result<Payload, Error> {
     if entries.len() != prepared.len() {
         return Err(Error::Internal(
             "entries and prepared forms differ in number".into(),
@@ -118,7 +136,8 @@ pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Pa
         cols[0].push(e.key as u8);
         let extra = e.has_extra();
         let raw_moves = e.pos.is_none() || p.move_idx.is_none();
-        let cells = e.moves.iter().any(|m| !m.cells.is_empty());
+        let by_games = |m: &MoveRec| keeps_game_cells(game_cells, e, m);
+        let cells = e.moves.iter().any(|m| !m.cells.is_empty() && !by_games(m));
         let flags = if e.pos.is_none() { FLAG_KEY_ONLY } else { 0 }
             | if extra { FLAG_EXTRA } else { 0 }
             | if raw_moves { FLAG_RAW_MOVES } else { 0 }
@@ -152,7 +171,15 @@ pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Pa
         }
         for mv in &e.moves {
             let kind = move_kind(mv);
-            cols[7].push(kind | if mv.extra.is_some() { KIND_EXTRA } else { 0 });
+            let games_flag = if by_games(mv) {
+                let (sum, count) = crate::store::cells::opponent_ratings(mv);
+                varint::put(&mut cols[18], count);
+                varint::put(&mut cols[19], sum);
+                KIND_GAME_CELLS
+            } else {
+                0
+            };
+            cols[7].push(kind | games_flag | if mv.extra.is_some() { KIND_EXTRA } else { 0 });
             match kind {
                 0..=3 => {}
                 4..=7 => varint::put(&mut cols[12], mv.rating_sum),
@@ -172,16 +199,19 @@ pub fn build_payload_with(entries: &[Entry], prepared: &[Prepared]) -> Result<Pa
         }
         if cells {
             let start = cols[16].len();
-            for mv in &e.moves {
+            for mv in e.moves.iter().filter(|m| !by_games(m)) {
                 crate::store::cells::encode_cells(mv, &mut cols[16]);
             }
             let len = (cols[16].len() - start) as u64;
             varint::put(&mut cols[17], len);
         }
     }
-    let (version, ncols) = match cols[16].is_empty() {
-        true => (BLOCK_VERSION, V1_COLUMNS),
-        false => (BLOCK_VERSION_CELLS, COLUMNS),
+    let (version, ncols) = if !cols[18].is_empty() {
+        (BLOCK_VERSION_GAME_CELLS, COLUMNS)
+    } else if !cols[16].is_empty() {
+        (BLOCK_VERSION_CELLS, V2_COLUMNS)
+    } else {
+        (BLOCK_VERSION, V1_COLUMNS)
     };
     let cols = &cols[..ncols];
     let total: usize = cols.iter().map(Vec::len).sum();

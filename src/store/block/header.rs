@@ -4,7 +4,7 @@
 
 use super::build::Payload;
 use super::decompress::Decompressors;
-use super::{BLOCK_VERSION, BLOCK_VERSION_CELLS};
+use super::{BLOCK_VERSION, BLOCK_VERSION_CELLS, BLOCK_VERSION_GAME_CELLS};
 use crate::store::error::Corruption;
 
 pub const HEADER_LEN: usize = 24;
@@ -58,7 +58,10 @@ impl BlockHeader {
             a_len: u32_at(16),
             crc: u32_at(20),
         };
-        if h.version != BLOCK_VERSION && h.version != BLOCK_VERSION_CELLS {
+        if !matches!(
+            h.version,
+            BLOCK_VERSION | BLOCK_VERSION_CELLS | BLOCK_VERSION_GAME_CELLS
+        ) {
             return Err(bad(format!("unknown block version {}", h.version)));
         }
         if bytes[6] != 0 || bytes[7] != 0 {

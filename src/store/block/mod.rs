@@ -15,6 +15,7 @@ mod header;
 mod lastkey;
 mod view;
 
+pub(crate) use build::keeps_game_cells;
 #[doc(hidden)]
 pub use build::{Payload, Prepared, build_payload, build_payload_with, prepare};
 pub use coded::CodedCells;
@@ -22,17 +23,25 @@ pub use coded::CodedCells;
 pub use decompress::{Decompressors, PlainDecompressor};
 pub use header::{BlockHeader, Compression, HEADER_LEN, MAX_RAW_LEN, OpenBlock, open_block, seal};
 pub(crate) use view::ColumnRanges;
-pub use view::{BlockView, Keep, RawEntry};
+pub use view::gamecells::{GameFact, cells_of_games, check as check_game_cells_add_up};
+pub use view::{BlockView, GameCells, Keep, RawEntry};
 
 /// The version of a block none of whose entries carries cells (16 columns).
 pub const BLOCK_VERSION: u8 = 1;
 /// The version of a block some of whose entries carry cells (18 columns; docs/FORMAT.md §5).
 pub const BLOCK_VERSION_CELLS: u8 = 2;
 
-/// Columns of a version-2 block's directory (a version-1 block has the first
-/// [`V1_COLUMNS`]; its columns 16 and 17 read as empty).
+/// The version of a block some of whose moves keep their cells as their games' (20 columns;
+/// docs/FORMAT.md §5, §12.5): written only into files whose store holds every game they count.
+pub const BLOCK_VERSION_GAME_CELLS: u8 = 3;
+
+/// Columns of a version-3 block's directory (a version-1 block has the first
+/// [`V1_COLUMNS`], a version-2 block the first [`V2_COLUMNS`]; the others read as empty).
 #[doc(hidden)]
-pub const COLUMNS: usize = 18;
+pub const COLUMNS: usize = 20;
+/// Columns of a version-2 block (cells).
+#[doc(hidden)]
+pub const V2_COLUMNS: usize = 18;
 /// Columns of a version-1 block (no cells).
 #[doc(hidden)]
 pub const V1_COLUMNS: usize = 16;
@@ -53,6 +62,17 @@ pub(crate) const KIND_GENERAL: u8 = 8;
 /// Added to a kind when the move carries an extra (`MoveExtra`: weight and opaque value, columns
 /// 14 and 15).
 pub(crate) const KIND_EXTRA: u8 = 0x10;
+/// Added to a kind (version-3 blocks only) when the move's cells are its games': the one-game
+/// cells of the games its references name (docs/FORMAT.md §12.5), read from the file's game
+/// facts; the block keeps only the opponents' rating count and sum (columns 18 and 19).
+pub(crate) const KIND_GAME_CELLS: u8 = 0x20;
+
+/// A move has at most this many games when a version-3 writer keeps its cells as its games'
+/// (what a reader then reads: the facts of as many games).
+pub(crate) const MAX_GAME_CELLS_GAMES: u64 = 256;
+/// Each cell of such a move has at most this many games, so its references name every one
+/// (each cell names its [`crate::store::gamerefs::NEWEST`] newest games).
+pub(crate) const MAX_GAME_CELL_GAMES: u64 = crate::store::gamerefs::NEWEST as u64;
 
 #[cfg(test)]
 mod tests {

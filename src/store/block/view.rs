@@ -5,15 +5,21 @@
 use super::coded::{CodedCells, cells_corruption};
 use super::header::OpenBlock;
 use super::{
-    BLOCK_VERSION_CELLS, COLUMNS, FLAG_CELLS, FLAG_EXTRA, FLAG_KEY_ONLY, FLAG_RAW_MOVES,
-    KIND_EXTRA, KIND_GENERAL, V1_COLUMNS,
+    BLOCK_VERSION_CELLS, BLOCK_VERSION_GAME_CELLS, COLUMNS, FLAG_CELLS, FLAG_EXTRA, FLAG_KEY_ONLY,
+    FLAG_RAW_MOVES, KIND_EXTRA, KIND_GAME_CELLS, KIND_GENERAL, V1_COLUMNS, V2_COLUMNS,
 };
-use crate::store::cells::{CellRead, EntryCellsError, read_entry_cells};
+use crate::store::cells::{CellRead, EntryCellsError};
 use crate::store::entry::{Entry, MoveExtra, MoveRec};
 use crate::store::error::Corruption;
 use crate::store::{PositionCodec, PositionModel, varint};
 
+mod bygames;
+pub(crate) mod gamecells;
+mod raw;
 mod shapes;
+
+pub use gamecells::GameCells;
+pub use raw::RawEntry;
 
 /// Longest stored position handed on as it is (any model codes a position in fewer bytes: 67
 /// symbols of at least 1/2^15 each).
@@ -45,6 +51,9 @@ pub struct BlockView<'a> {
     pub count: usize,
     pub(super) cols: [&'a [u8]; COLUMNS],
     pub(super) b: &'a [u8],
+    /// Where moves whose cells are their games' get them (version-3 blocks; none: reading
+    /// their cells is an error, their totals are not).
+    pub(super) games: Option<&'a dyn GameCells>,
 }
 
 /// Start and end of each column in section A.
@@ -75,7 +84,8 @@ impl<'a> BlockView<'a> {
     ) -> Result<BlockView<'a>, Corruption> {
         let bad = |reason: String| Corruption::Payload { block_key, reason };
         let ncols = match version {
-            BLOCK_VERSION_CELLS => COLUMNS,
+            BLOCK_VERSION_GAME_CELLS => COLUMNS,
+            BLOCK_VERSION_CELLS => V2_COLUMNS,
             _ => V1_COLUMNS,
         };
         if raw.len() < ncols * 4 {
@@ -111,7 +121,7 @@ impl<'a> BlockView<'a> {
         let known = FLAG_KEY_ONLY
             | FLAG_EXTRA
             | FLAG_RAW_MOVES
-            | if ncols == COLUMNS { FLAG_CELLS } else { 0 };
+            | if ncols >= V2_COLUMNS { FLAG_CELLS } else { 0 };
         if let Some(&f) = cols[1]
             .iter()
             .find(|&&f| f & !known != 0 || (f & FLAG_KEY_ONLY != 0 && f & FLAG_RAW_MOVES == 0))
@@ -122,7 +132,8 @@ impl<'a> BlockView<'a> {
         if cols[4].len() != 8 * key_only {
             return Err(bad("key column does not match the key-only entries".into()));
         }
-        if let Some(&k) = cols[7].iter().find(|&&k| k & !KIND_EXTRA > KIND_GENERAL) {
+        let flags = KIND_EXTRA | if ncols == COLUMNS { KIND_GAME_CELLS } else { 0 };
+        if let Some(&k) = cols[7].iter().find(|&&k| k & !flags > KIND_GENERAL) {
             return Err(bad(format!("invalid move record kind {k}")));
         }
         Ok(BlockView {
@@ -130,6 +141,7 @@ impl<'a> BlockView<'a> {
             count,
             cols,
             b,
+            games: None,
         })
     }
 
@@ -158,7 +170,20 @@ impl<'a> BlockView<'a> {
             count,
             cols: ranges.map(|(s, e)| raw.get(s as usize..e as usize).unwrap_or(&[])),
             b,
+            games: None,
         }
+    }
+
+    /// This view reading the cells its moves keep as their games' from `games`.
+    #[doc(hidden)]
+    pub fn with_games(mut self, games: &'a dyn GameCells) -> BlockView<'a> {
+        self.games = Some(games);
+        self
+    }
+
+    /// Whether some move of this block keeps its cells as its games' (a version-3 block).
+    pub fn keeps_game_cells(&self) -> bool {
+        !self.cols[18].is_empty()
     }
 
     pub fn fragment(&self, i: usize) -> u8 {
@@ -309,7 +334,7 @@ impl<'a> BlockView<'a> {
                 .get(cur.b..cur.b.saturating_add(len))
                 .ok_or_else(|| self.bad(format!("position of entry {i} overruns section B")))?;
             if stored == coded {
-                let cells_from = cur.cells;
+                let (cells_from, facts_from) = (cur.cells, cur.game_facts);
                 let e = self.decode_at_known(
                     i,
                     &mut cur,
@@ -322,7 +347,8 @@ impl<'a> BlockView<'a> {
                         defer_cells: false,
                     },
                 )?;
-                let cell_bytes = cur.cells - cells_from;
+                // A game's facts read cost about what 8 bytes of cells walked do.
+                let cell_bytes = cur.cells - cells_from + 8 * (cur.game_facts - facts_from);
                 return Ok((e.key == key).then_some((e, cell_bytes)));
             }
         }
@@ -387,8 +413,11 @@ impl<'a> BlockView<'a> {
                 cur.idx_moves += n;
             }
             for &k in self.kinds(cur, n, i)? {
-                cur.count_values(k & !KIND_EXTRA);
+                cur.count_values(k & !(KIND_EXTRA | KIND_GAME_CELLS));
                 cur.extra += usize::from(k & KIND_EXTRA != 0);
+                if k & KIND_GAME_CELLS != 0 {
+                    self.opponents(cur, i)?;
+                }
             }
             cur.moves += n;
             if flags & FLAG_CELLS != 0 {
@@ -408,26 +437,6 @@ impl<'a> BlockView<'a> {
             .ok_or_else(|| self.bad(format!("cells of entry {i} overrun column 16")))?;
         cur.cells += bytes.len();
         Ok(bytes)
-    }
-
-    /// Reads the cells of entry `i`'s moves (when its flags say it has them) into `moves`, as
-    /// `read` asks.
-    fn read_cells(
-        &self,
-        cur: &mut Cursor,
-        flags: u8,
-        moves: &mut [MoveRec],
-        i: usize,
-        read: CellRead,
-    ) -> Result<(), Corruption> {
-        if flags & FLAG_CELLS == 0 {
-            return Ok(());
-        }
-        let bytes = self.cell_bytes(cur, i)?;
-        if matches!(read, CellRead::Skip) {
-            return Ok(());
-        }
-        read_entry_cells(bytes, moves, read).map_err(|e| self.cells_error(e, i))
     }
 
     /// The corruption an entry's unreadable cells are ([`read_entry_cells`]).
@@ -550,15 +559,34 @@ impl<'a> BlockView<'a> {
             return Err(self.bad(format!("extra columns too short at entry {i}")));
         }
         let mut moves = Vec::with_capacity(n);
-        for (&kind, &mv) in kinds.iter().zip(&codes) {
+        let mut by_games: Vec<(usize, u64, u64)> = Vec::new();
+        for (j, (&kind, &mv)) in kinds.iter().zip(&codes).enumerate() {
             moves.push(self.record(cur, kind, mv, kept_indices, i)?);
+            if kind & KIND_GAME_CELLS != 0 {
+                let (count, sum) = self.opponents(cur, i)?;
+                by_games.push((j, count, sum));
+            }
         }
         if codes.len() != n {
             return Err(entry_err("move count and moves differ".into()));
         }
         cur.moves += n;
+        if how.defer_cells && !by_games.is_empty() {
+            return Err(entry_err(
+                "cells kept as the games' cannot be handed on as stored".into(),
+            ));
+        }
         if !how.defer_cells {
-            self.read_cells(cur, flags, &mut moves, i, read)?;
+            self.read_cells_except(cur, flags, &mut moves, i, read, &by_games)?;
+            if !by_games.is_empty() {
+                let mover = pos.as_deref().and_then(|p| codec.first_to_move(p));
+                let Some(mover) = mover else {
+                    return Err(entry_err(
+                        "cells kept as the games' in an entry whose mover is unknown".into(),
+                    ));
+                };
+                cur.game_facts += self.fill_game_cells(&mut moves, i, mover, read, &by_games)?;
+            }
         }
         Ok(Entry {
             coded: stored,
@@ -585,7 +613,7 @@ impl<'a> BlockView<'a> {
             indexed,
             ..Default::default()
         };
-        match kind & !KIND_EXTRA {
+        match kind & !(KIND_EXTRA | KIND_GAME_CELLS) {
             k @ 0..=7 => {
                 match k & 3 {
                     0 => rec.white = 1,
@@ -623,90 +651,6 @@ impl<'a> BlockView<'a> {
         Ok(rec)
     }
 
-    /// Walks every entry without decoding positions (for `verify`, which decodes and checks
-    /// them itself, once): each entry's stored parts and its move records, with `mv` the raw
-    /// code or, for indexed moves (`indexed` set), the index. The column structure is checked
-    /// as [`BlockView::entries`] checks it, including that no column holds bytes beyond the
-    /// last entry. `moves` is a buffer reused across entries.
-    pub fn walk_raw(
-        &self,
-        moves: &mut Vec<MoveRec>,
-        mut f: impl FnMut(RawEntry<'_>) -> Result<(), Corruption>,
-    ) -> Result<(), Corruption> {
-        let mut cur = Cursor::default();
-        for i in 0..self.count {
-            let flags = self.cols[1][i];
-            let n = self.move_count(&mut cur, i)?;
-            let raw_moves = flags & FLAG_RAW_MOVES != 0;
-            let idx = if raw_moves {
-                None
-            } else {
-                let idx = self.cols[5]
-                    .get(cur.idx_moves..cur.idx_moves + n)
-                    .ok_or_else(|| self.bad(format!("move index column too short at entry {i}")))?;
-                cur.idx_moves += n;
-                Some(idx)
-            };
-            let (key_only, coded) = if flags & FLAG_KEY_ONLY != 0 {
-                let o = 8 * cur.key_only;
-                let k = self.cols[4]
-                    .get(o..o + 8)
-                    .and_then(|b| <[u8; 8]>::try_from(b).ok())
-                    .ok_or_else(|| self.bad(format!("key column too short at entry {i}")))?;
-                cur.key_only += 1;
-                (Some(u64::from_le_bytes(k)), &[][..])
-            } else {
-                let len = varint::get(self.cols[3], &mut cur.poslen)
-                    .ok_or_else(|| self.bad(format!("position length of entry {i} unreadable")))?
-                    as usize;
-                let coded = self
-                    .b
-                    .get(cur.b..cur.b.saturating_add(len))
-                    .ok_or_else(|| self.bad(format!("position of entry {i} overruns section B")))?;
-                cur.b += len;
-                (None, coded)
-            };
-            let kinds = self.kinds(&cur, n, i)?;
-            let extras = kinds.iter().filter(|&&k| k & KIND_EXTRA != 0).count();
-            if (extras > 0) != (flags & FLAG_EXTRA != 0) {
-                return Err(self.bad(format!("extra flag of entry {i} disagrees with its moves")));
-            }
-            if self.cols[14].len() < 2 * (cur.extra + extras)
-                || self.cols[15].len() < 4 * (cur.extra + extras)
-            {
-                return Err(self.bad(format!("extra columns too short at entry {i}")));
-            }
-            let raw = if raw_moves {
-                let bytes = self.cols[6]
-                    .get(2 * cur.raw_moves..2 * (cur.raw_moves + n))
-                    .ok_or_else(|| self.bad(format!("raw move column too short at entry {i}")))?;
-                cur.raw_moves += n;
-                bytes
-            } else {
-                &[][..]
-            };
-            moves.clear();
-            for (j, &kind) in kinds.iter().enumerate() {
-                let mv = match idx {
-                    Some(idx) => u16::from(idx[j]),
-                    None => u16::from_le_bytes([raw[2 * j], raw[2 * j + 1]]),
-                };
-                moves.push(self.record(&mut cur, kind, mv, idx.is_some(), i)?);
-            }
-            cur.moves += n;
-            self.read_cells(&mut cur, flags, moves, i, CellRead::All)?;
-            f(RawEntry {
-                index: i,
-                fragment: self.fragment(i),
-                key_only,
-                coded,
-                indices: idx,
-                moves,
-            })?;
-        }
-        self.check_consumed(&cur)
-    }
-
     fn check_consumed(&self, cur: &Cursor) -> Result<(), Corruption> {
         let ok = cur.nmoves == self.cols[2].len()
             && cur.poslen == self.cols[3].len()
@@ -718,30 +662,15 @@ impl<'a> BlockView<'a> {
             && 2 * cur.extra == self.cols[14].len()
             && 4 * cur.extra == self.cols[15].len()
             && cur.cells == self.cols[16].len()
-            && cur.cell_lens == self.cols[17].len();
+            && cur.cell_lens == self.cols[17].len()
+            && cur.opp[0] == self.cols[18].len()
+            && cur.opp[1] == self.cols[19].len();
         if ok {
             Ok(())
         } else {
             Err(self.bad("columns hold bytes beyond the last entry".into()))
         }
     }
-}
-
-/// One entry of a block as stored, for [`BlockView::walk_raw`]: nothing decoded but the move
-/// records.
-pub struct RawEntry<'a> {
-    /// The entry's index in its block.
-    pub index: usize,
-    /// The stored key fragment (the key's low byte).
-    pub fragment: u8,
-    /// A key-only entry's key (it has no position).
-    pub key_only: Option<u64>,
-    /// The coded position (empty for a key-only entry).
-    pub coded: &'a [u8],
-    /// The stored move indices, when the moves are indexed.
-    pub indices: Option<&'a [u8]>,
-    /// The moves in stored order: `mv` is the index when `indexed`, else the code.
-    pub moves: &'a [MoveRec],
 }
 
 /// Running offsets while walking a block's entries in order.
@@ -759,6 +688,10 @@ struct Cursor {
     /// Byte offsets into the cell bytes (column 16) and their lengths (column 17).
     cells: usize,
     cell_lens: usize,
+    /// Byte offsets into the opponents' counts and sums (columns 18 and 19).
+    opp: [usize; 2],
+    /// Games whose facts were read for moves that keep their cells as their games'.
+    game_facts: usize,
     /// Values consumed so far in each varint count column.
     vals: [usize; VARINT_COLS],
     /// Byte offsets into the varint columns, valid after `offs_at` values.

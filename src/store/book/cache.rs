@@ -9,6 +9,7 @@ use crate::store::cells::CellRead;
 use crate::store::entry::Entry;
 use crate::store::error::DecompressError;
 use crate::store::facet::{CellFilter, CellStat};
+use crate::store::refblock::EntryRefs;
 
 /// Most answers a cached block keeps ([`CachedBlock::answers`]); past it the oldest goes.
 const ANSWERS_PER_BLOCK: usize = 8;
@@ -84,6 +85,11 @@ pub(super) struct CachedBlock {
     /// the cache's bytes ([`BlockCache::keep_answer`]).
     answers: RwLock<Vec<(AnswerKey, Entry, usize)>>,
     answers_bytes: AtomicUsize,
+    /// The block's reference chunk, decoded when a move that keeps its cells as its games'
+    /// was first read (docs/FORMAT.md §12.5): each filtered read of such a move needs it.
+    /// Counted in the cache's bytes ([`BlockCache::keep_refs`]).
+    pub(super) refs: std::sync::OnceLock<Arc<Vec<EntryRefs>>>,
+    refs_bytes: AtomicUsize,
 }
 
 impl CachedBlock {
@@ -104,6 +110,8 @@ impl CachedBlock {
             last_key,
             answers: RwLock::new(Vec::new()),
             answers_bytes: AtomicUsize::new(0),
+            refs: std::sync::OnceLock::new(),
+            refs_bytes: AtomicUsize::new(0),
         }
     }
 
@@ -126,7 +134,11 @@ impl CachedBlock {
     }
 
     fn bytes(&self) -> usize {
-        self.a.len() + self.b.len() + 64 + self.answers_bytes.load(Ordering::Relaxed)
+        self.a.len()
+            + self.b.len()
+            + 64
+            + self.answers_bytes.load(Ordering::Relaxed)
+            + self.refs_bytes.load(Ordering::Relaxed)
     }
 }
 
@@ -235,6 +247,30 @@ impl BlockCache {
         kept.push((key, e.clone(), bytes));
         blk.answers_bytes.fetch_add(bytes, Ordering::Relaxed);
         g.used += bytes;
+    }
+
+    /// Keeps `refs`, the decoded reference chunk of the cached block `blk` starting at
+    /// `first`, with it, its bytes counted in the cache's (nothing is kept when the block is no
+    /// longer the cached one, or keeps its chunk already).
+    pub(super) fn keep_refs(&self, first: u64, blk: &Arc<CachedBlock>, refs: Arc<Vec<EntryRefs>>) {
+        if self.limit == 0 {
+            return;
+        }
+        let bytes: usize = 64
+            + refs
+                .iter()
+                .map(|e| 24 + e.iter().map(|l| 24 + 4 * l.len()).sum::<usize>())
+                .sum::<usize>();
+        let Ok(mut g) = self.map.write() else {
+            return;
+        };
+        if !g.blocks.get(&first).is_some_and(|b| Arc::ptr_eq(b, blk)) {
+            return;
+        }
+        if blk.refs.set(refs).is_ok() {
+            blk.refs_bytes.store(bytes, Ordering::Relaxed);
+            g.used += bytes;
+        }
     }
 
     /// The answers kept with the cached blocks, and the cache's bytes in use.

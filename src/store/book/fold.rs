@@ -45,9 +45,18 @@ pub(crate) struct Additions {
     pub(crate) facet_games: crate::store::facet::FacetGames,
     /// Games to store (docs/FORMAT.md §15), each stream in the game store's order.
     pub(crate) stored_games: Vec<super::GameStream<'static>>,
+    /// Every game counted is among `stored_games` (an import that stores games).
+    pub(crate) every_game_stored: bool,
 }
 
 impl Additions {
+    /// Whether a file of these games alone, or with `files`, stores every game it counts
+    /// under the same facets, so that its moves of few games may keep their cells as their
+    /// games' ([`BookWriter::keep_cells_as_games`]).
+    pub(crate) fn keeps_game_cells_with(&self, files: &[Arc<BookFile>]) -> bool {
+        self.every_game_stored && keep_game_cells(files, self.facets)
+    }
+
     /// Hands them to the writer of the new file (after any `carry_over`, so that these
     /// import records replace carried-over ones).
     pub(crate) fn write_to(self, w: &mut BookWriter) {
@@ -62,6 +71,21 @@ impl Additions {
             w.store_sorted_games(g);
         }
     }
+}
+
+/// Whether a file written from `files` (and games it stores, every one it counts) may keep
+/// the cells of its moves of few games as their games' ([`BookWriter::keep_cells_as_games`]):
+/// the book keeps `facets` (some), and each file keeps its cells so under the same facets, or
+/// counts nothing.
+pub(crate) fn keep_game_cells(
+    files: &[Arc<BookFile>],
+    facets: crate::store::facet::FacetSet,
+) -> bool {
+    !facets.is_none()
+        && files.iter().all(|f| {
+            (f.keeps_game_cells() && f.facets() == facets)
+                || (f.meta().games == 0 && f.meta().pairs == 0)
+        })
 }
 
 /// Writes `new` (entries to add, in (key, position) order, each identity once) as a delta
@@ -86,7 +110,12 @@ pub(crate) fn publish_segment(
     if let Some(c) = book.compression() {
         w.reuse_compression(c)?;
     }
+    // The segment counts only its own games.
+    let game_cells = added.keeps_game_cells_with(&[]);
     added.write_to(&mut w);
+    if game_cells {
+        w.keep_cells_as_games()?;
+    }
     let mut prev_key: Option<u64> = None;
     for e in new {
         let e = e?;
@@ -212,6 +241,9 @@ pub(crate) fn fold_segments(book: &Book, opts: &WriterOptions) -> Result<usize> 
         w.reuse_compression(c.clone())?;
     }
     w.carry_over_files(&chosen)?;
+    if keep_game_cells(&chosen, book.facets()) {
+        w.keep_cells_as_games()?;
+    }
     let mut parts = Vec::with_capacity(chosen.len());
     for f in &chosen {
         let keep = crate::store::block::Keep {

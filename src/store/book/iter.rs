@@ -168,8 +168,20 @@ impl BookFile {
         bytes: &[u8],
         keep: Keep,
     ) -> Result<Vec<Entry>, Corruption> {
+        self.decode_block_with(block_key, bytes, keep, &self.game_cells())
+    }
+
+    /// [`BookFile::decode_block_as`] reading the cells its moves keep as their games' from
+    /// `games` (one source for many blocks keeps their facts' chunks read).
+    fn decode_block_with(
+        &self,
+        block_key: u64,
+        bytes: &[u8],
+        keep: Keep,
+        games: &dyn crate::store::block::GameCells,
+    ) -> Result<Vec<Entry>, Corruption> {
         let blk = block::open_block(block_key, bytes, &self.pool)?;
-        let view = BlockView::parse(block_key, &blk)?;
+        let view = BlockView::parse(block_key, &blk)?.with_games(games);
         let model = self.model(block_key, blk.header.model_id)?;
         // Stored bytes pass through only from blocks coded with the trained model (id 1).
         let keep = Keep {
@@ -187,9 +199,10 @@ type DecodeJob = (Arc<BookFile>, Vec<(u64, Vec<u8>)>, Keep);
 type Decoded = Result<Vec<Vec<Entry>>, Corruption>;
 
 fn decode_job((file, blocks, keep): DecodeJob) -> Decoded {
+    let games = file.game_cells();
     blocks
         .iter()
-        .map(|(k, v)| file.decode_block_as(*k, v, keep))
+        .map(|(k, v)| file.decode_block_with(*k, v, keep, &games))
         .collect()
 }
 

@@ -11,9 +11,11 @@
 mod cache;
 mod delta;
 mod evals;
+mod factcache;
 mod factspill;
 mod filter;
 mod fold;
+mod gamecells;
 mod games;
 mod gamestore;
 mod identity;
@@ -42,6 +44,7 @@ pub use evals::{EvalIter, PositionEvals};
 #[doc(hidden)]
 pub use filter::FilterIndex;
 pub(crate) use filter::{PARTITION_KEYS, load_partition};
+pub(crate) use fold::keep_game_cells;
 pub(crate) use fold::*;
 pub use fold::{
     BASE_SHARE_DIVISOR, MAX_SEGMENTS, MERGE_CAP_DIVISOR, TIER_RATIO, rewrites_base,

@@ -50,8 +50,13 @@ pub struct BookFile {
     pub(super) games_stored: u64,
     /// Stored games read lately (`BookFile::game_by_number`).
     pub(super) game_cache: std::sync::Mutex<open::GameCache>,
-    /// What its references chose for positions asked lately (`BookFile::choose_games`).
+    /// Its store holds every game it counts, and its moves of few games keep their cells as
+    /// their games' (meta `game_cells`, format 11).
+    pub(super) game_cells: bool,
+    /// What its references chose for positions asked lately (`ops::topgames`).
     pub(super) kept_games: super::keptgames::KeptGames,
+    /// Game-fact chunks read lately, checked.
+    pub(super) fact_cache: super::factcache::FactCache,
     /// The generation this file was published under (0 in books older than version 3).
     pub(super) generation: u64,
     /// In a delta segment: the counters of the whole book as this segment left it.
@@ -147,6 +152,7 @@ impl BookFile {
         } = open::read_models(&meta_table, codec.as_ref())?;
         let eval_rows_meta = open::read_eval_count(&meta_table)?;
         let (games, games_stored) = open::open_game_tables(&txn, &meta_table)?;
+        let game_cells = meta_table.get(META_GAME_CELLS)?.is_some();
         let filter_index =
             match meta_table.get(META_KEY_FILTER)? {
                 Some(v) => Some(super::filter::FilterIndex::decode(v.value()).map_err(
@@ -182,6 +188,7 @@ impl BookFile {
         Ok(BookFile {
             game_cache: Default::default(),
             kept_games: Default::default(),
+            fact_cache: Default::default(),
             path: path.to_path_buf(),
             db: Arc::new(db),
             codec,
@@ -197,6 +204,7 @@ impl BookFile {
             eval_rows_meta,
             games,
             games_stored,
+            game_cells,
             generation,
             view,
             id,
@@ -267,6 +275,11 @@ impl BookFile {
     #[doc(hidden)]
     pub fn path(&self) -> &Path {
         &self.path
+    }
+    /// Whether its store holds every game it counts and its moves of few games keep their
+    /// cells as their games' (docs/FORMAT.md §12.5).
+    pub fn keeps_game_cells(&self) -> bool {
+        self.game_cells
     }
     /// What its references chose for positions asked lately (`ops::topgames`).
     pub fn kept_games(&self) -> &super::keptgames::KeptGames {
@@ -425,7 +438,8 @@ impl BookFile {
         let Some((block_key, blk)) = self.cached_block(key)? else {
             return Ok(Vec::new());
         };
-        let view = blk.view(block_key);
+        let games = self.game_cells_cached(block_key, &blk);
+        let view = blk.view(block_key).with_games(&games);
         let model = self.model(block_key, blk.model_id)?;
         Ok(view.find_read(key, &*self.codec, model, read)?)
     }
@@ -508,7 +522,8 @@ impl BookFile {
         let Some((block_key, blk)) = self.cached_block(key)? else {
             return Ok(None);
         };
-        let view = blk.view(block_key);
+        let games = self.game_cells_cached(block_key, &blk);
+        let view = blk.view(block_key).with_games(&games);
         let model = self.model(block_key, blk.model_id)?;
         let mut coded = Vec::with_capacity(32);
         model.encode(pos, &mut coded)?;
@@ -536,7 +551,8 @@ impl BookFile {
         Ok(self
             .with_block(key, |block_key, bytes| {
                 let blk = block::open_block(block_key, bytes, &self.pool)?;
-                let view = BlockView::parse(block_key, &blk)?;
+                let games = self.game_cells();
+                let view = BlockView::parse(block_key, &blk)?.with_games(&games);
                 let model = self.model(block_key, blk.header.model_id)?;
                 let mut coded = Vec::with_capacity(32);
                 model.encode(pos, &mut coded)?;

@@ -117,7 +117,7 @@ pub(crate) struct RefBuilder {
     /// The batch handed to the threads and not taken yet.
     pending: Option<Pending<Vec<Indexed>>>,
     /// The facts of the games since the last whole chunk, and the chunks done.
-    facts: Vec<(u32, u16)>,
+    facts: Vec<refblock::FactRow>,
     chunks: super::factspill::FactChunks,
     next: u32,
 }
@@ -203,11 +203,20 @@ impl RefBuilder {
             self.next += 1;
             let (facts, pairs) =
                 r.map_err(|e| Error::Internal(format!("indexing stored game {number}: {e}")))?;
-            let (cell, strength) = match facts {
-                Some(f) => (f.cell.masked(self.ctx.facets).id().0, f.strength),
-                None => (0, 0),
+            let row = match facts {
+                Some(f) => refblock::FactRow {
+                    cell: f.cell.masked(self.ctx.facets).id().0,
+                    white: f.white,
+                    black: f.black,
+                    result: f.result,
+                },
+                None => refblock::FactRow {
+                    result: 3,
+                    ..refblock::FactRow::default()
+                },
             };
-            self.facts.push((cell, strength));
+            let (cell, strength) = (row.cell, row.strength());
+            self.facts.push(row);
             if self.facts.len() == FACTS_PER_CHUNK as usize {
                 let first = number + 1 - FACTS_PER_CHUNK;
                 self.chunks
@@ -478,11 +487,16 @@ impl std::ops::Add for GameTableBytes {
     }
 }
 
-/// A game's facts as a file keeps them: its cell id (masked to the file's facets) and strength.
+/// A game's facts as a file keeps them: its cell id (masked to the file's facets), strength
+/// (WhiteElo + BlackElo when both are known, else 0), both Elos (0: none) and result (0 white
+/// won, 1 draw, 2 black won, 3 unknown).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fact {
     pub cell: crate::store::facet::CellId,
     pub strength: u16,
+    pub white: u16,
+    pub black: u16,
+    pub result: u8,
 }
 
 impl BookFile {
@@ -616,6 +630,11 @@ impl FactReader<'_> {
         {
             return fact_in(bytes, first, number);
         }
+        if !self.chunks.contains_key(&first)
+            && let Some(bytes) = self.file.fact_cache.get(first)
+        {
+            self.chunks.insert(first, bytes);
+        }
         if !self.chunks.contains_key(&first) {
             let t = self
                 .file
@@ -631,7 +650,9 @@ impl FactReader<'_> {
             if self.chunks.len() >= FACT_CHUNKS_KEPT {
                 self.chunks.clear();
             }
-            self.chunks.insert(first, bytes.into());
+            let bytes: Arc<[u8]> = bytes.into();
+            self.file.fact_cache.put(first, bytes.clone());
+            self.chunks.insert(first, bytes);
         }
         let bytes = self
             .chunks
@@ -646,11 +667,14 @@ impl FactReader<'_> {
 
 /// The facts of game `number` in the chunk from `first`.
 fn fact_in(bytes: &[u8], first: u32, number: u32) -> Result<Fact> {
-    let (cell, strength) = refblock::fact_at(bytes, (number - first) as usize)
+    let row = refblock::fact_at(bytes, (number - first) as usize)
         .ok_or_else(|| bad(format!("facts of game {number}"), "past its chunk"))?;
     Ok(Fact {
-        cell: crate::store::facet::CellId(cell),
-        strength,
+        cell: crate::store::facet::CellId(row.cell),
+        strength: row.strength(),
+        white: row.white,
+        black: row.black,
+        result: row.result,
     })
 }
 

@@ -51,7 +51,7 @@ pub(crate) const GAME_FACTS: TableDefinition<u32, &[u8]> = TableDefinition::new(
 
 pub(crate) const MAGIC: &[u8] = b"bookdb";
 /// Book format version written by this build. See migrations/README.md.
-pub(crate) const FORMAT_VERSION: u32 = 10;
+pub(crate) const FORMAT_VERSION: u32 = 11;
 /// Oldest format version `bookdb migrate` converts (migrations/README.md).
 pub(crate) const OLDEST_MIGRATABLE: u32 = 1;
 
@@ -77,6 +77,10 @@ pub(crate) const META_EVALS: &str = "evals";
 pub(crate) const META_KEY_FILTER: &str = "key_filter";
 /// The games of the file's game store (u64 LE; format 6, absent when it has none).
 pub(crate) const META_GAMES_STORED: &str = "games_stored";
+/// Present (`1`; format 11) when the file's store holds every game it counts and its moves of
+/// few games keep their cells as their games' (docs/FORMAT.md §12.5): a rewrite of such files
+/// alone, with the same facets, may keep them so too.
+pub(crate) const META_GAME_CELLS: &str = "game_cells";
 pub(crate) const META_DICT_PREFIX: &str = "dict/";
 pub(crate) const META_MODEL_PREFIX: &str = "model/";
 

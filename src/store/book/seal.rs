@@ -16,6 +16,9 @@ pub(super) struct SealContext {
     pub(super) limit: usize,
     /// Expected stored section-A bytes per entry, in 1/256 bytes (measured on the sample).
     pub(super) a_per_entry: usize,
+    /// The file's store holds every game it counts: moves of few games keep their cells as
+    /// their games' (version-3 blocks, `block::keeps_game_cells`).
+    pub(super) game_cells: bool,
 }
 
 /// The blocks of one segment, sealed.
@@ -225,7 +228,14 @@ pub(super) fn seal_segment(
     let mut est = BlockEstimate::new(ctx.a_per_entry);
     // An entry's cells (books with facets) vary far more than its other columns, so the
     // estimate counts them apart.
-    let cells = |i: usize| -> usize { entries[i].moves.iter().map(|m| m.cells.len()).sum() };
+    let cells = |i: usize| -> usize {
+        let e = &entries[i];
+        e.moves
+            .iter()
+            .filter(|m| !block::keeps_game_cells(ctx.game_cells, e, m))
+            .map(|m| m.cells.len())
+            .sum()
+    };
     let known = |i: usize| prepared[i].coded.len() + 3 * entries[i].moves.len().saturating_sub(1);
     let (mut start, mut pending_known, mut pending_cells) = (0, 0, 0);
     let mut i = 0;
@@ -247,7 +257,7 @@ pub(super) fn seal_segment(
                 loop {
                     let (es, ps) = (&entries[start..start + n], &prepared[start..start + n]);
                     out.seals += 1;
-                    let payload = block::build_payload_with(es, ps)?;
+                    let payload = block::build_payload_with(es, ps, ctx.game_cells)?;
                     let sealed = block::seal(&payload, ctx.model_id, Some((&mut *comp, dict_id)))
                         .map_err(|e| Error::io("zstd", e))?;
                     let fits = sealed.len() <= ctx.limit;
@@ -358,6 +368,7 @@ mod tests {
             model_id: 1,
             limit,
             a_per_entry: 3 * 256,
+            game_cells: false,
         };
         let mut comp = zstd::bulk::Compressor::new(3).unwrap();
         let out = seal_segment(&ctx, &mut comp, 0, entries, None, &mut Vec::new()).unwrap();

@@ -60,7 +60,7 @@ pub(super) fn train_sample(s: TrainSettings, entries: Vec<Entry>) -> Result<Trai
             .chunks_exact(DICT_SAMPLE_ENTRIES)
             .zip(prepared.chunks_exact(DICT_SAMPLE_ENTRIES))
         {
-            a_samples.push(block::build_payload_with(c, p)?.a);
+            a_samples.push(block::build_payload_with(c, p, false)?.a);
         }
         let refs: Vec<&[u8]> = a_samples.iter().map(Vec::as_slice).collect();
         dict = match reused_dict {

@@ -61,6 +61,8 @@ pub struct BookWriter {
     evals: super::evals::EvalCarry,
     /// The game store carried over and added, written in the last transaction (FORMAT §15).
     games: super::games::GameCarry,
+    /// Moves of few games keep their cells as their games' (`keep_cells_as_games`).
+    game_cells: bool,
     /// The shapes of the entries pushed (the references are aligned with them), logged from
     /// the first entry once the file may store games; `unlogged`: an entry came before.
     shape_log: Option<super::shapelog::ShapeLog>,
@@ -119,6 +121,7 @@ impl BookWriter {
             games_from: Vec::new(),
             evals: Default::default(),
             games: Default::default(),
+            game_cells: false,
             shape_log: None,
             unlogged: false,
             carry_tap: None,
@@ -246,6 +249,21 @@ impl BookWriter {
     /// Adds a stream of games already in the game store's order (docs/FORMAT.md §15).
     pub fn store_sorted_games(&mut self, games: super::games::GameStream<'static>) {
         self.games.add_sorted(games);
+    }
+
+    /// Moves of at most 8 games keep their cells as their games' (version-3 blocks,
+    /// docs/FORMAT.md §12.5): for a file whose store will hold every game it counts, each
+    /// counted into the cell its stored tags give under the file's facets (a new import with
+    /// games, or a rewrite of such files alone with the same facets). Checked when the file is
+    /// finished; call before the first entry.
+    pub fn keep_cells_as_games(&mut self) -> Result<()> {
+        if self.model.is_some() || !self.held_entries.is_empty() || self.facets.is_none() {
+            return Err(Error::Internal(
+                "cells kept as games' asked after the first entry or without facets".into(),
+            ));
+        }
+        self.game_cells = true;
+        Ok(())
     }
 
     /// The new file stores no games, whatever it carries (`compact --drop-games`).
@@ -526,6 +544,7 @@ impl BookWriter {
                 model_id: 1,
                 limit: self.limit(),
                 a_per_entry: t.a_per_entry,
+                game_cells: self.game_cells,
             },
             self.opts.level,
             t.dict.clone().map(|d| (d, 1)),
@@ -707,6 +726,16 @@ impl BookWriter {
                 let games = self.games.write(&txn, &ctx, shapes)?;
                 if games > 0 {
                     m.insert(META_GAMES_STORED, games.to_le_bytes().as_slice())?;
+                }
+                if self.game_cells {
+                    // Every move whose cells are its games' must name all its games.
+                    if games != self.meta.games {
+                        return Err(Error::Internal(format!(
+                            "cells kept as the games' in a file that stores {games} of the {} games it counts",
+                            self.meta.games
+                        )));
+                    }
+                    m.insert(META_GAME_CELLS, &b"1"[..])?;
                 }
                 mark(&format!(
                     "final transaction: game store of {games} games and its references written"

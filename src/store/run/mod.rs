@@ -299,7 +299,7 @@ impl RunWriter {
                 .codec
                 .prepare(model.as_ref(), pos, &codes, &mut p.coded)?;
         }
-        let payload = block::build_payload_with(entries, &self.prepared[..entries.len()])?;
+        let payload = block::build_payload_with(entries, &self.prepared[..entries.len()], false)?;
         let sealed =
             block::seal(&payload, model_id, Some((&mut self.comp, 0))).map_err(|e| self.io(e))?;
         self.frame(&sealed)

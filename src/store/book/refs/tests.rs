@@ -44,6 +44,13 @@ impl PositionCodec for FakeCodec {
                 mode: 0,
             },
             strength: u16::from_le_bytes([g.fields[0][0], g.fields[0][1]]),
+            // Two ratings that add up to the strength (0: none; a strength is never 1).
+            white: {
+                let s = u16::from_le_bytes([g.fields[0][0], g.fields[0][1]]);
+                s - s / 2
+            },
+            black: u16::from_le_bytes([g.fields[0][0], g.fields[0][1]]) / 2,
+            result: 3,
         }))
     }
 }
@@ -54,7 +61,7 @@ type FakeGame = (u16, u8, Vec<(u64, u16)>);
 fn games() -> impl Strategy<Value = Vec<FakeGame>> {
     proptest::collection::vec(
         (
-            0u16..4000,
+            prop_oneof![Just(0u16), 2u16..4000],
             0u8..3,
             proptest::collection::vec((0u64..12, 0u16..3), 1..30),
         ),
