@@ -27,9 +27,6 @@ pub(super) struct GameSink {
     slots: Vec<Slot>,
     /// The mainline of the game being counted (reused).
     pub(super) moves: Vec<shakmaty::Move>,
-    /// Games counted but not stored (their mainline could not be coded; none expected: a
-    /// counted game's every move is legal).
-    pub(super) unstored: u64,
 }
 
 impl GameSink {
@@ -42,22 +39,19 @@ impl GameSink {
         self.slots.len()
     }
 
-    /// Keeps the record of a counted game replayed from `start` (its moves in `self.moves`).
-    /// `max_ply`: the import's, the plies of a game it counts.
+    /// Keeps the record of a game replayed from `start` (its moves in `self.moves`), to be
+    /// counted; `max_ply`: the import's, the plies of a game it counts. A game whose record
+    /// cannot be made is refused (the import skips it): a book that stores games counts only
+    /// games it stores, which its moves that keep their cells as their games' rely on
+    /// (docs/FORMAT.md §12.5).
     pub(super) fn add(
         &mut self,
         g: &RawGame,
         start: &Chess,
         max_ply: usize,
         fingerprint: impl FnOnce() -> u128,
-    ) {
-        let rec = match gamerec::record_moves(g, start, &self.moves, max_ply, fingerprint) {
-            Ok(r) => r,
-            Err(_) => {
-                self.unstored += 1;
-                return;
-            }
-        };
+    ) -> Result<(), gamerec::RecordError> {
+        let rec = gamerec::record_moves(g, start, &self.moves, max_ply, fingerprint)?;
         let at = self.arena.len();
         for f in &rec.fields {
             crate::store::varint::put(&mut self.arena, f.len() as u64);
@@ -69,6 +63,7 @@ impl GameSink {
             at,
             len: self.arena.len() - at,
         });
+        Ok(())
     }
 
     fn game(&self, s: &Slot) -> StoredGame {

@@ -101,10 +101,11 @@ fn count_game(
             let mut moves = std::mem::take(&mut sink.moves);
             let r = replay_keeping(g, rules, plies, Some(&mut moves));
             sink.moves = moves;
-            r.map(|start| {
+            r.and_then(|start| {
                 sink.add(g, &start, rules.max_ply, || {
                     fp.unwrap_or_else(|| game_fingerprint(g))
                 })
+                .map_err(|e| SkipReason::Unreadable(format!("its mainline cannot be stored: {e}")))
             })
         }
     };
