@@ -4,7 +4,11 @@
 //! the book has no block cache, so every query reads, decompresses and walks its blocks (what
 //! the first query for a position costs; redb's page cache stays). With `FACETPROBE_SAMPLE=N`
 //! it asks N positions spread over the book instead of the start position, each once per
-//! round for five rounds, and prints the median of the last round (and of the first).
+//! round for five rounds, and prints the median of the last round (and of the first). With
+//! `FACETPROBE_VARY=1` each query's filter also takes one of 16 far-future `until` months in
+//! turn (which pass every cell the filter passes): a block keeps the answers to 8 questions,
+//! so every query walks the cells of a cached block, as the first query of a filter does once
+//! the position's block is read.
 use bookdb::ops::explorer::explore_counting;
 use bookdb::ops::facets::Counting;
 use bookdb::store::Book;
@@ -52,11 +56,24 @@ fn main() {
         let cells: usize = e.moves.iter().map(|m| m.cells.len()).sum();
         println!("start position: {} moves, {cells} cells", e.moves.len());
     }
+    let vary = std::env::var_os("FACETPROBE_VARY").is_some();
+    let countings: Vec<Counting> = (0..16)
+        .map(|i| Counting {
+            filter: CellFilter {
+                until: vary
+                    .then(|| DateBound::parse(&format!("{}-{:02}", 2098 + i / 12, 1 + i % 12)).expect("month"))
+                    .or(counting.filter.until.clone()),
+                ..counting.filter.clone()
+            },
+            history: None,
+        })
+        .collect();
     let mut ns = Vec::new();
     let mut total = 0;
     for i in 0..2200 {
+        let counting = &countings[i % countings.len()];
         let t = Instant::now();
-        let a = explore_counting(&book, &line, 12, &counting).expect("query");
+        let a = explore_counting(&book, &line, 12, counting).expect("query");
         let e = t.elapsed().as_nanos() as f64;
         total += a.white;
         if i >= 200 {

@@ -63,6 +63,9 @@ impl RewriteBudget {
             reader: CacheSizes {
                 redb_bytes: per_file / 2,
                 block_bytes: per_file / 2,
+                // A rewrite reads its files' game facts in the order of their positions
+                // (moves that keep their cells as their games'), not of their games.
+                fact_bytes: per_file,
                 ..CacheSizes::default()
             },
             mib,
@@ -91,7 +94,7 @@ mod tests {
             let bytes = mib << 20;
             let w = &b.writer;
             let sized = w.model_sample * 200 + 4 * w.commit_bytes + w.cache_bytes;
-            let read = files * (b.reader.redb_bytes + b.reader.block_bytes);
+            let read = files * (b.reader.redb_bytes + b.reader.block_bytes + b.reader.fact_bytes);
             assert!(sized + read <= bytes, "{mib} MiB, {files} files: {b:?}");
             assert_eq!(w.target_block_bytes, 1234);
         }

@@ -19,6 +19,7 @@ pub mod gamerefs;
 #[doc(hidden)]
 pub mod gamerun;
 pub mod idchunk;
+pub(crate) mod keyhash;
 pub(crate) mod rangecoder;
 pub(crate) mod record;
 pub mod refblock;

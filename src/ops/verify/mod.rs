@@ -84,6 +84,7 @@ pub fn verify_with(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport> {
     let caches = CacheSizes {
         redb_bytes: budget.redb_per_file,
         block_bytes: 0,
+        fact_bytes: budget.facts_per_file,
         ..CacheSizes::default()
     };
     let (game, book) = Game::open_with_caches(path, caches)?;

@@ -308,15 +308,19 @@ pub struct CacheSizes {
     /// Key-filter partitions each file keeps once read (past it a probe reads its partition,
     /// kept until the next such read).
     pub filter_bytes: usize,
+    /// Checked game-fact chunks each file keeps (docs/FORMAT.md §15.4), read for the moves
+    /// that keep their cells as their games' and for choices of games.
+    pub fact_bytes: usize,
 }
 
 impl Default for CacheSizes {
-    /// 64 MiB each, and 16 MiB of key filter per file.
+    /// 64 MiB each, 16 MiB of key filter and 4 MiB of game facts per file.
     fn default() -> Self {
         CacheSizes {
             redb_bytes: READER_CACHE_BYTES,
             block_bytes: DEFAULT_CACHE_BYTES,
             filter_bytes: super::filter::FILTER_CACHE_BYTES,
+            fact_bytes: super::factcache::DEFAULT_FACT_BYTES,
         }
     }
 }

@@ -319,6 +319,8 @@ pub(crate) fn fold_caches(opts: &WriterOptions) -> crate::store::CacheSizes {
         block_bytes: per_file,
         // A fold reads its segments in order and probes no key.
         filter_bytes: 0,
+        // ... and the facts of their games in the order of their positions.
+        fact_bytes: per_file,
     }
 }
 

@@ -112,6 +112,9 @@ impl BookFile {
         if let Some(filter) = f.filter.as_mut() {
             filter.set_budget(caches.filter_bytes);
         }
+        if caches.fact_bytes != super::factcache::DEFAULT_FACT_BYTES {
+            f.fact_cache = super::factcache::FactCache::with_bytes(caches.fact_bytes);
+        }
         Ok(f)
     }
 

@@ -8,7 +8,8 @@
 //! runs beside the file; reads find a position's entry and its block's chunk, and a game's
 //! facts.
 
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
+use std::hash::BuildHasherDefault;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use crate::store::error::{Corruption, Error, Result};
 use crate::store::facet::FacetSet;
 use crate::store::gameblock::StoredGame;
 use crate::store::gamerefs::{GameFacts, NEWEST, STRONGEST};
+use crate::store::keyhash::KeyHasher;
 use crate::store::refblock::{self, FACTS_PER_CHUNK, PosRefs};
 use crate::store::workers::{Pending, Workers};
 
@@ -597,12 +599,11 @@ impl BookFile {
         .map_err(|e| e.in_file(&self.path))
     }
 
-    /// A reader of this file's game facts, keeping the last chunk it read.
+    /// A reader of this file's game facts, keeping the chunks it read.
     pub fn facts_reader(&self) -> FactReader<'_> {
         FactReader {
             file: self,
-            chunks: std::collections::HashMap::new(),
-            last: None,
+            chunks: HashMap::default(),
         }
     }
 }
@@ -610,11 +611,10 @@ impl BookFile {
 /// Reads games' facts by number from one file, one chunk at a time.
 pub struct FactReader<'f> {
     file: &'f BookFile,
-    /// The chunks read (checked), by first number; at most [`FACT_CHUNKS_KEPT`].
-    chunks: std::collections::HashMap<u32, Arc<[u8]>>,
-    /// The chunk read last (a move's games are named in number order, so the next number is
-    /// mostly in it): found without hashing.
-    last: Option<(u32, Arc<[u8]>)>,
+    /// The chunks read (checked), by first number, at most [`FACT_CHUNKS_KEPT`]: one lookup
+    /// by a multiply's hash a fact, no count shared with other readers touched (a whole-file
+    /// pass reads tens of millions of facts).
+    chunks: HashMap<u32, Arc<[u8]>, BuildHasherDefault<KeyHasher>>,
 }
 
 /// Fact chunks a reader keeps (4 KiB each): a position's moves name their games in descending
@@ -625,43 +625,37 @@ impl FactReader<'_> {
     /// The facts of game `number` of the file.
     pub fn get(&mut self, number: u32) -> Result<Fact> {
         let first = number - number % FACTS_PER_CHUNK;
-        if let Some((f, bytes)) = &self.last
-            && *f == first
-        {
+        if let Some(bytes) = self.chunks.get(&first) {
             return fact_in(bytes, first, number);
         }
-        if !self.chunks.contains_key(&first)
-            && let Some(bytes) = self.file.fact_cache.get(first)
-        {
-            self.chunks.insert(first, bytes);
-        }
-        if !self.chunks.contains_key(&first) {
-            let t = self
-                .file
-                .ref_tables()
-                .and_then(|t| t.facts.as_ref())
-                .ok_or_else(|| bad(format!("game {number}"), "the file holds no facts"))?;
-            let bytes = shield("reading game facts", || {
-                Ok(t.get(first)?.map(|v| v.value().to_vec()))
-            })
-            .map_err(|e| e.in_file(&self.file.path))?
-            .ok_or_else(|| bad(format!("facts of game {number}"), "no chunk holds them"))?;
-            refblock::check_facts(&bytes).map_err(|e| bad(format!("fact chunk {first}"), e))?;
-            if self.chunks.len() >= FACT_CHUNKS_KEPT {
-                self.chunks.clear();
+        let bytes = match self.file.fact_cache.get(first) {
+            Some(bytes) => bytes,
+            None => {
+                let bytes = self.read_chunk(first, number)?;
+                self.file.fact_cache.put(first, bytes.clone());
+                bytes
             }
-            let bytes: Arc<[u8]> = bytes.into();
-            self.file.fact_cache.put(first, bytes.clone());
-            self.chunks.insert(first, bytes);
+        };
+        if self.chunks.len() >= FACT_CHUNKS_KEPT {
+            self.chunks.clear();
         }
-        let bytes = self
-            .chunks
-            .get(&first)
-            .ok_or_else(|| Error::Internal("fact chunk".into()))?
-            .clone();
-        let fact = fact_in(&bytes, first, number);
-        self.last = Some((first, bytes));
-        fact
+        fact_in(self.chunks.entry(first).or_insert(bytes), first, number)
+    }
+
+    /// Reads and checks the chunk from game `first` (for game `number`) from the file.
+    fn read_chunk(&self, first: u32, number: u32) -> Result<Arc<[u8]>> {
+        let t = self
+            .file
+            .ref_tables()
+            .and_then(|t| t.facts.as_ref())
+            .ok_or_else(|| bad(format!("game {number}"), "the file holds no facts"))?;
+        let bytes = shield("reading game facts", || {
+            Ok(t.get(first)?.map(|v| v.value().to_vec()))
+        })
+        .map_err(|e| e.in_file(&self.file.path))?
+        .ok_or_else(|| bad(format!("facts of game {number}"), "no chunk holds them"))?;
+        refblock::check_facts(&bytes).map_err(|e| bad(format!("fact chunk {first}"), e))?;
+        Ok(bytes.into())
     }
 }
 

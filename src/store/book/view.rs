@@ -99,6 +99,7 @@ impl Book {
     }
 
     /// [`Book::open`] with both caches (redb's pages, opened blocks) at `cache_bytes` each
+    /// (and game facts at a quarter of it)
     /// for all the book's files together (split evenly, at least 1 MiB a file) instead of
     /// 64 MiB a file: for an import's lookups, which must stay within its memory budget
     /// however many segments the book has. The lookups go in key order, so each file needs
@@ -115,6 +116,9 @@ impl Book {
             redb_bytes: per_file,
             block_bytes: per_file,
             filter_bytes: 0,
+            // Lookups in key order read few games' facts (those of moves that keep their cells
+            // as their games'), scattered over the file's games.
+            fact_bytes: per_file / 4,
         };
         Self::open_view(path, &codec, None, caches, false)
     }

@@ -3,7 +3,9 @@
 //! apart, and an estimate of the bytes they hold.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
+
+use crate::store::keyhash::KeyHasher;
 
 use super::entry::{BestMove, Entry};
 use super::file::Item;
@@ -69,26 +71,6 @@ impl Held {
 enum Slot {
     One(Held),
     Many(Vec<Held>),
-}
-
-/// Keys are hashes already (Zobrist or xxh3 keys): the map uses them as they are, mixed by a
-/// multiply so that low-bit test keys still spread.
-#[derive(Default)]
-pub(crate) struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, k: u64) {
-        self.0 = k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
 }
 
 /// Bytes one held position costs besides its heap parts: the slot, the key and the hash
