@@ -61,8 +61,11 @@ fn main() {
         .map(|i| Counting {
             filter: CellFilter {
                 until: vary
-                    .then(|| DateBound::parse(&format!("{}-{:02}", 2098 + i / 12, 1 + i % 12)).expect("month"))
-                    .or(counting.filter.until.clone()),
+                    .then(|| {
+                        DateBound::parse(&format!("{}-{:02}", 2098 + i / 12, 1 + i % 12))
+                            .expect("month")
+                    })
+                    .or(counting.filter.until),
                 ..counting.filter.clone()
             },
             history: None,
