@@ -85,7 +85,8 @@ fn main() {
     }
     ns.sort_by(f64::total_cmp);
     println!(
-        "median {:.1} us  p90 {:.1} us  (white total {})",
+        "p10 {:.1} us  median {:.1} us  p90 {:.1} us  (white total {})",
+        ns[ns.len() / 10] / 1e3,
         ns[ns.len() / 2] / 1e3,
         ns[ns.len() * 9 / 10] / 1e3,
         total / 2200

@@ -311,30 +311,47 @@ fn walk_cells(
         return Some(1);
     }
     let mut prev = 0u64;
-    let mut last: Option<CellId> = None;
-    let mut sum = CellStat::default();
+    // The previous cell's id plus one (ids strictly increase; 0 before the first).
+    let mut next_id = 0u64;
+    // The sums of the six counters the move keeps: one game a result (kinds 0–7, nearly every
+    // cell of a large position) adds one to its result's count. An overflow is malformed.
+    let mut results = [0u64; 4];
+    let (mut rating_sum, mut rating_count) = (0u64, 0u64);
     for _ in 0..n {
-        let period = prev.checked_add(varint::get(data, pos)?)?;
+        let delta = match data.get(*pos) {
+            Some(&b) if b < 0x80 => {
+                *pos += 1;
+                u64::from(b)
+            }
+            _ => varint::get(data, pos)?,
+        };
+        let period = prev.checked_add(delta)?;
         prev = period;
-        let attrs = *data.get(*pos)?;
-        let kind = *data.get(*pos + 1)?;
+        let (&attrs, &kind) = (data.get(*pos)?, data.get(*pos + 1)?);
         *pos += 2;
+        let cell = id(period, attrs)?;
+        if u64::from(cell.0) < next_id {
+            return None;
+        }
+        next_id = u64::from(cell.0) + 1;
         let mut c = CellStat {
-            cell: id(period, attrs)?,
+            cell,
             ..CellStat::default()
         };
         match kind & 0x0f {
             k @ 0..=7 => {
                 // One game of result k & 3 (white, draw, black, unknown), without branching
                 // on a result the data makes unpredictable.
-                let r = k & 3;
-                c.white = u64::from(r == 0);
-                c.draws = u64::from(r == 1);
-                c.black = u64::from(r == 2);
-                c.unknown = u64::from(r == 3);
+                let r = usize::from(k & 3);
+                let mut one = [0u64; 4];
+                one[r] = 1;
+                [c.white, c.draws, c.black, c.unknown] = one;
+                results[r] += 1;
                 if k >= 4 {
                     c.rating_sum = varint::get(data, pos)?;
                     c.rating_count = 1;
+                    rating_sum = rating_sum.checked_add(c.rating_sum)?;
+                    rating_count += 1;
                 }
             }
             CELL_GENERAL => {
@@ -344,6 +361,17 @@ fn walk_cells(
                 c.unknown = varint::get(data, pos)?;
                 c.rating_sum = varint::get(data, pos)?;
                 c.rating_count = varint::get(data, pos)?;
+                if c.games() == 0 {
+                    return None;
+                }
+                for (r, v) in results
+                    .iter_mut()
+                    .zip([c.white, c.draws, c.black, c.unknown])
+                {
+                    *r = r.checked_add(v)?;
+                }
+                rating_sum = rating_sum.checked_add(c.rating_sum)?;
+                rating_count = rating_count.checked_add(c.rating_count)?;
             }
             _ => return None,
         }
@@ -352,28 +380,14 @@ fn walk_cells(
             return None;
         }
         get_opp(data, pos, &mut c, ok)?;
-        if c.games() == 0 || last.is_some_and(|p| p >= c.cell) {
-            return None;
-        }
-        last = Some(c.cell);
-        sum.add(&c);
         sink(c);
     }
-    let same = (
-        sum.white,
-        sum.draws,
-        sum.black,
-        sum.unknown,
-        sum.rating_sum,
-        sum.rating_count,
-    ) == (
-        totals.white,
-        totals.draws,
-        totals.black,
-        totals.unknown,
-        totals.rating_sum,
-        totals.rating_count,
-    );
+    let same = (results, rating_sum, rating_count)
+        == (
+            [totals.white, totals.draws, totals.black, totals.unknown],
+            totals.rating_sum,
+            totals.rating_count,
+        );
     same.then_some(n)
 }
 

@@ -499,6 +499,7 @@ impl<'f> CellMatcher<'f> {
         }
     }
 
+    #[inline]
     pub(crate) fn passes(&mut self, id: CellId) -> bool {
         if !self
             .attrs
