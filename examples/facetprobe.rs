@@ -91,6 +91,11 @@ fn main() {
         ns[ns.len() * 9 / 10] / 1e3,
         total / 2200
     );
+    println!(
+        "kept: {} answers, {} entries with every cell",
+        book.kept_answers(),
+        book.kept_every_cells()
+    );
 }
 
 /// The median query time over `n` positions spread over the book, per round.

@@ -307,6 +307,83 @@ fn kept_answers_equal_fresh_ones() {
     );
 }
 
+/// A position asked a second filter keeps its entry read with every cell with its block, and
+/// answers further filters and histories from it: every position of a faceted book, asked
+/// under four filters and with every cell, twice, answers as a book read without a block
+/// cache does.
+#[test]
+fn answers_made_from_kept_cells_equal_fresh_ones() {
+    use bookdb::store::cells::CellRead;
+    use bookdb::store::facet::{CellFilter, DateBound};
+    use bookdb::store::{Book, CacheSizes};
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = tagged_sample(dir.path());
+    let book = dir.path().join("t.book");
+    Bookdb::import(&[&a, &b], &book).arg("--quiet").ok();
+    let cached = Book::open(&book, bookdb::chess_codec()).unwrap();
+    let uncached = Book::open_with_caches(
+        &book,
+        bookdb::chess_codec(),
+        CacheSizes {
+            block_bytes: 0,
+            ..CacheSizes::default()
+        },
+    )
+    .unwrap();
+    let positions: Vec<Vec<u8>> = uncached
+        .iter()
+        .unwrap()
+        .filter_map(|e| e.unwrap().pos)
+        .collect();
+    let filters = [
+        CellFilter {
+            speeds: Some(CellFilter::parse_speeds("blitz,rapid").unwrap()),
+            ..CellFilter::default()
+        },
+        CellFilter {
+            groups: Some(CellFilter::parse_ratings("1600,1800").unwrap()),
+            ..CellFilter::default()
+        },
+        CellFilter {
+            since: Some(DateBound::parse("2016-03").unwrap()),
+            until: Some(DateBound::parse("2019-11").unwrap()),
+            ..CellFilter::default()
+        },
+        CellFilter {
+            speeds: Some(CellFilter::parse_speeds("bullet,classical").unwrap()),
+            groups: Some(CellFilter::parse_ratings("2000,2200,2500").unwrap()),
+            since: Some(DateBound::parse("2014").unwrap()),
+            ..CellFilter::default()
+        },
+    ];
+    let mut filtered_moves = 0;
+    for round in 0..2 {
+        for p in &positions {
+            for f in &filters {
+                let fresh = uncached.lookup_read(p, CellRead::Passing(f)).unwrap();
+                filtered_moves += fresh.as_ref().map_or(0, |e| e.moves.len());
+                assert_eq!(
+                    cached.lookup_read(p, CellRead::Passing(f)).unwrap(),
+                    fresh,
+                    "round {round}, {f:?}"
+                );
+            }
+            assert_eq!(
+                cached.lookup_read(p, CellRead::All).unwrap(),
+                uncached.lookup_read(p, CellRead::All).unwrap(),
+                "round {round}, every cell"
+            );
+        }
+        let kept = cached.kept_every_cells();
+        assert!(
+            kept >= 1,
+            "round {round}: {kept} entries kept with every cell"
+        );
+    }
+    assert!(filtered_moves > 0);
+    assert_eq!(uncached.kept_every_cells(), 0);
+}
+
 /// A file keeps what its references chose for a position (`store::book::KeptGames`) when the
 /// choice read many references; a kept choice gives the answer a fresh book gives, for every
 /// position, filter and list asked, asked twice.

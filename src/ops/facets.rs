@@ -130,6 +130,10 @@ pub fn history(
     // Periods as month numbers (year · 12 + month − 1) or years.
     let mut sums: BTreeMap<u32, [u64; 3]> = BTreeMap::new();
     for m in e.map(|e| e.moves.as_slice()).unwrap_or_default() {
+        // A move's cells come in period order: each run of one period is summed apart and
+        // added to the map once (the start position of a large book has tens of thousands
+        // of cells in a few hundred periods).
+        let mut run: Option<(u32, [u64; 3])> = None;
         for c in &m.cells {
             let Some(cell) = Cell::from_id(c.cell) else {
                 continue;
@@ -140,10 +144,21 @@ pub fn history(
                 (p, true) => u32::from(p.year().unwrap_or(0)),
                 (Period::Month(y, mo), false) => u32::from(y) * 12 + u32::from(mo) - 1,
             };
-            let s = sums.entry(at).or_default();
-            s[0] += c.white;
-            s[1] += c.draws;
-            s[2] += c.black;
+            match &mut run {
+                Some((p, s)) if *p == at => {
+                    s[0] += c.white;
+                    s[1] += c.draws;
+                    s[2] += c.black;
+                }
+                _ => {
+                    if let Some((p, s)) = run.replace((at, [c.white, c.draws, c.black])) {
+                        add_period(&mut sums, p, s);
+                    }
+                }
+            }
+        }
+        if let Some((p, s)) = run {
+            add_period(&mut sums, p, s);
         }
     }
     let bound = |b: DateBound, end: bool| -> u32 {
@@ -182,9 +197,100 @@ pub fn history(
         .collect()
 }
 
+/// Adds a period's sums (white, draws, black) to a history's.
+fn add_period(sums: &mut std::collections::BTreeMap<u32, [u64; 3]>, at: u32, s: [u64; 3]) {
+    let t = sums.entry(at).or_default();
+    for (t, s) in t.iter_mut().zip(s) {
+        *t += s;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sums of (white, draws, black) by period the plain way: one map entry a cell.
+    fn naive(e: &Entry, by_year: bool) -> Vec<(u32, [u64; 3])> {
+        let mut sums: std::collections::BTreeMap<u32, [u64; 3]> = Default::default();
+        for c in e.moves.iter().flat_map(|m| &m.cells) {
+            let cell = Cell::from_id(c.cell).unwrap();
+            let at = match (cell.period, by_year) {
+                (Period::Undated, _) | (Period::Year(_), false) => continue,
+                (p, true) => u32::from(p.year().unwrap()),
+                (Period::Month(y, mo), false) => u32::from(y) * 12 + u32::from(mo) - 1,
+            };
+            let s = sums.entry(at).or_default();
+            s[0] += c.white;
+            s[1] += c.draws;
+            s[2] += c.black;
+        }
+        sums.into_iter().collect()
+    }
+
+    #[test]
+    fn history_sums_runs_of_a_period_as_cells_one_by_one() {
+        use crate::store::entry::MoveRec;
+        use crate::store::facet::CellStat;
+        let mut moves = Vec::new();
+        let mut x = 7u64;
+        for mv in 0..5u16 {
+            let mut cells = Vec::new();
+            for i in 0..300u64 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let period = match (x >> 33) % 9 {
+                    0 => Period::Undated,
+                    1 => Period::Year(2000 + (i / 40) as u16),
+                    _ => Period::Month(2000 + (i / 40) as u16, 1 + ((i / 7) % 12) as u8),
+                };
+                let cell = Cell {
+                    period,
+                    speed: ((x >> 20) % 6) as u8,
+                    group: ((x >> 24) % 9) as u8,
+                    mode: ((x >> 28) % 2) as u8,
+                };
+                cells.push(CellStat {
+                    cell: cell.id(),
+                    white: x % 3,
+                    draws: (x >> 3) % 2,
+                    black: 1 + (x >> 5) % 2,
+                    ..CellStat::default()
+                });
+            }
+            cells.sort_by_key(|c| c.cell);
+            cells.dedup_by_key(|c| c.cell);
+            moves.push(MoveRec {
+                mv,
+                cells,
+                ..MoveRec::default()
+            });
+        }
+        let e = Entry {
+            moves,
+            ..Entry::default()
+        };
+        for by_year in [false, true] {
+            let want = naive(&e, by_year);
+            let got: Vec<(u32, [u64; 3])> = history(Some(&e), None, None, by_year)
+                .into_iter()
+                .map(|p| {
+                    let at = match (&p.month, p.year) {
+                        (Some(m), _) => {
+                            let (y, mo) = m.split_once('-').unwrap();
+                            y.parse::<u32>().unwrap() * 12 + mo.parse::<u32>().unwrap() - 1
+                        }
+                        (None, Some(y)) => u32::from(y),
+                        (None, None) => unreachable!(),
+                    };
+                    (at, [p.white, p.draws, p.black])
+                })
+                .filter(|(_, s)| s.iter().any(|&v| v > 0))
+                .collect();
+            assert!(want.len() > 5, "{} periods", want.len());
+            assert_eq!(got, want, "by year: {by_year}");
+        }
+    }
 
     #[test]
     fn performance_is_lilas() {

@@ -22,6 +22,47 @@ impl CellFilter {
     }
 }
 
+/// What a read of `all`'s position with [`CellRead::Passing`]`(filter)` gives, from `all`, the
+/// entry read with every cell: each move with cells keeps those `filter` counts and its
+/// counters become their sums; a move without cells stays as it is.
+pub(crate) fn passing_of(all: &Entry, filter: &CellFilter) -> Entry {
+    let mut matcher = CellMatcher::new(filter);
+    let moves = all
+        .moves
+        .iter()
+        .map(|m| {
+            let mut out = MoveRec {
+                mv: m.mv,
+                white: m.white,
+                draws: m.draws,
+                black: m.black,
+                unknown: m.unknown,
+                rating_sum: m.rating_sum,
+                rating_count: m.rating_count,
+                extra: m.extra,
+                cells: Vec::new(),
+                indexed: m.indexed,
+            };
+            if !m.cells.is_empty() {
+                out.cells = m
+                    .cells
+                    .iter()
+                    .filter(|c| matcher.passes(c.cell))
+                    .copied()
+                    .collect();
+                set_totals(&mut out);
+            }
+            out
+        })
+        .collect();
+    Entry {
+        key: all.key,
+        pos: all.pos.clone(),
+        moves,
+        coded: all.coded.clone(),
+    }
+}
+
 /// The opponent's rating sum and count over a move's cells (0, 0 without cells).
 pub fn opponent_ratings(m: &MoveRec) -> (u64, u64) {
     m.cells.iter().fold((0u64, 0u64), |(s, n), c| {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use crate::store::block::{BlockView, ColumnRanges, Decompressors};
 use crate::store::cells::CellRead;
 use crate::store::entry::Entry;
-use crate::store::error::DecompressError;
+use crate::store::error::{Corruption, DecompressError};
 use crate::store::facet::{CellFilter, CellStat};
 use crate::store::refblock::EntryRefs;
 
@@ -90,6 +90,18 @@ pub(super) struct CachedBlock {
     /// Counted in the cache's bytes ([`BlockCache::keep_refs`]).
     pub(super) refs: std::sync::OnceLock<Arc<Vec<EntryRefs>>>,
     refs_bytes: AtomicUsize,
+    /// The block's heaviest entry asked under a second filter (or with its history), read
+    /// with every cell: each further filter is answered from it without walking the stored
+    /// cells ([`BlockCache::keep_every_cell`]; one a block, counted in the cache's bytes).
+    every_cell: RwLock<Option<EveryCell>>,
+    every_cell_bytes: AtomicUsize,
+}
+
+/// An entry read with every cell ([`CellRead::All`]), kept with its cached block.
+struct EveryCell {
+    coded: Box<[u8]>,
+    entry: Arc<Entry>,
+    bytes: usize,
 }
 
 impl CachedBlock {
@@ -112,7 +124,29 @@ impl CachedBlock {
             answers_bytes: AtomicUsize::new(0),
             refs: std::sync::OnceLock::new(),
             refs_bytes: AtomicUsize::new(0),
+            every_cell: RwLock::new(None),
+            every_cell_bytes: AtomicUsize::new(0),
         }
+    }
+
+    /// The entry stored as `coded` read with every cell, if the block keeps it.
+    pub(super) fn every_cell(&self, coded: &[u8]) -> Option<Arc<Entry>> {
+        if self.every_cell_bytes.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let g = self.every_cell.read().ok()?;
+        g.as_ref()
+            .filter(|k| *k.coded == *coded)
+            .map(|k| k.entry.clone())
+    }
+
+    /// Whether the block keeps an answer to a filter of the entry stored as `coded`.
+    pub(super) fn answers_a_filter(&self, coded: &[u8]) -> bool {
+        self.answers_bytes.load(Ordering::Relaxed) > 0
+            && self.answers.read().is_ok_and(|g| {
+                g.iter()
+                    .any(|(k, _, _)| *k.coded == *coded && k.filter.is_some())
+            })
     }
 
     /// The kept answer to `read` of the entry stored as `coded`, if any (no lock, no
@@ -139,6 +173,7 @@ impl CachedBlock {
             + 64
             + self.answers_bytes.load(Ordering::Relaxed)
             + self.refs_bytes.load(Ordering::Relaxed)
+            + self.every_cell_bytes.load(Ordering::Relaxed)
     }
 }
 
@@ -149,12 +184,17 @@ pub(super) fn worth_keeping(cell_bytes: usize) -> bool {
 
 /// Heap bytes of a kept answer (an estimate, for the cache's count).
 fn answer_bytes(key: &AnswerKey, e: &Entry) -> usize {
+    key.bytes() + entry_bytes(e)
+}
+
+/// Heap bytes of a kept entry (an estimate, for the cache's count).
+fn entry_bytes(e: &Entry) -> usize {
     let moves: usize = e
         .moves
         .iter()
         .map(|m| std::mem::size_of_val(m) + m.cells.len() * std::mem::size_of::<CellStat>())
         .sum();
-    key.bytes() + e.pos.as_ref().map_or(0, Vec::len) + moves + std::mem::size_of::<Entry>() + 64
+    e.pos.as_ref().map_or(0, Vec::len) + moves + std::mem::size_of::<Entry>() + 64
 }
 
 impl BlockCache {
@@ -249,6 +289,100 @@ impl BlockCache {
         g.used += bytes;
     }
 
+    /// Keeps `e`, the entry stored as `coded` read with every cell, with the cached block
+    /// `blk` starting at `first` (in place of the one it kept), its bytes counted in the
+    /// cache's. Nothing is kept when the block is no longer the cached one, or when the entry
+    /// would take more than an eighth of the cache.
+    pub(super) fn keep_every_cell(
+        &self,
+        first: u64,
+        blk: &Arc<CachedBlock>,
+        coded: &[u8],
+        e: Entry,
+    ) {
+        let bytes = coded.len() + entry_bytes(&e);
+        if self.limit == 0 || bytes > self.limit / 8 {
+            return;
+        }
+        let Ok(mut g) = self.map.write() else {
+            return;
+        };
+        if !g.blocks.get(&first).is_some_and(|b| Arc::ptr_eq(b, blk)) {
+            return;
+        }
+        let Ok(mut slot) = blk.every_cell.write() else {
+            return;
+        };
+        if let Some(old) = slot.take() {
+            g.used -= old.bytes;
+        }
+        *slot = Some(EveryCell {
+            coded: coded.into(),
+            entry: Arc::new(e),
+            bytes,
+        });
+        blk.every_cell_bytes.store(bytes, Ordering::Relaxed);
+        g.used += bytes;
+    }
+
+    /// The kept answer to `read` of the entry stored as `coded` in the cached block `blk`
+    /// (starting at `first`): the one kept for that question, or one made from the entry kept
+    /// read with every cell (then kept for the question).
+    pub(super) fn kept_answer(
+        &self,
+        first: u64,
+        blk: &Arc<CachedBlock>,
+        coded: &[u8],
+        read: CellRead,
+    ) -> Option<Entry> {
+        if let Some(e) = blk.answer(coded, read) {
+            return Some(e);
+        }
+        let all = blk.every_cell(coded)?;
+        let e = match read {
+            CellRead::All => (*all).clone(),
+            CellRead::Passing(f) => crate::store::cells::passing_of(&all, f),
+            CellRead::Totals | CellRead::Skip => return None,
+        };
+        if let Some(k) = AnswerKey::of(coded, read) {
+            self.keep_answer(first, blk, k, &e);
+        }
+        Some(e)
+    }
+
+    /// Keeps what a read of the entry stored as `coded` in the cached block `blk` (starting
+    /// at `first`) found, `e`, when the read walked at least [`ANSWER_MIN_CELL_BYTES`] of
+    /// cells: the answer to `read`, and the entry read with every cell when `read` was one
+    /// (a history) or was the entry's second filter (`every_cell` reads it then).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn keep_read(
+        &self,
+        first: u64,
+        blk: &Arc<CachedBlock>,
+        coded: &[u8],
+        read: CellRead,
+        e: &Entry,
+        cell_bytes: usize,
+        every_cell: impl FnOnce() -> Result<Option<Entry>, Corruption>,
+    ) -> Result<(), Corruption> {
+        if self.limit == 0 || !worth_keeping(cell_bytes) {
+            return Ok(());
+        }
+        match read {
+            CellRead::All => self.keep_every_cell(first, blk, coded, e.clone()),
+            CellRead::Passing(_) if blk.answers_a_filter(coded) => {
+                if let Some(all) = every_cell()? {
+                    self.keep_every_cell(first, blk, coded, all);
+                }
+            }
+            _ => {}
+        }
+        if let Some(k) = AnswerKey::of(coded, read) {
+            self.keep_answer(first, blk, k, e);
+        }
+        Ok(())
+    }
+
     /// Keeps `refs`, the decoded reference chunk of the cached block `blk` starting at
     /// `first`, with it, its bytes counted in the cache's (nothing is kept when the block is no
     /// longer the cached one, or keeps its chunk already).
@@ -284,6 +418,16 @@ impl BlockCache {
             .map(|b| b.answers.read().map_or(0, |t| t.len()))
             .sum();
         (kept, g.used)
+    }
+
+    /// The entries kept read with every cell with the cached blocks.
+    pub(super) fn kept_every_cells(&self) -> usize {
+        self.map.read().map_or(0, |g| {
+            g.blocks
+                .values()
+                .filter(|b| b.every_cell_bytes.load(Ordering::Relaxed) > 0)
+                .count()
+        })
     }
 
     pub(super) fn clear(&self) {

@@ -253,6 +253,11 @@ impl BookFile {
         self.cache.kept_answers().0
     }
 
+    /// Entries kept read with every cell with this file's cached blocks.
+    pub(crate) fn kept_every_cells(&self) -> usize {
+        self.cache.kept_every_cells()
+    }
+
     /// Bytes of key-filter partitions held.
     pub(crate) fn filter_held_bytes(&self) -> usize {
         self.filter.as_ref().map_or(0, |f| f.held_bytes())
@@ -530,21 +535,23 @@ impl BookFile {
         let model = self.model(block_key, blk.model_id)?;
         let mut coded = Vec::with_capacity(32);
         model.encode(pos, &mut coded)?;
-        // The answer of an entry with many cells, unfiltered or filtered, is kept with its
-        // cached block.
-        if let Some(e) = blk.answer(&coded, read) {
+        // An entry with many cells keeps its answers with its cached block, and once asked a
+        // second filter, itself read with every cell (docs/PERFORMANCE.md, "Kept answers").
+        if let Some(e) = self.cache.kept_answer(block_key, &blk, &coded, read) {
             return Ok(Some(e));
         }
         let found = view.find_coded_sized(key, &coded, Some(pos), &*self.codec, model, read)?;
-        Ok(found.map(|(e, cell_bytes)| {
-            if self.cache.limit > 0
-                && worth_keeping(cell_bytes)
-                && let Some(k) = AnswerKey::of(&coded, read)
-            {
-                self.cache.keep_answer(block_key, &blk, k, &e);
-            }
-            e
-        }))
+        let Some((e, cell_bytes)) = found else {
+            return Ok(None);
+        };
+        self.cache
+            .keep_read(block_key, &blk, &coded, read, &e, cell_bytes, || {
+                let all = CellRead::All;
+                let found =
+                    view.find_coded_sized(key, &coded, Some(pos), &*self.codec, model, all)?;
+                Ok(found.map(|(all, _)| all))
+            })?;
+        Ok(Some(e))
     }
 
     /// As [`BookFile::lookup_blocks`] without the block cache: reads through redb each time.

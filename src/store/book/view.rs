@@ -359,6 +359,13 @@ impl Book {
         self.files.iter().map(|f| f.kept_answers()).sum()
     }
 
+    /// Entries the book's block caches keep read with every cell (for tests: a position asked
+    /// a second filter keeps its cells with its block).
+    #[doc(hidden)]
+    pub fn kept_every_cells(&self) -> usize {
+        self.files.iter().map(|f| f.kept_every_cells()).sum()
+    }
+
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
