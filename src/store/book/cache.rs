@@ -67,6 +67,28 @@ pub(super) struct CacheMap {
     evict: u64,
 }
 
+impl CacheMap {
+    /// Evicts pseudo-random blocks (never the one starting at `spare`) until the bytes in use
+    /// are at most `bytes` or no other block is left.
+    fn evict_until(&mut self, bytes: usize, spare: Option<u64>) {
+        while self.used > bytes && self.blocks.keys().any(|&k| Some(k) != spare) {
+            self.evict = self
+                .evict
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let victim = self
+                .blocks
+                .range(self.evict..)
+                .map(|(&k, _)| k)
+                .find(|&k| Some(k) != spare)
+                .or_else(|| self.blocks.keys().copied().find(|&k| Some(k) != spare));
+            if let Some(old) = victim.and_then(|k| self.blocks.remove(&k)) {
+                self.used -= old.bytes();
+            }
+        }
+    }
+}
+
 pub(super) struct CachedBlock {
     pub(super) count: usize,
     pub(super) model_id: u16,
@@ -230,21 +252,7 @@ impl BlockCache {
         if let Ok(mut g) = self.map.write() {
             let g = &mut *g;
             // Pseudo-random eviction until the new block fits.
-            while g.used + b.bytes() > self.limit && !g.blocks.is_empty() {
-                g.evict = g
-                    .evict
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let victim = g
-                    .blocks
-                    .range(g.evict..)
-                    .next()
-                    .or_else(|| g.blocks.iter().next())
-                    .map(|(&k, _)| k);
-                if let Some(old) = victim.and_then(|k| g.blocks.remove(&k)) {
-                    g.used -= old.bytes();
-                }
-            }
+            g.evict_until(self.limit.saturating_sub(b.bytes()), None);
             g.used += b.bytes();
             if let Some(old) = g.blocks.insert(key, b) {
                 g.used -= old.bytes();
@@ -287,6 +295,8 @@ impl BlockCache {
         kept.push((key, e.clone(), bytes));
         blk.answers_bytes.fetch_add(bytes, Ordering::Relaxed);
         g.used += bytes;
+        drop(kept);
+        g.evict_until(self.limit, Some(first));
     }
 
     /// Keeps `e`, the entry stored as `coded` read with every cell, with the cached block
@@ -323,6 +333,7 @@ impl BlockCache {
         });
         blk.every_cell_bytes.store(bytes, Ordering::Relaxed);
         g.used += bytes;
+        g.evict_until(self.limit, Some(first));
     }
 
     /// The kept answer to `read` of the entry stored as `coded` in the cached block `blk`
@@ -546,6 +557,19 @@ mod tests {
         ))
     }
 
+    /// An entry of one move with `n` cells.
+    fn cells_entry(n: u32) -> Entry {
+        let mut e = entry(u64::from(n));
+        e.moves[0].cells = (0..n)
+            .map(|i| CellStat {
+                cell: crate::store::facet::CellId(i << 8),
+                white: 1,
+                ..CellStat::default()
+            })
+            .collect();
+        e
+    }
+
     fn entry(games: u64) -> Entry {
         Entry {
             key: 7,
@@ -606,5 +630,57 @@ mod tests {
         // Replacing the block takes its kept answers' bytes out of the count.
         cache.put(10, b.clone());
         assert_eq!(cache.kept_answers(), (0, b.bytes()));
+    }
+
+    #[test]
+    fn an_entry_of_every_cell_is_kept_once_a_block_counted_and_within_the_limit() {
+        let cache = BlockCache::new(200_000);
+        let blocks: Vec<Arc<CachedBlock>> = (0..20).map(|_| block(9_600)).collect();
+        for (i, b) in blocks.iter().enumerate() {
+            cache.put(i as u64 * 10, b.clone());
+        }
+        let a = &blocks[19];
+        let used = cache.kept_answers().1;
+        assert!(used <= 200_000);
+        let blitz = CellFilter {
+            speeds: Some(1 << 3),
+            ..CellFilter::default()
+        };
+        assert!(a.every_cell(b"xy").is_none());
+        assert!(!a.answers_a_filter(b"xy"));
+        cache.keep_answer(
+            190,
+            a,
+            AnswerKey::of(b"xy", CellRead::Totals).unwrap(),
+            &entry(1),
+        );
+        assert!(
+            !a.answers_a_filter(b"xy"),
+            "an unfiltered answer is not a filter's"
+        );
+        let k = AnswerKey::of(b"xy", CellRead::Passing(&blitz)).unwrap();
+        cache.keep_answer(190, a, k, &entry(1));
+        assert!(a.answers_a_filter(b"xy") && !a.answers_a_filter(b"zz"));
+        // Kept for its entry only, replaced by the next, counted in the cache's bytes.
+        cache.keep_every_cell(190, a, b"xy", cells_entry(40));
+        assert_eq!(a.every_cell(b"xy").as_deref(), Some(&cells_entry(40)));
+        assert!(a.every_cell(b"zz").is_none());
+        assert_eq!(cache.map.read().unwrap().blocks.len(), 20, "room enough");
+        cache.keep_every_cell(190, a, b"zz", cells_entry(100));
+        assert!(a.every_cell(b"xy").is_none());
+        assert_eq!(cache.kept_every_cells(), 1);
+        // Other blocks went to make room; the keeping block stayed.
+        let (_, used) = cache.kept_answers();
+        assert!(used <= 200_000, "{used}");
+        assert!(cache.get(190).is_some());
+        assert!(cache.map.read().unwrap().blocks.len() < 20);
+        // More than an eighth of the cache is not kept; a block not cached keeps nothing.
+        let big = cells_entry(1_000);
+        assert!(entry_bytes(&big) > 200_000 / 8);
+        cache.keep_every_cell(190, a, b"big", big);
+        assert!(a.every_cell(b"big").is_none());
+        let other = block(10);
+        cache.keep_every_cell(190, &other, b"xy", entry(1));
+        assert!(other.every_cell(b"xy").is_none());
     }
 }
