@@ -368,11 +368,43 @@ fn answers_made_from_kept_cells_equal_fresh_ones() {
                     "round {round}, {f:?}"
                 );
             }
+            let all = uncached.lookup_read(p, CellRead::All).unwrap();
             assert_eq!(
                 cached.lookup_read(p, CellRead::All).unwrap(),
-                uncached.lookup_read(p, CellRead::All).unwrap(),
+                all,
                 "round {round}, every cell"
             );
+            // By period: each move's cells of a period summed into the period's cell.
+            let by_period = uncached.lookup_read(p, CellRead::ByPeriod).unwrap();
+            assert_eq!(
+                cached.lookup_read(p, CellRead::ByPeriod).unwrap(),
+                by_period,
+                "round {round}, by period"
+            );
+            let want = all.map(|mut e| {
+                for m in &mut e.moves {
+                    let mut cells: Vec<bookdb::store::facet::CellStat> = Vec::new();
+                    for c in &m.cells {
+                        let period = bookdb::store::facet::CellId(c.cell.0 & !0xff);
+                        match cells.last_mut() {
+                            Some(l) if l.cell == period => {
+                                l.white += c.white;
+                                l.draws += c.draws;
+                                l.black += c.black;
+                                l.unknown += c.unknown;
+                                l.rating_sum += c.rating_sum;
+                                l.rating_count += c.rating_count;
+                                l.opp_sum += c.opp_sum;
+                                l.opp_count += c.opp_count;
+                            }
+                            _ => cells.push(bookdb::store::facet::CellStat { cell: period, ..*c }),
+                        }
+                    }
+                    m.cells = cells;
+                }
+                e
+            });
+            assert_eq!(by_period, want, "round {round}: by period, summed");
         }
         let kept = cached.kept_every_cells();
         assert!(

@@ -47,12 +47,13 @@ pub struct Counting {
 
 impl Counting {
     /// What a lookup must keep of a move's cells to answer this: the passing cells under a
-    /// filter, every cell for an unfiltered history, only the totals otherwise.
+    /// filter, the cells summed by period for an unfiltered history, only the totals
+    /// otherwise.
     pub fn cell_read(&self) -> crate::store::cells::CellRead<'_> {
         use crate::store::cells::CellRead;
         match (self.filter.is_empty(), self.history) {
             (false, _) => CellRead::Passing(&self.filter),
-            (true, Some(_)) => CellRead::All,
+            (true, Some(_)) => CellRead::ByPeriod,
             (true, None) => CellRead::Totals,
         }
     }

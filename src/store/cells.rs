@@ -22,6 +22,62 @@ impl CellFilter {
     }
 }
 
+/// Adds cell `c` (cells come in id order, so by period) to `cells` as its period's cell.
+fn push_by_period(cells: &mut Vec<CellStat>, mut c: CellStat) {
+    let period = CellId(c.cell.0 & !0xff);
+    match cells.last_mut() {
+        Some(last) if last.cell == period => last.add(&c),
+        _ => {
+            c.cell = period;
+            cells.push(c);
+        }
+    }
+}
+
+/// A move's cells (in id order) summed by period, as [`CellRead::ByPeriod`] reads them.
+pub(crate) fn by_period(cells: &[CellStat]) -> Vec<CellStat> {
+    let mut out = Vec::new();
+    for &c in cells {
+        push_by_period(&mut out, c);
+    }
+    out
+}
+
+/// What a read of `all`'s position with [`CellRead::ByPeriod`] gives, from `all`, the entry
+/// read with every cell.
+pub(crate) fn by_period_of(all: &Entry) -> Entry {
+    let mut e = Entry {
+        key: all.key,
+        pos: all.pos.clone(),
+        moves: Vec::with_capacity(all.moves.len()),
+        coded: all.coded.clone(),
+    };
+    for m in &all.moves {
+        let cells = by_period(&m.cells);
+        e.moves.push(MoveRec {
+            cells,
+            ..move_without_cells(m)
+        });
+    }
+    e
+}
+
+/// `m`'s counters and extras without its cells.
+fn move_without_cells(m: &MoveRec) -> MoveRec {
+    MoveRec {
+        mv: m.mv,
+        white: m.white,
+        draws: m.draws,
+        black: m.black,
+        unknown: m.unknown,
+        rating_sum: m.rating_sum,
+        rating_count: m.rating_count,
+        extra: m.extra,
+        cells: Vec::new(),
+        indexed: m.indexed,
+    }
+}
+
 /// What a read of `all`'s position with [`CellRead::Passing`]`(filter)` gives, from `all`, the
 /// entry read with every cell: each move with cells keeps those `filter` counts and its
 /// counters become their sums; a move without cells stays as it is.
@@ -31,18 +87,7 @@ pub(crate) fn passing_of(all: &Entry, filter: &CellFilter) -> Entry {
         .moves
         .iter()
         .map(|m| {
-            let mut out = MoveRec {
-                mv: m.mv,
-                white: m.white,
-                draws: m.draws,
-                black: m.black,
-                unknown: m.unknown,
-                rating_sum: m.rating_sum,
-                rating_count: m.rating_count,
-                extra: m.extra,
-                cells: Vec::new(),
-                indexed: m.indexed,
-            };
+            let mut out = move_without_cells(m);
             if !m.cells.is_empty() {
                 out.cells = m
                     .cells
@@ -231,6 +276,10 @@ pub enum CellRead<'f> {
     /// No cells, only their totals: one all-unknown cell carrying the opponent's ratings
     /// (an unfiltered answer without history needs nothing else).
     Totals,
+    /// The cells of each period summed into one (speed, rating group and mode dropped: the
+    /// cell of its period with attrs 0): what an unfiltered history needs, a few hundred cells
+    /// where the start position of a large book stores tens of thousands.
+    ByPeriod,
     /// No cells: a block read passes over an entry's cell bytes without walking them (the
     /// block's checksum still covers them). For reads that need only the moves and their
     /// counters: an import's lookups of the entries it adds to a delta segment, where the
@@ -301,6 +350,7 @@ pub(crate) fn read_cells(
             }
             return Some(n);
         }
+        CellRead::ByPeriod => walk_cells(data, pos, &totals, |c| push_by_period(&mut cells, c))?,
         CellRead::Totals => {
             let mut sum = CellStat::default();
             let n = walk_cells(data, pos, &totals, |c| sum.add(&c))?;
@@ -586,6 +636,28 @@ pub(crate) mod tests {
                 (back.white, back.draws, back.black, back.unknown, back.rating_sum, back.rating_count),
                 (m.white, m.draws, m.black, m.unknown, m.rating_sum, m.rating_count)
             );
+            // By period: the counters, and one cell a period holding its cells' sums.
+            let (n, pos, back) = read(CellRead::ByPeriod);
+            prop_assert_eq!(n, Some(m.cells.len() as u64));
+            prop_assert_eq!(pos, out.len());
+            prop_assert_eq!(&back.cells, &by_period(&m.cells));
+            prop_assert_eq!(opponent_ratings(&back), opponent_ratings(&m));
+            let mut periods: Vec<u32> = m.cells.iter().map(|c| c.cell.0 >> 8).collect();
+            periods.dedup();
+            prop_assert_eq!(back.cells.iter().map(|c| c.cell.0).collect::<Vec<_>>(),
+                periods.iter().map(|p| p << 8).collect::<Vec<_>>());
+            for c in &back.cells {
+                let want = m.cells.iter().filter(|d| d.cell.0 >> 8 == c.cell.0 >> 8)
+                    .fold(CellStat { cell: c.cell, ..CellStat::default() }, |mut s, d| { s.add(d); s });
+                prop_assert_eq!(c, &want);
+            }
+            // Made from the entry of every cell, as the block cache makes them.
+            let all = Entry { key: 0, pos: None, coded: None, moves: vec![m.clone()] };
+            prop_assert_eq!(&by_period_of(&all).moves[0], &back);
+            if !m.cells.is_empty() {
+                let (_, _, passing) = read(CellRead::Passing(&filter));
+                prop_assert_eq!(&passing_of(&all, &filter).moves[0], &passing);
+            }
         }
 
         #[test]
@@ -596,7 +668,7 @@ pub(crate) mod tests {
             // The other read modes walk the same bytes with the same checks.
             let all_ok = decode_cells(&data, &mut 0, &mut m.clone()).is_some();
             let filter = CellFilter { speeds: Some(8), ..CellFilter::default() };
-            for mode in [CellRead::Totals, CellRead::Passing(&filter)] {
+            for mode in [CellRead::Totals, CellRead::Passing(&filter), CellRead::ByPeriod] {
                 let mut m2 = MoveRec { white: w, ..Default::default() };
                 prop_assert_eq!(read_cells(&data, &mut 0, &mut m2, mode).is_some(), all_ok);
             }

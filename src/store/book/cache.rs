@@ -17,12 +17,41 @@ const ANSWERS_PER_BLOCK: usize = 8;
 /// 100 cells, a few microseconds): below that the walk costs little more than the copy.
 const ANSWER_MIN_CELL_BYTES: usize = 512;
 
-/// What a kept answer answers: the entry stored as these position bytes, unfiltered (`None`:
-/// [`CellRead::Totals`]) or under this filter ([`CellRead::Passing`]).
+/// What a kept answer answers: the entry stored as these position bytes, read as `asked`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct AnswerKey {
     coded: Box<[u8]>,
-    filter: Option<CellFilter>,
+    asked: Asked,
+}
+
+/// The reads whose answers are kept: [`CellRead::Totals`], [`CellRead::ByPeriod`] and
+/// [`CellRead::Passing`] (the filter's own copy).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Asked {
+    Totals,
+    ByPeriod,
+    Filter(CellFilter),
+}
+
+impl Asked {
+    /// What `read` asks, when its answer can be kept (not one of every cell or of none).
+    fn of(read: CellRead<'_>) -> Option<Asked> {
+        match read {
+            CellRead::Totals => Some(Asked::Totals),
+            CellRead::ByPeriod => Some(Asked::ByPeriod),
+            CellRead::Passing(f) => Some(Asked::Filter(f.clone())),
+            CellRead::All | CellRead::Skip => None,
+        }
+    }
+
+    /// Whether this is what `read` asks (without cloning its filter).
+    fn is(&self, read: CellRead<'_>) -> bool {
+        match (self, read) {
+            (Asked::Totals, CellRead::Totals) | (Asked::ByPeriod, CellRead::ByPeriod) => true,
+            (Asked::Filter(f), CellRead::Passing(g)) => f == g,
+            _ => false,
+        }
+    }
 }
 
 impl AnswerKey {
@@ -30,17 +59,8 @@ impl AnswerKey {
     pub(super) fn of(coded: &[u8], read: CellRead) -> Option<AnswerKey> {
         Some(AnswerKey {
             coded: coded.into(),
-            filter: Self::question(read)?.cloned(),
+            asked: Asked::of(read)?,
         })
-    }
-
-    /// What a read asks, when it can be kept: `Some(None)` unfiltered, `Some(Some(filter))`.
-    pub(super) fn question(read: CellRead<'_>) -> Option<Option<&CellFilter>> {
-        match read {
-            CellRead::Totals => Some(None),
-            CellRead::Passing(f) => Some(Some(f)),
-            CellRead::All | CellRead::Skip => None,
-        }
     }
 
     fn bytes(&self) -> usize {
@@ -167,7 +187,7 @@ impl CachedBlock {
         self.answers_bytes.load(Ordering::Relaxed) > 0
             && self.answers.read().is_ok_and(|g| {
                 g.iter()
-                    .any(|(k, _, _)| *k.coded == *coded && k.filter.is_some())
+                    .any(|(k, _, _)| *k.coded == *coded && matches!(k.asked, Asked::Filter(_)))
             })
     }
 
@@ -177,10 +197,9 @@ impl CachedBlock {
         if self.answers_bytes.load(Ordering::Relaxed) == 0 {
             return None;
         }
-        let filter = AnswerKey::question(read)?;
         let g = self.answers.read().ok()?;
         g.iter()
-            .find(|(k, _, _)| *k.coded == *coded && k.filter.as_ref() == filter)
+            .find(|(k, _, _)| *k.coded == *coded && k.asked.is(read))
             .map(|(_, e, _)| e.clone())
     }
 
@@ -353,6 +372,7 @@ impl BlockCache {
         let e = match read {
             CellRead::All => (*all).clone(),
             CellRead::Passing(f) => crate::store::cells::passing_of(&all, f),
+            CellRead::ByPeriod => crate::store::cells::by_period_of(&all),
             CellRead::Totals | CellRead::Skip => return None,
         };
         if let Some(k) = AnswerKey::of(coded, read) {

@@ -81,7 +81,7 @@ impl BlockView<'_> {
                     c.opp_count = opp_count;
                     m.cells = vec![c];
                 }
-                CellRead::All | CellRead::Passing(_) => {
+                CellRead::All | CellRead::Passing(_) | CellRead::ByPeriod => {
                     let Some(games) = self.games else {
                         return Err(self.bad(format!(
                             "entry {i}: cells kept as the games' read without the file's games"
@@ -97,9 +97,13 @@ impl BlockView<'_> {
                     })?;
                     read_games += cells.iter().map(|c| c.games() as usize).sum::<usize>();
                     m.cells = cells;
-                    if let CellRead::Passing(f) = read {
-                        m.cells.retain(|c| f.passes(c.cell));
-                        crate::store::cells::set_totals(m);
+                    match read {
+                        CellRead::Passing(f) => {
+                            m.cells.retain(|c| f.passes(c.cell));
+                            crate::store::cells::set_totals(m);
+                        }
+                        CellRead::ByPeriod => m.cells = crate::store::cells::by_period(&m.cells),
+                        _ => {}
                     }
                 }
             }
