@@ -16,6 +16,14 @@ const ANSWERS_PER_BLOCK: usize = 8;
 /// An entry's answer is kept when reading it walked at least this many bytes of cells (about
 /// 100 cells, a few microseconds): below that the walk costs little more than the copy.
 const ANSWER_MIN_CELL_BYTES: usize = 512;
+/// An entry whose first filtered (or by-period) read walked at least this many bytes of cells
+/// (~2,500 cells, ~40 µs) is kept read with every cell at once: the further filters its user
+/// picks are made from it (~1.5 ns a cell) instead of a walk (~15 ns a cell). Such a read has
+/// paid for the block's reference chunk already (a move whose cells are its games' needs it),
+/// which a read with every cell needs too; an unfiltered read has not, so it keeps none (the
+/// chunk of a start position's block took ~8 ms of a first filtered answer at 1M games).
+/// Smaller entries are kept so at their second filter.
+const EVERY_CELL_AT_ONCE_BYTES: usize = 16 << 10;
 
 /// What a kept answer answers: the entry stored as these position bytes, read as `asked`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -383,8 +391,9 @@ impl BlockCache {
 
     /// Keeps what a read of the entry stored as `coded` in the cached block `blk` (starting
     /// at `first`) found, `e`, when the read walked at least [`ANSWER_MIN_CELL_BYTES`] of
-    /// cells: the answer to `read`, and the entry read with every cell when `read` was one
-    /// (a history) or was the entry's second filter (`every_cell` reads it then).
+    /// cells: the answer to `read`, and the entry read with every cell when `read` was one,
+    /// or walked [`EVERY_CELL_AT_ONCE_BYTES`], or was the entry's second filter
+    /// (`every_cell` reads it then).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn keep_read(
         &self,
@@ -399,9 +408,15 @@ impl BlockCache {
         if self.limit == 0 || !worth_keeping(cell_bytes) {
             return Ok(());
         }
+        let at_once = cell_bytes >= EVERY_CELL_AT_ONCE_BYTES;
         match read {
             CellRead::All => self.keep_every_cell(first, blk, coded, e.clone()),
-            CellRead::Passing(_) if blk.answers_a_filter(coded) => {
+            CellRead::Skip => {}
+            CellRead::Passing(_) | CellRead::ByPeriod
+                if (at_once
+                    || matches!(read, CellRead::Passing(_)) && blk.answers_a_filter(coded))
+                    && blk.every_cell(coded).is_none() =>
+            {
                 if let Some(all) = every_cell()? {
                     self.keep_every_cell(first, blk, coded, all);
                 }
@@ -650,6 +665,87 @@ mod tests {
         // Replacing the block takes its kept answers' bytes out of the count.
         cache.put(10, b.clone());
         assert_eq!(cache.kept_answers(), (0, b.bytes()));
+    }
+
+    #[test]
+    fn a_first_read_of_many_cells_keeps_its_entry_of_every_cell_at_once() {
+        let cache = BlockCache::new(10 << 20);
+        let a = block(1_000);
+        cache.put(10, a.clone());
+        let reads = std::cell::Cell::new(0);
+        let every = || {
+            reads.set(reads.get() + 1);
+            Ok(Some(cells_entry(50)))
+        };
+        // Few cells, or unfiltered: the answer only.
+        cache
+            .keep_read(10, &a, b"xy", CellRead::Totals, &entry(1), 1_000, every)
+            .unwrap();
+        cache
+            .keep_read(10, &a, b"zz", CellRead::Totals, &entry(1), 20_000, every)
+            .unwrap();
+        assert!(a.every_cell(b"xy").is_none() && a.every_cell(b"zz").is_none());
+        assert_eq!(reads.get(), 0);
+        assert!(a.answer(b"xy", CellRead::Totals).is_some());
+        // Many, filtered: the entry of every cell too, read once.
+        let f0 = CellFilter {
+            modes: Some(1),
+            ..CellFilter::default()
+        };
+        for _ in 0..2 {
+            cache
+                .keep_read(
+                    10,
+                    &a,
+                    b"zz",
+                    CellRead::Passing(&f0),
+                    &entry(1),
+                    20_000,
+                    every,
+                )
+                .unwrap();
+        }
+        assert_eq!(a.every_cell(b"zz").as_deref(), Some(&cells_entry(50)));
+        assert_eq!(reads.get(), 1);
+        // Below the at-once size, a second filter keeps it.
+        let f1 = CellFilter {
+            speeds: Some(1 << 3),
+            ..CellFilter::default()
+        };
+        let f2 = CellFilter {
+            speeds: Some(1 << 4),
+            ..CellFilter::default()
+        };
+        cache
+            .keep_read(
+                10,
+                &a,
+                b"xy",
+                CellRead::Passing(&f1),
+                &entry(1),
+                1_000,
+                every,
+            )
+            .unwrap();
+        assert!(a.every_cell(b"xy").is_none() && reads.get() == 1);
+        cache
+            .keep_read(
+                10,
+                &a,
+                b"xy",
+                CellRead::Passing(&f2),
+                &entry(1),
+                1_000,
+                every,
+            )
+            .unwrap();
+        assert!(a.every_cell(b"xy").is_some() && reads.get() == 2);
+        // Made from it: the answers it gives.
+        let made = cache
+            .kept_answer(10, &a, b"xy", CellRead::ByPeriod)
+            .unwrap();
+        assert_eq!(made.moves[0].cells.len(), 50);
+        assert!(cache.kept_answer(10, &a, b"xy", CellRead::Skip).is_none());
     }
 
     #[test]
