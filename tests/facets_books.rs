@@ -243,6 +243,29 @@ fn a_book_keeps_the_facets_it_was_created_with() {
     verify(&pg);
 }
 
+/// The tagged sample imported into a book under `dir`, opened with its block cache and
+/// without one, and its positions.
+fn cached_and_uncached(
+    dir: &std::path::Path,
+) -> (bookdb::store::Book, bookdb::store::Book, Vec<Vec<u8>>) {
+    use bookdb::store::{Book, CacheSizes};
+    let (a, b) = tagged_sample(dir);
+    let book = dir.join("t.book");
+    Bookdb::import(&[&a, &b], &book).arg("--quiet").ok();
+    let cached = Book::open(&book, bookdb::chess_codec()).unwrap();
+    let no_blocks = CacheSizes {
+        block_bytes: 0,
+        ..CacheSizes::default()
+    };
+    let uncached = Book::open_with_caches(&book, bookdb::chess_codec(), no_blocks).unwrap();
+    let positions: Vec<Vec<u8>> = uncached
+        .iter()
+        .unwrap()
+        .filter_map(|e| e.unwrap().pos)
+        .collect();
+    (cached, uncached, positions)
+}
+
 /// The answer of a position with many cells is kept with its cached block (so a server's
 /// repeated start-position answers do not walk every cell again); what the kept answers and
 /// every other lookup return equals a book read without a block cache, filtered or not.
@@ -250,26 +273,8 @@ fn a_book_keeps_the_facets_it_was_created_with() {
 fn kept_answers_equal_fresh_ones() {
     use bookdb::store::cells::CellRead;
     use bookdb::store::facet::CellFilter;
-    use bookdb::store::{Book, CacheSizes};
     let dir = tempfile::tempdir().unwrap();
-    let (a, b) = tagged_sample(dir.path());
-    let book = dir.path().join("t.book");
-    Bookdb::import(&[&a, &b], &book).arg("--quiet").ok();
-    let cached = Book::open(&book, bookdb::chess_codec()).unwrap();
-    let uncached = Book::open_with_caches(
-        &book,
-        bookdb::chess_codec(),
-        CacheSizes {
-            block_bytes: 0,
-            ..CacheSizes::default()
-        },
-    )
-    .unwrap();
-    let positions: Vec<Vec<u8>> = uncached
-        .iter()
-        .unwrap()
-        .filter_map(|e| e.unwrap().pos)
-        .collect();
+    let (cached, uncached, positions) = cached_and_uncached(dir.path());
     assert!(positions.len() > 1000, "{} positions", positions.len());
     let filter = CellFilter {
         speeds: Some(CellFilter::parse_speeds("blitz,rapid").unwrap()),
@@ -315,26 +320,8 @@ fn kept_answers_equal_fresh_ones() {
 fn answers_made_from_kept_cells_equal_fresh_ones() {
     use bookdb::store::cells::CellRead;
     use bookdb::store::facet::{CellFilter, DateBound};
-    use bookdb::store::{Book, CacheSizes};
     let dir = tempfile::tempdir().unwrap();
-    let (a, b) = tagged_sample(dir.path());
-    let book = dir.path().join("t.book");
-    Bookdb::import(&[&a, &b], &book).arg("--quiet").ok();
-    let cached = Book::open(&book, bookdb::chess_codec()).unwrap();
-    let uncached = Book::open_with_caches(
-        &book,
-        bookdb::chess_codec(),
-        CacheSizes {
-            block_bytes: 0,
-            ..CacheSizes::default()
-        },
-    )
-    .unwrap();
-    let positions: Vec<Vec<u8>> = uncached
-        .iter()
-        .unwrap()
-        .filter_map(|e| e.unwrap().pos)
-        .collect();
+    let (cached, uncached, positions) = cached_and_uncached(dir.path());
     let filters = [
         CellFilter {
             speeds: Some(CellFilter::parse_speeds("blitz,rapid").unwrap()),
