@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, RwLockWriteGuard};
 
 use crate::store::block::{BlockView, ColumnRanges, Decompressors};
 use crate::store::cells::CellRead;
@@ -298,16 +298,10 @@ impl BlockCache {
         key: AnswerKey,
         e: &Entry,
     ) {
-        if self.limit == 0 {
-            return;
-        }
         let bytes = answer_bytes(&key, e);
-        let Ok(mut g) = self.map.write() else {
+        let Some(mut g) = self.holding(first, blk) else {
             return;
         };
-        if !g.blocks.get(&first).is_some_and(|b| Arc::ptr_eq(b, blk)) {
-            return;
-        }
         let Ok(mut kept) = blk.answers.write() else {
             return;
         };
@@ -341,12 +335,9 @@ impl BlockCache {
         if self.limit == 0 || bytes > self.limit / 8 {
             return;
         }
-        let Ok(mut g) = self.map.write() else {
+        let Some(mut g) = self.holding(first, blk) else {
             return;
         };
-        if !g.blocks.get(&first).is_some_and(|b| Arc::ptr_eq(b, blk)) {
-            return;
-        }
         let Ok(mut slot) = blk.every_cell.write() else {
             return;
         };
@@ -376,6 +367,9 @@ impl BlockCache {
         if let Some(e) = blk.answer(coded, read) {
             return Some(e);
         }
+        if matches!(read, CellRead::Totals | CellRead::Skip) {
+            return None;
+        }
         let all = blk.every_cell(coded)?;
         let e = match read {
             CellRead::All => (*all).clone(),
@@ -389,32 +383,57 @@ impl BlockCache {
         Some(e)
     }
 
-    /// Keeps what a read of the entry stored as `coded` in the cached block `blk` (starting
-    /// at `first`) found, `e`, when the read walked at least [`ANSWER_MIN_CELL_BYTES`] of
-    /// cells: the answer to `read`, and the entry read with every cell when `read` was one,
-    /// or walked [`EVERY_CELL_AT_ONCE_BYTES`], or was the entry's second filter
-    /// (`every_cell` reads it then).
+    /// What to walk to answer `read` of the entry stored as `coded` in the cached block
+    /// `blk`: every cell when `read` is the entry's second filter (the entry is kept read so and
+    /// this and later filters are made from it, [`BlockCache::keep_read`]), else `read`.
+    pub(super) fn walk_for<'f>(
+        &self,
+        blk: &CachedBlock,
+        coded: &[u8],
+        read: CellRead<'f>,
+    ) -> CellRead<'f> {
+        match read {
+            CellRead::Passing(_) if self.limit > 0 && blk.answers_a_filter(coded) => CellRead::All,
+            _ => read,
+        }
+    }
+
+    /// The answer to `read` of the entry stored as `coded` in the cached block `blk`
+    /// (starting at `first`) from `e`, what a walk of `walked` cells
+    /// ([`BlockCache::walk_for`]) found; keeps it when the walk covered at least
+    /// [`ANSWER_MIN_CELL_BYTES`] of cells, and the entry read with every cell when the walk
+    /// read them all, or was `read`'s and covered [`EVERY_CELL_AT_ONCE_BYTES`] (`every_cell`
+    /// reads it then).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn keep_read(
         &self,
         first: u64,
         blk: &Arc<CachedBlock>,
         coded: &[u8],
-        read: CellRead,
-        e: &Entry,
+        (read, walked): (CellRead, CellRead),
+        e: Entry,
         cell_bytes: usize,
         every_cell: impl FnOnce() -> Result<Option<Entry>, Corruption>,
-    ) -> Result<(), Corruption> {
+    ) -> Result<Entry, Corruption> {
+        let made = matches!((read, walked), (CellRead::Passing(_), CellRead::All));
+        let answer = match (read, walked) {
+            (CellRead::Passing(f), CellRead::All) => {
+                let answer = crate::store::cells::passing_of(&e, f);
+                if worth_keeping(cell_bytes) {
+                    self.keep_every_cell(first, blk, coded, e);
+                }
+                answer
+            }
+            _ => e,
+        };
         if self.limit == 0 || !worth_keeping(cell_bytes) {
-            return Ok(());
+            return Ok(answer);
         }
-        let at_once = cell_bytes >= EVERY_CELL_AT_ONCE_BYTES;
         match read {
-            CellRead::All => self.keep_every_cell(first, blk, coded, e.clone()),
-            CellRead::Skip => {}
+            CellRead::All => self.keep_every_cell(first, blk, coded, answer.clone()),
             CellRead::Passing(_) | CellRead::ByPeriod
-                if (at_once
-                    || matches!(read, CellRead::Passing(_)) && blk.answers_a_filter(coded))
+                if !made
+                    && cell_bytes >= EVERY_CELL_AT_ONCE_BYTES
                     && blk.every_cell(coded).is_none() =>
             {
                 if let Some(all) = every_cell()? {
@@ -424,29 +443,40 @@ impl BlockCache {
             _ => {}
         }
         if let Some(k) = AnswerKey::of(coded, read) {
-            self.keep_answer(first, blk, k, e);
+            self.keep_answer(first, blk, k, &answer);
         }
-        Ok(())
+        Ok(answer)
+    }
+
+    /// The cache's map, write-locked, when `blk` is still the block cached at `first` (what
+    /// is kept with an evicted or replaced block would be counted for nothing).
+    fn holding(
+        &self,
+        first: u64,
+        blk: &Arc<CachedBlock>,
+    ) -> Option<RwLockWriteGuard<'_, CacheMap>> {
+        if self.limit == 0 {
+            return None;
+        }
+        let g = self.map.write().ok()?;
+        g.blocks
+            .get(&first)
+            .is_some_and(|b| Arc::ptr_eq(b, blk))
+            .then_some(g)
     }
 
     /// Keeps `refs`, the decoded reference chunk of the cached block `blk` starting at
     /// `first`, with it, its bytes counted in the cache's (nothing is kept when the block is no
     /// longer the cached one, or keeps its chunk already).
     pub(super) fn keep_refs(&self, first: u64, blk: &Arc<CachedBlock>, refs: Arc<Vec<EntryRefs>>) {
-        if self.limit == 0 {
-            return;
-        }
         let bytes: usize = 64
             + refs
                 .iter()
                 .map(|e| 24 + e.iter().map(|l| 24 + 4 * l.len()).sum::<usize>())
                 .sum::<usize>();
-        let Ok(mut g) = self.map.write() else {
+        let Some(mut g) = self.holding(first, blk) else {
             return;
         };
-        if !g.blocks.get(&first).is_some_and(|b| Arc::ptr_eq(b, blk)) {
-            return;
-        }
         if blk.refs.set(refs).is_ok() {
             blk.refs_bytes.store(bytes, Ordering::Relaxed);
             g.used += bytes;

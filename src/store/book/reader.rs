@@ -540,17 +540,25 @@ impl BookFile {
         if let Some(e) = self.cache.kept_answer(block_key, &blk, &coded, read) {
             return Ok(Some(e));
         }
-        let found = view.find_coded_sized(key, &coded, Some(pos), &*self.codec, model, read)?;
+        let walked = self.cache.walk_for(&blk, &coded, read);
+        let found = view.find_coded_sized(key, &coded, Some(pos), &*self.codec, model, walked)?;
         let Some((e, cell_bytes)) = found else {
             return Ok(None);
         };
-        self.cache
-            .keep_read(block_key, &blk, &coded, read, &e, cell_bytes, || {
+        let e = self.cache.keep_read(
+            block_key,
+            &blk,
+            &coded,
+            (read, walked),
+            e,
+            cell_bytes,
+            || {
                 let all = CellRead::All;
                 let found =
                     view.find_coded_sized(key, &coded, Some(pos), &*self.codec, model, all)?;
                 Ok(found.map(|(all, _)| all))
-            })?;
+            },
+        )?;
         Ok(Some(e))
     }
 

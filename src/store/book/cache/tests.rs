@@ -100,13 +100,19 @@ fn a_first_read_of_many_cells_keeps_its_entry_of_every_cell_at_once() {
         reads.set(reads.get() + 1);
         Ok(Some(cells_entry(50)))
     };
+    let keep = |coded: &[u8], (read, walked): (CellRead, CellRead), e: Entry, cell_bytes| {
+        cache
+            .keep_read(10, &a, coded, (read, walked), e, cell_bytes, every)
+            .unwrap()
+    };
     // Few cells, or unfiltered: the answer only.
-    cache
-        .keep_read(10, &a, b"xy", CellRead::Totals, &entry(1), 1_000, every)
-        .unwrap();
-    cache
-        .keep_read(10, &a, b"zz", CellRead::Totals, &entry(1), 20_000, every)
-        .unwrap();
+    keep(b"xy", (CellRead::Totals, CellRead::Totals), entry(1), 1_000);
+    keep(
+        b"zz",
+        (CellRead::Totals, CellRead::Totals),
+        entry(1),
+        20_000,
+    );
     assert!(a.every_cell(b"xy").is_none() && a.every_cell(b"zz").is_none());
     assert_eq!(reads.get(), 0);
     assert!(a.answer(b"xy", CellRead::Totals).is_some());
@@ -116,21 +122,14 @@ fn a_first_read_of_many_cells_keeps_its_entry_of_every_cell_at_once() {
         ..CellFilter::default()
     };
     for _ in 0..2 {
-        cache
-            .keep_read(
-                10,
-                &a,
-                b"zz",
-                CellRead::Passing(&f0),
-                &entry(1),
-                20_000,
-                every,
-            )
-            .unwrap();
+        let read = CellRead::Passing(&f0);
+        keep(b"zz", (read, read), entry(1), 20_000);
     }
     assert_eq!(a.every_cell(b"zz").as_deref(), Some(&cells_entry(50)));
     assert_eq!(reads.get(), 1);
-    // Below the at-once size, a second filter keeps it.
+    // Below the at-once size, the first filter is walked as asked and kept alone; the second
+    // is walked with every cell, which is kept, and the answer made from it, without a
+    // second walk.
     let f1 = CellFilter {
         speeds: Some(1 << 3),
         ..CellFilter::default()
@@ -139,30 +138,28 @@ fn a_first_read_of_many_cells_keeps_its_entry_of_every_cell_at_once() {
         speeds: Some(1 << 4),
         ..CellFilter::default()
     };
-    cache
-        .keep_read(
-            10,
-            &a,
-            b"xy",
-            CellRead::Passing(&f1),
-            &entry(1),
-            1_000,
-            every,
-        )
-        .unwrap();
+    let read = CellRead::Passing(&f1);
+    let walked = cache.walk_for(&a, b"xy", read);
+    assert!(matches!(walked, CellRead::Passing(_)));
+    keep(b"xy", (read, walked), entry(1), 1_000);
     assert!(a.every_cell(b"xy").is_none() && reads.get() == 1);
-    cache
-        .keep_read(
-            10,
-            &a,
-            b"xy",
-            CellRead::Passing(&f2),
-            &entry(1),
-            1_000,
-            every,
-        )
-        .unwrap();
-    assert!(a.every_cell(b"xy").is_some() && reads.get() == 2);
+    let read = CellRead::Passing(&f2);
+    let walked = cache.walk_for(&a, b"xy", read);
+    assert!(
+        matches!(walked, CellRead::All),
+        "a second filter walks every cell"
+    );
+    let answer = keep(b"xy", (read, walked), cells_entry(50), 1_000);
+    assert_eq!(
+        answer,
+        crate::store::cells::passing_of(&cells_entry(50), &f2)
+    );
+    assert!(a.every_cell(b"xy").is_some() && reads.get() == 1);
+    assert_eq!(
+        a.answer(b"xy", read),
+        Some(answer),
+        "the made answer is kept"
+    );
     // Made from it: the answers it gives.
     let made = cache
         .kept_answer(10, &a, b"xy", CellRead::ByPeriod)
