@@ -5,7 +5,7 @@
 use super::{
     BLOCK_VERSION, BLOCK_VERSION_CELLS, BLOCK_VERSION_GAME_CELLS, COLUMNS, FLAG_CELLS, FLAG_EXTRA,
     FLAG_KEY_ONLY, FLAG_RAW_MOVES, KIND_EXTRA, KIND_GAME_CELLS, KIND_GENERAL, MAX_GAME_CELL_GAMES,
-    MAX_GAME_CELLS_GAMES, V1_COLUMNS, V2_COLUMNS,
+    MAX_GAME_CELLS_ENTRY_GAMES, MAX_GAME_CELLS_GAMES, V1_COLUMNS, V2_COLUMNS,
 };
 use crate::store::entry::{Entry, MoveRec};
 use crate::store::error::{CodecError, Error};
@@ -92,14 +92,19 @@ fn move_kind(m: &MoveRec) -> u8 {
 }
 
 /// Whether a writer that keeps cells as games' (`game_cells`) keeps this move's so: a move of
-/// a positioned entry with cells, at most [`MAX_GAME_CELLS_GAMES`] games and at most
-/// [`MAX_GAME_CELL_GAMES`] in each cell (so that its references name every one).
+/// a positioned entry of at most [`MAX_GAME_CELLS_ENTRY_GAMES`] games, with cells, at most
+/// [`MAX_GAME_CELLS_GAMES`] games and at most [`MAX_GAME_CELL_GAMES`] in each cell (so that
+/// its references name every one).
 pub(crate) fn keeps_game_cells(game_cells: bool, e: &Entry, m: &MoveRec) -> bool {
     game_cells
         && e.pos.is_some()
         && !m.cells.is_empty()
         && (1..=MAX_GAME_CELLS_GAMES).contains(&m.games())
         && m.cells.iter().all(|c| c.games() <= MAX_GAME_CELL_GAMES)
+        && e.moves
+            .iter()
+            .try_fold(0u64, |n, m| n.checked_add(m.games()))
+            .is_some_and(|n| n <= MAX_GAME_CELLS_ENTRY_GAMES)
 }
 
 /// Builds the payload of sorted entries, preparing each with `codec` and `model`.
@@ -234,4 +239,52 @@ pub fn build_payload_with(
         a,
         b,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::facet::{CellId, CellStat};
+
+    /// A move of `games` white wins, one game a cell.
+    fn mv(code: u16, games: u64) -> MoveRec {
+        MoveRec {
+            mv: code,
+            white: games,
+            cells: (0..games)
+                .map(|i| CellStat {
+                    cell: CellId(i as u32),
+                    white: 1,
+                    ..CellStat::default()
+                })
+                .collect(),
+            ..MoveRec::default()
+        }
+    }
+
+    #[test]
+    fn moves_keep_their_cells_as_their_games_only_at_positions_of_few_games() {
+        let entry = |moves: Vec<MoveRec>| Entry {
+            key: 1,
+            pos: Some(vec![0; 4]),
+            moves,
+            ..Entry::default()
+        };
+        let few = entry(vec![mv(1, 200), mv(2, 3)]);
+        assert!(few.moves.iter().all(|m| keeps_game_cells(true, &few, m)));
+        assert!(!keeps_game_cells(false, &few, &few.moves[1]));
+        // A move of too many games keeps its cells; the others still do not.
+        let one_big = entry(vec![mv(1, 300), mv(2, 3)]);
+        assert!(!keeps_game_cells(true, &one_big, &one_big.moves[0]));
+        assert!(keeps_game_cells(true, &one_big, &one_big.moves[1]));
+        // At a position of more games than the limit, every move keeps its cells in the block,
+        // the rare ones too.
+        let mut moves: Vec<MoveRec> = (0..4).map(|i| mv(i, 256)).collect();
+        let at_limit = entry(moves.clone());
+        assert_eq!(MAX_GAME_CELLS_ENTRY_GAMES, 1024);
+        assert!(keeps_game_cells(true, &at_limit, &at_limit.moves[3]));
+        moves.push(mv(9, 1));
+        let past = entry(moves);
+        assert!(past.moves.iter().all(|m| !keeps_game_cells(true, &past, m)));
+    }
 }

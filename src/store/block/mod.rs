@@ -70,6 +70,12 @@ pub(crate) const KIND_GAME_CELLS: u8 = 0x20;
 /// A move has at most this many games when a version-3 writer keeps its cells as its games'
 /// (what a reader then reads: the facts of as many games).
 pub(crate) const MAX_GAME_CELLS_GAMES: u64 = 256;
+/// A move's entry has at most this many games (all its moves') when a version-3 writer keeps
+/// the move's cells as its games': a position of more keeps every cell in its block, so that a
+/// filtered read of it (the positions asked most) decodes no reference chunk and reads no
+/// game's facts, at a cost of a few bytes for the few such positions (docs/PERFORMANCE.md,
+/// "Stored cells at positions of many games").
+pub(crate) const MAX_GAME_CELLS_ENTRY_GAMES: u64 = 1024;
 /// Each cell of such a move has at most this many games, so its references name every one
 /// (each cell names its [`crate::store::gamerefs::NEWEST`] newest games).
 pub(crate) const MAX_GAME_CELL_GAMES: u64 = crate::store::gamerefs::NEWEST as u64;
