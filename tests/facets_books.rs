@@ -562,3 +562,108 @@ fn cells_kept_as_games_read_back_as_counted() {
     assert!(!block_versions(&with).contains_key(&3));
     same("games dropped");
 }
+
+/// A position whose block keeps many bytes of cells (here the start position of 5,000 games,
+/// each in a cell of its own) is read with every cell at its first filter or history, kept,
+/// and each answer made from that entry; they equal a book read without a block cache, and the
+/// position keeps its cells in its block (more games than a move keeps as its games').
+#[test]
+fn a_position_of_many_cells_is_read_with_every_cell_at_once() {
+    use bookdb::store::cells::CellRead;
+    use bookdb::store::facet::{CellFilter, DateBound};
+    use bookdb::store::{Book, CacheSizes};
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        "1. e4 e5 2. Nf3",
+        "1. d4 d5 2. c4",
+        "1. e4 c5 2. Nf3",
+        "1. Nf3 d5 2. g3",
+    ];
+    let tcs = ["60+0", "180+2", "300+3", "600+5", "1800+0", "-"];
+    let results = ["1-0", "0-1", "1/2-1/2", "*"];
+    let mut pgn = String::new();
+    for i in 0..5_000usize {
+        let (w, b) = (800 + i * 7 % 2_000, 800 + i * 13 % 2_000);
+        pgn.push_str(&format!(
+            "[Event \"{} game\"]\n[Round \"{i}\"]\n[UTCDate \"{}.{:02}.01\"]\n[TimeControl \"{}\"]\n\
+             [WhiteElo \"{w}\"]\n[BlackElo \"{b}\"]\n[Result \"{r}\"]\n\n{} {r}\n\n",
+            if i % 3 == 0 { "Casual" } else { "Rated" },
+            1990 + i % 35,
+            1 + i / 35 % 12,
+            tcs[i / 7 % tcs.len()],
+            // One game in 50 a rare move: 100 games, one a cell (in a position of fewer
+            // games, a move its block would keep as its games').
+            if i % 50 == 1 { "1. c4 e5" } else { lines[i % lines.len()] },
+            r = results[i / 5 % results.len()],
+        ));
+    }
+    let input = dir.path().join("many.pgn");
+    std::fs::write(&input, pgn).unwrap();
+    let book = dir.path().join("many.book");
+    Bookdb::import(&[&input], &book).arg("--quiet").ok();
+    let no_blocks = CacheSizes {
+        block_bytes: 0,
+        ..CacheSizes::default()
+    };
+    let uncached = Book::open_with_caches(&book, bookdb::chess_codec(), no_blocks).unwrap();
+    let start = bookdb::chess::PosState::from_chess(&shakmaty::Chess::default())
+        .pack()
+        .0;
+    let all = uncached
+        .lookup_read(&start, CellRead::All)
+        .unwrap()
+        .unwrap();
+    let cells: usize = all.moves.iter().map(|m| m.cells.len()).sum();
+    assert!(cells > 3_000, "{cells} cells at the start position");
+    let mut cached = Book::open(&book, bookdb::chess_codec()).unwrap();
+    let filters = [
+        CellFilter {
+            speeds: Some(CellFilter::parse_speeds("blitz,rapid").unwrap()),
+            ..CellFilter::default()
+        },
+        CellFilter {
+            groups: Some(CellFilter::parse_ratings("1600,1800").unwrap()),
+            since: Some(DateBound::parse("2001-03").unwrap()),
+            ..CellFilter::default()
+        },
+    ];
+    // A fresh book asked a history first, then filters; another asked a filter first: either
+    // first answer is made from every cell walked at once, the others from that entry.
+    for (round, history_first) in [(0, true), (1, true), (0, false), (1, false)] {
+        if round == 0 {
+            cached = Book::open(&book, bookdb::chess_codec()).unwrap();
+        }
+        let by_period = || {
+            assert_eq!(
+                cached.lookup_read(&start, CellRead::ByPeriod).unwrap(),
+                uncached.lookup_read(&start, CellRead::ByPeriod).unwrap(),
+                "round {round}, by period"
+            );
+        };
+        if history_first {
+            by_period();
+        }
+        for f in &filters {
+            let fresh = uncached.lookup_read(&start, CellRead::Passing(f)).unwrap();
+            assert!(fresh.as_ref().is_some_and(|e| e.moves.len() >= 3));
+            assert_eq!(
+                cached.lookup_read(&start, CellRead::Passing(f)).unwrap(),
+                fresh,
+                "round {round}, {f:?}"
+            );
+        }
+        assert_eq!(cached.kept_every_cells(), 1, "round {round}");
+        by_period();
+        assert_eq!(
+            cached.lookup_read(&start, CellRead::All).unwrap().as_ref(),
+            Some(&all)
+        );
+    }
+    let rare = all
+        .moves
+        .iter()
+        .find(|m| m.white + m.draws + m.black + m.unknown == 100)
+        .expect("c2c4's 100 games");
+    assert!(rare.cells.len() > 50 && rare.cells.iter().all(|c| c.games() <= 8));
+    verify(&book);
+}

@@ -336,7 +336,13 @@ pub(crate) fn read_cells(
     let mut cells = std::mem::take(&mut m.cells);
     cells.clear();
     let n = match read {
-        CellRead::All => walk_cells(data, pos, &totals, |c| cells.push(c))?,
+        CellRead::All => {
+            // Sized once from the count (bounded by the bytes left: a cell takes three or more).
+            let n = varint::get(data, &mut pos.clone()).unwrap_or(0);
+            let room = data.len().saturating_sub(*pos) / 3 + 1;
+            cells.reserve_exact(usize::try_from(n).unwrap_or(usize::MAX).min(room));
+            walk_cells(data, pos, &totals, |c| cells.push(c))?
+        }
         CellRead::Passing(filter) => {
             let mut matcher = CellMatcher::new(filter);
             let n = walk_cells(data, pos, &totals, |c| {

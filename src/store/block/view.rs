@@ -301,21 +301,22 @@ impl<'a> BlockView<'a> {
         read: CellRead,
     ) -> Result<Option<Entry>, Corruption> {
         Ok(self
-            .find_coded_sized(key, coded, pos, codec, model, read)?
-            .map(|(e, _)| e))
+            .find_coded_sized(key, coded, pos, codec, model, |_| read)?
+            .map(|(e, _, _)| e))
     }
 
-    /// As [`BlockView::find_coded_known`], with the bytes of the entry's cells (what reading
-    /// them walked).
-    pub(crate) fn find_coded_sized(
+    /// As [`BlockView::find_coded_known`], reading the entry's cells as `read` chooses from
+    /// the bytes its block keeps them in (0 when its moves keep none), and with what it read
+    /// and the bytes that walked (a game's facts counted as 8).
+    pub(crate) fn find_coded_sized<'f>(
         &self,
         key: u64,
         coded: &[u8],
         pos: Option<&[u8]>,
         codec: &dyn PositionCodec,
         model: &dyn PositionModel,
-        read: CellRead,
-    ) -> Result<Option<(Entry, usize)>, Corruption> {
+        read: impl FnOnce(usize) -> CellRead<'f>,
+    ) -> Result<Option<(Entry, usize, CellRead<'f>)>, Corruption> {
         let frag = key as u8;
         let mut cur = Cursor::default();
         let mut at = 0;
@@ -335,6 +336,13 @@ impl<'a> BlockView<'a> {
                 .ok_or_else(|| self.bad(format!("position of entry {i} overruns section B")))?;
             if stored == coded {
                 let (cells_from, facts_from) = (cur.cells, cur.game_facts);
+                let mut lens = cur.cell_lens;
+                let kept = if self.cols[1][i] & FLAG_CELLS != 0 {
+                    varint::get(self.cols[17], &mut lens).unwrap_or(0)
+                } else {
+                    0
+                };
+                let read = read(usize::try_from(kept).unwrap_or(usize::MAX));
                 let e = self.decode_at_known(
                     i,
                     &mut cur,
@@ -349,7 +357,7 @@ impl<'a> BlockView<'a> {
                 )?;
                 // A game's facts read cost about what 8 bytes of cells walked do.
                 let cell_bytes = cur.cells - cells_from + 8 * (cur.game_facts - facts_from);
-                return Ok((e.key == key).then_some((e, cell_bytes)));
+                return Ok((e.key == key).then_some((e, cell_bytes, read)));
             }
         }
         Ok(None)

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockWriteGuard};
 use crate::store::block::{BlockView, ColumnRanges, Decompressors};
 use crate::store::cells::CellRead;
 use crate::store::entry::Entry;
-use crate::store::error::{Corruption, DecompressError};
+use crate::store::error::DecompressError;
 use crate::store::facet::{CellFilter, CellStat};
 use crate::store::refblock::EntryRefs;
 
@@ -384,15 +384,20 @@ impl BlockCache {
     }
 
     /// What to walk to answer `read` of the entry stored as `coded` in the cached block
-    /// `blk`: every cell when `read` is the entry's second filter (the entry is kept read so and
-    /// this and later filters are made from it, [`BlockCache::keep_read`]), else `read`.
+    /// `blk`, whose block keeps `kept` bytes of its cells: every cell when `read` is a filter
+    /// or a history and the entry keeps at least [`EVERY_CELL_AT_ONCE_BYTES`] of them, or
+    /// `read` is the entry's second filter (the entry is kept read so and this and later
+    /// answers are made from it, [`BlockCache::keep_read`]); else `read`.
     pub(super) fn walk_for<'f>(
         &self,
         blk: &CachedBlock,
         coded: &[u8],
         read: CellRead<'f>,
+        kept: usize,
     ) -> CellRead<'f> {
+        let at_once = self.limit > 0 && kept >= EVERY_CELL_AT_ONCE_BYTES;
         match read {
+            CellRead::Passing(_) | CellRead::ByPeriod if at_once => CellRead::All,
             CellRead::Passing(_) if self.limit > 0 && blk.answers_a_filter(coded) => CellRead::All,
             _ => read,
         }
@@ -400,11 +405,9 @@ impl BlockCache {
 
     /// The answer to `read` of the entry stored as `coded` in the cached block `blk`
     /// (starting at `first`) from `e`, what a walk of `walked` cells
-    /// ([`BlockCache::walk_for`]) found; keeps it when the walk covered at least
-    /// [`ANSWER_MIN_CELL_BYTES`] of cells, and the entry read with every cell when the walk
-    /// read them all, or was `read`'s and covered [`EVERY_CELL_AT_ONCE_BYTES`] (`every_cell`
-    /// reads it then).
-    #[allow(clippy::too_many_arguments)]
+    /// ([`BlockCache::walk_for`]) found: made from it when `walked` read every cell for a
+    /// filter or a history. Kept when the walk covered at least [`ANSWER_MIN_CELL_BYTES`] of
+    /// cells, and so is the entry read with every cell when the walk read them all.
     pub(super) fn keep_read(
         &self,
         first: u64,
@@ -413,39 +416,26 @@ impl BlockCache {
         (read, walked): (CellRead, CellRead),
         e: Entry,
         cell_bytes: usize,
-        every_cell: impl FnOnce() -> Result<Option<Entry>, Corruption>,
-    ) -> Result<Entry, Corruption> {
-        let made = matches!((read, walked), (CellRead::Passing(_), CellRead::All));
-        let answer = match (read, walked) {
+    ) -> Entry {
+        let keep = self.limit > 0 && worth_keeping(cell_bytes);
+        let (answer, all) = match (read, walked) {
             (CellRead::Passing(f), CellRead::All) => {
-                let answer = crate::store::cells::passing_of(&e, f);
-                if worth_keeping(cell_bytes) {
-                    self.keep_every_cell(first, blk, coded, e);
-                }
-                answer
+                (crate::store::cells::passing_of(&e, f), Some(e))
             }
-            _ => e,
+            (CellRead::ByPeriod, CellRead::All) => (crate::store::cells::by_period_of(&e), Some(e)),
+            (CellRead::All, _) if keep => (e.clone(), Some(e)),
+            _ => (e, None),
         };
-        if self.limit == 0 || !worth_keeping(cell_bytes) {
-            return Ok(answer);
+        if !keep {
+            return answer;
         }
-        match read {
-            CellRead::All => self.keep_every_cell(first, blk, coded, answer.clone()),
-            CellRead::Passing(_) | CellRead::ByPeriod
-                if !made
-                    && cell_bytes >= EVERY_CELL_AT_ONCE_BYTES
-                    && blk.every_cell(coded).is_none() =>
-            {
-                if let Some(all) = every_cell()? {
-                    self.keep_every_cell(first, blk, coded, all);
-                }
-            }
-            _ => {}
+        if let Some(all) = all {
+            self.keep_every_cell(first, blk, coded, all);
         }
         if let Some(k) = AnswerKey::of(coded, read) {
             self.keep_answer(first, blk, k, &answer);
         }
-        Ok(answer)
+        answer
     }
 
     /// The cache's map, write-locked, when `blk` is still the block cached at `first` (what

@@ -535,30 +535,20 @@ impl BookFile {
         let model = self.model(block_key, blk.model_id)?;
         let mut coded = Vec::with_capacity(32);
         model.encode(pos, &mut coded)?;
-        // An entry with many cells keeps its answers with its cached block, and once asked a
-        // second filter, itself read with every cell (docs/PERFORMANCE.md, "Kept answers").
+        // An entry with many cells keeps its answers with its cached block, and itself read
+        // with every cell once asked a second filter, or at its first filter or history when
+        // its block keeps 16 KiB of its cells (docs/PERFORMANCE.md, "Kept answers").
         if let Some(e) = self.cache.kept_answer(block_key, &blk, &coded, read) {
             return Ok(Some(e));
         }
-        let walked = self.cache.walk_for(&blk, &coded, read);
-        let found = view.find_coded_sized(key, &coded, Some(pos), &*self.codec, model, walked)?;
-        let Some((e, cell_bytes)) = found else {
+        let walk = |kept| self.cache.walk_for(&blk, &coded, read, kept);
+        let found = view.find_coded_sized(key, &coded, Some(pos), &*self.codec, model, walk)?;
+        let Some((e, cell_bytes, walked)) = found else {
             return Ok(None);
         };
-        let e = self.cache.keep_read(
-            block_key,
-            &blk,
-            &coded,
-            (read, walked),
-            e,
-            cell_bytes,
-            || {
-                let all = CellRead::All;
-                let found =
-                    view.find_coded_sized(key, &coded, Some(pos), &*self.codec, model, all)?;
-                Ok(found.map(|(all, _)| all))
-            },
-        )?;
+        let e = self
+            .cache
+            .keep_read(block_key, &blk, &coded, (read, walked), e, cell_bytes);
         Ok(Some(e))
     }
 

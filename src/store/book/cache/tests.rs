@@ -95,17 +95,14 @@ fn a_first_read_of_many_cells_keeps_its_entry_of_every_cell_at_once() {
     let cache = BlockCache::new(10 << 20);
     let a = block(1_000);
     cache.put(10, a.clone());
-    let reads = std::cell::Cell::new(0);
-    let every = || {
-        reads.set(reads.get() + 1);
-        Ok(Some(cells_entry(50)))
-    };
     let keep = |coded: &[u8], (read, walked): (CellRead, CellRead), e: Entry, cell_bytes| {
-        cache
-            .keep_read(10, &a, coded, (read, walked), e, cell_bytes, every)
-            .unwrap()
+        cache.keep_read(10, &a, coded, (read, walked), e, cell_bytes)
     };
     // Few cells, or unfiltered: the answer only.
+    for kept in [1_000, 20_000] {
+        let walked = cache.walk_for(&a, b"xy", CellRead::Totals, kept);
+        assert!(matches!(walked, CellRead::Totals));
+    }
     keep(b"xy", (CellRead::Totals, CellRead::Totals), entry(1), 1_000);
     keep(
         b"zz",
@@ -114,22 +111,33 @@ fn a_first_read_of_many_cells_keeps_its_entry_of_every_cell_at_once() {
         20_000,
     );
     assert!(a.every_cell(b"xy").is_none() && a.every_cell(b"zz").is_none());
-    assert_eq!(reads.get(), 0);
     assert!(a.answer(b"xy", CellRead::Totals).is_some());
-    // Many, filtered: the entry of every cell too, read once.
+    // Many, filtered or a history: every cell walked at once, kept, the answer made from it.
     let f0 = CellFilter {
         modes: Some(1),
         ..CellFilter::default()
     };
-    for _ in 0..2 {
-        let read = CellRead::Passing(&f0);
-        keep(b"zz", (read, read), entry(1), 20_000);
-    }
+    let read = CellRead::Passing(&f0);
+    let walked = cache.walk_for(&a, b"zz", read, 20_000);
+    assert!(
+        matches!(walked, CellRead::All),
+        "many cells are walked at once"
+    );
+    let by_period = cache.walk_for(&a, b"zz", CellRead::ByPeriod, 20_000);
+    assert!(matches!(by_period, CellRead::All));
+    let answer = keep(b"zz", (read, walked), cells_entry(50), 20_000);
+    assert_eq!(
+        answer,
+        crate::store::cells::passing_of(&cells_entry(50), &f0)
+    );
     assert_eq!(a.every_cell(b"zz").as_deref(), Some(&cells_entry(50)));
-    assert_eq!(reads.get(), 1);
+    assert_eq!(
+        a.answer(b"zz", read),
+        Some(answer),
+        "the made answer is kept"
+    );
     // Below the at-once size, the first filter is walked as asked and kept alone; the second
-    // is walked with every cell, which is kept, and the answer made from it, without a
-    // second walk.
+    // is walked with every cell, which is kept, and the answer made from it.
     let f1 = CellFilter {
         speeds: Some(1 << 3),
         ..CellFilter::default()
@@ -139,12 +147,12 @@ fn a_first_read_of_many_cells_keeps_its_entry_of_every_cell_at_once() {
         ..CellFilter::default()
     };
     let read = CellRead::Passing(&f1);
-    let walked = cache.walk_for(&a, b"xy", read);
+    let walked = cache.walk_for(&a, b"xy", read, 1_000);
     assert!(matches!(walked, CellRead::Passing(_)));
     keep(b"xy", (read, walked), entry(1), 1_000);
-    assert!(a.every_cell(b"xy").is_none() && reads.get() == 1);
+    assert!(a.every_cell(b"xy").is_none());
     let read = CellRead::Passing(&f2);
-    let walked = cache.walk_for(&a, b"xy", read);
+    let walked = cache.walk_for(&a, b"xy", read, 1_000);
     assert!(
         matches!(walked, CellRead::All),
         "a second filter walks every cell"
@@ -154,12 +162,20 @@ fn a_first_read_of_many_cells_keeps_its_entry_of_every_cell_at_once() {
         answer,
         crate::store::cells::passing_of(&cells_entry(50), &f2)
     );
-    assert!(a.every_cell(b"xy").is_some() && reads.get() == 1);
+    assert!(a.every_cell(b"xy").is_some());
     assert_eq!(
         a.answer(b"xy", read),
         Some(answer),
         "the made answer is kept"
     );
+    // Too few cells walked to keep anything: answered, nothing kept.
+    let read = CellRead::Passing(&f1);
+    let answer = keep(b"qq", (read, CellRead::All), cells_entry(50), 100);
+    assert_eq!(
+        answer,
+        crate::store::cells::passing_of(&cells_entry(50), &f1)
+    );
+    assert!(a.every_cell(b"qq").is_none() && a.answer(b"qq", read).is_none());
     // Made from it: the answers it gives.
     let made = cache
         .kept_answer(10, &a, b"xy", CellRead::ByPeriod)
