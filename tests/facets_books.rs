@@ -667,3 +667,45 @@ fn a_position_of_many_cells_is_read_with_every_cell_at_once() {
     assert!(rare.cells.len() > 50 && rare.cells.iter().all(|c| c.games() <= 8));
     verify(&book);
 }
+
+/// A book pruned by `compact --min-games` keeps the games of the moves it drops in its store;
+/// a game imported later that plays such a move again counts it once. The pruned file keeps
+/// every cell in its blocks, so that the fold of the new game's segment reads that move's
+/// cells as counted (not as the two stored games that played it), `verify` passes, and the
+/// cells equal those of the same steps on a book without a store.
+#[test]
+fn a_pruned_book_folds_new_games_of_its_dropped_moves_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, _) = tagged_sample(dir.path());
+    let text = std::fs::read_to_string(&a).unwrap();
+    let first = format!("[Event {}", text.split("[Event ").nth(1).unwrap());
+    // The first game again under other players: another game, the same moves.
+    let again = first.replacen(
+        "[Event ",
+        "[White \"Another\"]\n[Black \"Player\"]\n[Event ",
+        1,
+    );
+    let b = dir.path().join("again.pgn");
+    std::fs::write(&b, again).unwrap();
+    let steps = |book: &Path, extra: &[&str]| {
+        Bookdb::import(&[&a], book).arg("--quiet").args(extra).ok();
+        bookdb(["compact", "--quiet", "--min-games", "3", "--book"])
+            .arg(book)
+            .ok();
+        Bookdb::import(&[&b], book).arg("--quiet").args(extra).ok();
+        bookdb(["compact", "--quiet", "--book"]).arg(book).ok();
+        verify(book);
+    };
+    let with = dir.path().join("with.book");
+    let without = dir.path().join("without.book");
+    steps(&with, &[]);
+    steps(&without, &["--no-games"]);
+    let dump = dump_facets(&with);
+    assert_eq!(dump, dump_facets(&without));
+    // The first game's own deep moves (dropped, then counted again once) are there.
+    let once = dump.lines().filter(|l| l.contains("\"games\":1,")).count();
+    assert!(
+        once > 10,
+        "{once} positions with a move of one game\n{dump}"
+    );
+}

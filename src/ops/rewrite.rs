@@ -370,12 +370,16 @@ fn rewrite_whole(
     if let Some(f) = opts.facets {
         w.add_facets(f);
     }
-    // A store carried whole, under the same facets, still holds every game it counts.
+    // A store carried whole, under the same facets, still holds every game it counts. Not
+    // once pruned: the store keeps the games of the moves `--min-games` drops, so a later
+    // writer that adds those moves back (a fold with new games) would find more games in the
+    // store than the move counts.
     let same_facets = opts
         .facets
         .is_none_or(|f| f.union(old.facets()) == old.facets());
     if !opts.drop_games
         && same_facets
+        && min_games.is_none()
         && crate::store::book::keep_game_cells(old.files(), old.facets())
     {
         w.keep_cells_as_games()?;
