@@ -315,9 +315,14 @@ impl Trace {
     /// final transaction) when tracing, each with the process's resident and peak memory.
     pub(crate) fn attach(&self, w: &mut crate::store::BookWriter) {
         if self.on {
-            w.on_trace(|line| {
+            let mut last = std::time::Instant::now();
+            w.on_trace(move |line| {
                 let (rss, peak) = memory_mib();
-                eprintln!("trace: {line} (rss {rss} MiB peak {peak} MiB)")
+                let wall = last.elapsed().as_secs_f64();
+                last = std::time::Instant::now();
+                eprintln!(
+                    "trace: {line} (wall {wall:.2}s since the last, rss {rss} MiB peak {peak} MiB)"
+                )
             });
         }
     }
