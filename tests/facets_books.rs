@@ -59,6 +59,23 @@ fn tagged_sample(dir: &Path) -> (PathBuf, PathBuf) {
     (a, b)
 }
 
+/// A filter from `key=value` words: `speeds=blitz,rapid ratings=1600 since=2016-03 until=2019`.
+fn filter_of(spec: &str) -> bookdb::store::facet::CellFilter {
+    use bookdb::store::facet::{CellFilter, DateBound};
+    let mut f = CellFilter::default();
+    for word in spec.split_whitespace() {
+        let (k, v) = word.split_once('=').unwrap();
+        match k {
+            "speeds" => f.speeds = Some(CellFilter::parse_speeds(v).unwrap()),
+            "ratings" => f.groups = Some(CellFilter::parse_ratings(v).unwrap()),
+            "since" => f.since = Some(DateBound::parse(v).unwrap()),
+            "until" => f.until = Some(DateBound::parse(v).unwrap()),
+            _ => panic!("{k}"),
+        }
+    }
+    f
+}
+
 fn dump_facets(book: &Path) -> String {
     bookdb(["dump", "--facets", "--book", s(book)]).ok()
 }
@@ -319,30 +336,15 @@ fn kept_answers_equal_fresh_ones() {
 #[test]
 fn answers_made_from_kept_cells_equal_fresh_ones() {
     use bookdb::store::cells::CellRead;
-    use bookdb::store::facet::{CellFilter, DateBound};
     let dir = tempfile::tempdir().unwrap();
     let (cached, uncached, positions) = cached_and_uncached(dir.path());
     let filters = [
-        CellFilter {
-            speeds: Some(CellFilter::parse_speeds("blitz,rapid").unwrap()),
-            ..CellFilter::default()
-        },
-        CellFilter {
-            groups: Some(CellFilter::parse_ratings("1600,1800").unwrap()),
-            ..CellFilter::default()
-        },
-        CellFilter {
-            since: Some(DateBound::parse("2016-03").unwrap()),
-            until: Some(DateBound::parse("2019-11").unwrap()),
-            ..CellFilter::default()
-        },
-        CellFilter {
-            speeds: Some(CellFilter::parse_speeds("bullet,classical").unwrap()),
-            groups: Some(CellFilter::parse_ratings("2000,2200,2500").unwrap()),
-            since: Some(DateBound::parse("2014").unwrap()),
-            ..CellFilter::default()
-        },
-    ];
+        "speeds=blitz,rapid",
+        "ratings=1600,1800",
+        "since=2016-03 until=2019-11",
+        "speeds=bullet,classical ratings=2000,2200,2500 since=2014",
+    ]
+    .map(filter_of);
     let mut filtered_moves = 0;
     for round in 0..2 {
         for p in &positions {
@@ -570,7 +572,6 @@ fn cells_kept_as_games_read_back_as_counted() {
 #[test]
 fn a_position_of_many_cells_is_read_with_every_cell_at_once() {
     use bookdb::store::cells::CellRead;
-    use bookdb::store::facet::{CellFilter, DateBound};
     use bookdb::store::{Book, CacheSizes};
     let dir = tempfile::tempdir().unwrap();
     let lines = [
@@ -616,17 +617,7 @@ fn a_position_of_many_cells_is_read_with_every_cell_at_once() {
     let cells: usize = all.moves.iter().map(|m| m.cells.len()).sum();
     assert!(cells > 3_000, "{cells} cells at the start position");
     let mut cached = Book::open(&book, bookdb::chess_codec()).unwrap();
-    let filters = [
-        CellFilter {
-            speeds: Some(CellFilter::parse_speeds("blitz,rapid").unwrap()),
-            ..CellFilter::default()
-        },
-        CellFilter {
-            groups: Some(CellFilter::parse_ratings("1600,1800").unwrap()),
-            since: Some(DateBound::parse("2001-03").unwrap()),
-            ..CellFilter::default()
-        },
-    ];
+    let filters = ["speeds=blitz,rapid", "ratings=1600,1800 since=2001-03"].map(filter_of);
     // A fresh book asked a history first, then filters; another asked a filter first: either
     // first answer is made from every cell walked at once, the others from that entry.
     for (round, history_first) in [(0, true), (1, true), (0, false), (1, false)] {
