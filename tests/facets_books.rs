@@ -491,18 +491,6 @@ fn kept_game_choices_equal_fresh_ones() {
 }
 
 /// The versions (first byte) of a file's entry blocks, by count.
-fn block_versions(book: &Path) -> std::collections::BTreeMap<u8, usize> {
-    use redb::{ReadableDatabase, ReadableTable};
-    let db = redb::Database::open(book).unwrap();
-    let txn = db.begin_read().unwrap();
-    let def: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("blocks");
-    let mut out = std::collections::BTreeMap::new();
-    for r in txn.open_table(def).unwrap().iter().unwrap() {
-        *out.entry(r.unwrap().1.value()[0]).or_default() += 1;
-    }
-    out
-}
-
 /// A book that stores its games keeps the cells of its moves of few games as their games'
 /// (version-3 blocks, docs/FORMAT.md §12.5) and reads them back as the cells the import
 /// counted: `dump --facets` and filtered probes equal those of the same games imported

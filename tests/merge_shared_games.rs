@@ -6,7 +6,9 @@
 //! wrapped. Retagged games (lichess-style tags) fill the facet cells.
 
 mod common;
-use common::{Bookdb, bookdb, python_chess, retagged_games, s, stats, verify, write_games};
+use common::{
+    Bookdb, block_versions, bookdb, python_chess, retagged_games, s, stats, verify, write_games,
+};
 
 use std::path::Path;
 
@@ -127,6 +129,13 @@ fn merged_books_count_each_shared_game_once() {
     assert_eq!(m["subtraction_clamped"], 0, "{m}");
     assert!(!err.contains("warning"), "{err}");
     assert_eq!(dump_cells(&ab), want);
+    // Every game it counts stored once: its moves of few games keep their cells as their
+    // games', as the single import's do.
+    assert!(
+        block_versions(&ab).contains_key(&3),
+        "{:?}",
+        block_versions(&ab)
+    );
     assert_eq!(content_stats(&ab), content_stats(&whole));
     assert_eq!(all_pgn(&ab), all_pgn(&whole));
     assert_eq!(top_games(&ab), top_games(&whole));
@@ -152,6 +161,8 @@ fn merged_books_count_each_shared_game_once() {
     let (again, m, _) = merge(d, "again", &[&ab, &c]);
     assert_eq!(m["copies_subtracted"], 600, "{m}");
     assert_eq!(dump_cells(&again), want);
+    assert!(block_versions(&again).contains_key(&3));
+    verify(&again);
     let left: Vec<_> = std::fs::read_dir(d)
         .unwrap()
         .flatten()
@@ -207,6 +218,10 @@ fn the_copy_with_the_most_facets_is_kept() {
         assert_eq!(m["subtraction_clamped"], 0, "{m}");
         assert_eq!(dump_cells(&m_book), dump_cells(&want), "{name}");
         assert_eq!(content_stats(&m_book), content_stats(&want), "{name}");
+        assert!(
+            !block_versions(&m_book).contains_key(&3),
+            "{name}: facets differ"
+        );
         verify(&m_book);
     }
 }
@@ -242,6 +257,7 @@ fn games_counted_to_another_max_ply_count_once_as_the_deeper_copy() {
         assert_eq!(content_stats(&out), content_stats(&want), "{name}");
         assert_eq!(all_pgn(&out), all_pgn(&want), "{name}");
         assert_eq!(top_games(&out), top_games(&want), "{name}");
+        assert!(block_versions(&out).contains_key(&3), "{name}");
         verify(&out);
     }
 }
@@ -269,6 +285,8 @@ fn fingerprint_only_copies_are_counted_and_reported() {
         "{m}"
     );
     assert_eq!(stats(&abc)["games"], 1400);
+    // Copies still counted: more games counted than stored, so every cell is in its block.
+    assert!(!block_versions(&abc).contains_key(&3));
     verify(&abc);
 }
 
@@ -286,6 +304,8 @@ fn pruned_inputs_are_clamped_and_reported() {
     let (ab, m, _) = merge(d, "ab", &[&a, &b]);
     let clamped = m["subtraction_clamped"].as_u64().unwrap();
     assert!(clamped > 0, "{m}");
+    // Pruned inputs keep every cell in their blocks, and so does their merge.
+    assert!(!block_versions(&ab).contains_key(&3));
     verify(&ab);
     let o = bookdb(["merge", "--out", s(&d.join("ab2.book")), s(&a), s(&b)]).ok_output();
     let err = String::from_utf8_lossy(&o.stderr);

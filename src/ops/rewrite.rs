@@ -192,9 +192,6 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
             (x.0, x.1, &x.2.model, &x.2.dictionary).cmp(&(y.0, y.1, &y.2.model, &y.2.dictionary))
         })
         .map(|(_, _, c)| c);
-    if let Some(c) = &reuse {
-        w.reuse_compression(c.clone())?;
-    }
     // The same input imported into several books keeps one record (carry_over), but its
     // games are counted in each: report it.
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
@@ -203,6 +200,13 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
         for (k, _) in b.imports()? {
             *seen.entry(k).or_default() += 1;
         }
+    }
+    let copies_subtracted = shared.as_ref().map_or(0, |s| s.copies);
+    if merged_keeps_game_cells(&books, fingerprints.copies == copies_subtracted) {
+        w.keep_cells_as_games()?;
+    }
+    if let Some(c) = &reuse {
+        w.reuse_compression(c.clone())?;
     }
     let streams = books
         .iter()
@@ -250,15 +254,30 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
             .collect(),
         shared_games,
         shared_games_subtracted: shared.as_ref().map_or(0, |s| s.games),
-        copies_subtracted: shared.as_ref().map_or(0, |s| s.copies),
+        copies_subtracted,
         shared_copies: fingerprints.copies,
-        copies_still_counted: fingerprints
-            .copies
-            .saturating_sub(shared.as_ref().map_or(0, |s| s.copies)),
+        copies_still_counted: fingerprints.copies.saturating_sub(copies_subtracted),
         subtraction_clamped: clamped.get(),
         elapsed_secs: start.elapsed().as_secs_f64(),
         memory: RewriteMemory::of(&budget, warning),
     })
+}
+
+/// Whether the merge of `books` stores every game it counts, each counted into the cell its
+/// stored tags give under the merged facets, so that its moves of few games may keep their
+/// cells as their games' (docs/FORMAT.md §12.5): every input's files keep their cells so under
+/// the same facets (which no pruned, polyglot-imported, game-less or migrated file does), and
+/// every extra copy of a game more than one input counted is taken out (`all_copies_out`).
+fn merged_keeps_game_cells(books: &[Book], all_copies_out: bool) -> bool {
+    let facets = books
+        .iter()
+        .fold(crate::store::facet::FacetSet::NONE, |f, b| {
+            f.union(b.facets())
+        });
+    all_copies_out
+        && books
+            .iter()
+            .all(|b| crate::store::book::keep_game_cells(b.files(), facets))
 }
 
 /// What `migrate` did: the versions, the rewrite (if one was needed) and the sentence the text

@@ -217,6 +217,20 @@ pub fn write_games(path: &Path, games: &[Vec<u8>]) {
     }
 }
 
+/// How many entry blocks of the book file at `book` (its base file) have each block version
+/// (its first byte; version 3 holds moves whose cells are their games', docs/FORMAT.md §12.5).
+pub fn block_versions(book: &std::path::Path) -> std::collections::BTreeMap<u8, usize> {
+    use redb::{ReadableDatabase, ReadableTable};
+    let db = redb::Database::open(book).unwrap();
+    let txn = db.begin_read().unwrap();
+    let def: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("blocks");
+    let mut out = std::collections::BTreeMap::new();
+    for r in txn.open_table(def).unwrap().iter().unwrap() {
+        *out.entry(r.unwrap().1.value()[0]).or_default() += 1;
+    }
+    out
+}
+
 pub mod server;
 
 /// Overwrites the book's `format_version` (as an older or newer build would have written it).
