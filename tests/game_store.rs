@@ -420,3 +420,59 @@ fn a_killed_import_resumes_with_its_game_runs() {
         verify(&book);
     }
 }
+
+/// One lichess game (same `Site`, so the same id, and the same tags) whose moves two inputs
+/// write two ways (`Nf3` and the over-disambiguated `Ngf3`): `--dedupe`'s fingerprint reads
+/// the moves as written, so both copies are counted, and the store keeps both records, so that
+/// it holds every game it counts. Before, the store kept one: the import of both failed
+/// ("stores 1 of the 2 games it counts"), and a book holding them in two segments could no
+/// longer fold, compact or take an import. One import, two segments folded, and a merge.
+#[test]
+fn one_game_written_two_ways_is_stored_as_often_as_it_is_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let game = |moves: &str| {
+        format!(
+            "[Event \"Rated Blitz game\"]\n[Site \"https://lichess.org/abcdEFGH\"]\n\
+             [White \"w\"]\n[Black \"b\"]\n[Result \"1-0\"]\n[UTCDate \"2021.03.04\"]\n\
+             [TimeControl \"180+0\"]\n[WhiteElo \"2100\"]\n[BlackElo \"2050\"]\n\n{moves} 1-0\n\n"
+        )
+    };
+    let (a, b) = (d.join("a.pgn"), d.join("b.pgn"));
+    std::fs::write(&a, game("1. e4 e5 2. Nf3 Nc6 3. Bc4 Bc5 4. O-O Nf6")).unwrap();
+    std::fs::write(&b, game("1. e4 e5 2. Ngf3 Nbc6 3. Bfc4 Bfc5 4. O-O Ngf6")).unwrap();
+    let both = d.join("both.pgn");
+    std::fs::write(
+        &both,
+        [std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap()].concat(),
+    )
+    .unwrap();
+    let counted = |book: &Path| {
+        let st = stats(book);
+        (
+            st["games"].as_u64().unwrap(),
+            st["stored_games"].as_u64().unwrap(),
+        )
+    };
+    let one = d.join("one.book");
+    import(&[&both], &one, &[]);
+    verify(&one);
+    assert_eq!(counted(&one), (2, 2));
+    let two = d.join("two.book");
+    import(&[&a], &two, &[]);
+    import(&[&b], &two, &[]);
+    bookdb(["compact", "--quiet", "--book", s(&two)]).ok();
+    verify(&two);
+    assert_eq!(counted(&two), (2, 2));
+    assert_eq!(dump(&two), dump(&one));
+    let (ba, bb, m) = (d.join("ba.book"), d.join("bb.book"), d.join("m.book"));
+    import(&[&a], &ba, &[]);
+    import(&[&b], &bb, &[]);
+    bookdb(["merge", "--quiet", "--out", s(&m), s(&ba), s(&bb)]).ok();
+    verify(&m);
+    assert_eq!(counted(&m), (2, 2));
+    assert_eq!(dump(&m), dump(&one));
+    // Another import into the folded book still lands.
+    import(&[&sample_pgn()], &two, &[]);
+    verify(&two);
+}

@@ -218,6 +218,8 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
     if let Some(s) = &shared {
         let (games, by_facet) = s.counted();
         w.take_out_games(games, &by_facet);
+        // The copies taken out are the records the inputs hold alike: the store keeps one.
+        w.each_game_once();
     }
     let minus = match &shared {
         Some(s) => s.streams()?,

@@ -229,15 +229,15 @@ impl Book {
     }
 
     /// Every stored game of the book in the store's order ([`store_order`]: date, then id),
-    /// the files' stores merged (a game two files hold, as the same id and fields, is given
-    /// once): the same sequence whether the book is one file or a base and segments.
+    /// the files' stores merged, every record given (a book counted each record its files
+    /// hold): the same sequence whether the book is one file or a base and segments.
     pub fn games_in_order(&self) -> Result<GameStream<'static>> {
         let parts = self
             .files()
             .iter()
             .map(|f| f.games_iter())
             .collect::<Result<Vec<_>>>()?;
-        Ok(Box::new(MergeGames::new(parts, None)))
+        Ok(Box::new(MergeGames::new(parts, None, false)))
     }
 
     /// The games stored over all the book's files.
@@ -258,9 +258,16 @@ pub(crate) struct GameCarry {
     dropped: bool,
     /// Taps armed on the carried files whose references could be carried as they are.
     taps: Vec<(Arc<BookFile>, Arc<super::reftap::RefTap>)>,
+    /// A merge's: each game once ([`MergeGames`]).
+    once: bool,
 }
 
 impl GameCarry {
+    /// Gives each game once, as a merge does whose counts take the extra copies out.
+    pub(crate) fn each_game_once(&mut self) {
+        self.once = true;
+    }
+
     pub(crate) fn carry(&mut self, files: &[Arc<BookFile>]) {
         self.from.extend(files.iter().cloned());
         for f in files {
@@ -389,7 +396,7 @@ impl GameCarry {
             super::refs::RefBuilder::new(ctx.clone()),
             ctx.codec.game_head_fields(),
         )?;
-        for g in MergeGames::new(parts, ctx.codec.counted_plies_field()) {
+        for g in MergeGames::new(parts, ctx.codec.counted_plies_field(), self.once) {
             out.push(g?)?;
         }
         out.finish(txn, shapes)
@@ -518,15 +525,19 @@ impl<'t> StoreWriter<'t> {
 }
 
 /// Streams of games, each in the store's order ([`store_order`]), merged into one in that
-/// order; a game met again (same id and fields) is given once.
+/// order, every record given (an import's game runs: a record met twice was counted twice).
 pub fn merge_game_streams(parts: Vec<GameStream<'static>>) -> GameStream<'static> {
-    Box::new(MergeGames::new(parts, None))
+    Box::new(MergeGames::new(parts, None, false))
 }
 
-/// Streams of games in the store's order merged into one; a game met again (same id and
-/// fields) is given once. With `plies` (the codec's counted-plies field), records of one game
-/// counted to different depths are given once too, as the deepest
-/// ([`same_game_but_plies`]): what a merge of books imported with another `--max-ply` keeps.
+/// Streams of games in the store's order merged into one. With `once`, a game met again
+/// (same id and fields) is given once, and with `plies` (the codec's counted-plies field)
+/// records of one game counted to different depths are given once too, as the deepest
+/// ([`same_game_but_plies`]): what a merge keeps, whose counts take the extra copies out
+/// (`ops::shared_games`). Without, every record is given: whatever else writes a store counted
+/// each record it holds (two records alike are two games counted, e.g. one game's moves
+/// written two ways, which `--dedupe`'s fingerprint tells apart), so that it stores every game
+/// it counts.
 struct MergeGames {
     parts: Vec<GameStream<'static>>,
     /// Each stream's next game (`None`: not read yet or ended, see `ended`).
@@ -537,10 +548,11 @@ struct MergeGames {
     /// The game to give next, once no deeper record of it follows.
     pending: Option<StoredGame>,
     plies: Option<usize>,
+    once: bool,
 }
 
 impl MergeGames {
-    fn new(parts: Vec<GameStream<'static>>, plies: Option<usize>) -> Self {
+    fn new(parts: Vec<GameStream<'static>>, plies: Option<usize>, once: bool) -> Self {
         let n = parts.len();
         MergeGames {
             parts,
@@ -548,7 +560,8 @@ impl MergeGames {
             ended: vec![false; n],
             last: None,
             pending: None,
-            plies,
+            plies: plies.filter(|_| once),
+            once,
         }
     }
 
@@ -566,7 +579,7 @@ impl MergeGames {
     }
 
     /// The least head, taken, in the store's order; `None` when every stream ended. A game
-    /// equal to the last one taken is skipped.
+    /// equal to the last one taken is skipped when each is given once.
     fn take_least(&mut self) -> Result<Option<StoredGame>> {
         loop {
             self.fill()?;
@@ -586,7 +599,8 @@ impl MergeGames {
             };
             if let Some(l) = &self.last {
                 match store_order(l, &g) {
-                    Ordering::Equal => continue,
+                    Ordering::Equal if self.once => continue,
+                    Ordering::Equal => {}
                     Ordering::Greater => {
                         return Err(Error::Internal(format!(
                             "game {:012x} out of the store's order",
@@ -602,6 +616,9 @@ impl MergeGames {
     }
 
     fn next_game(&mut self) -> Result<Option<StoredGame>> {
+        if !self.once {
+            return self.take_least();
+        }
         while let Some(g) = self.take_least()? {
             match self.pending.take() {
                 None => self.pending = Some(g),

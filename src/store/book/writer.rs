@@ -195,6 +195,13 @@ impl BookWriter {
         self.facet_games.subtract(by_facet);
     }
 
+    /// The new file's store keeps one record of a game its sources hold alike (a merge whose
+    /// counters take the extra copies out, `ops::shared_games`); without, it keeps every
+    /// record, as each was counted.
+    pub fn each_game_once(&mut self) {
+        self.games.each_game_once();
+    }
+
     /// Adds facets the new book keeps (it keeps the union of what its sources keep).
     pub fn add_facets(&mut self, facets: crate::store::facet::FacetSet) {
         self.facets = self.facets.union(facets);

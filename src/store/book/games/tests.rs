@@ -41,9 +41,17 @@ fn start_entry() -> crate::store::entry::Entry {
 /// A book file holding `games` and the start position's entry, optionally carrying `from`'s
 /// files.
 fn write(path: &Path, from: Option<&Book>, games: Vec<StoredGame>) {
+    write_as(path, from, games, false)
+}
+
+/// As [`write`]; with `once`, as a merge writes (a game held alike twice is kept once).
+fn write_as(path: &Path, from: Option<&Book>, games: Vec<StoredGame>, once: bool) {
     let mut w = BookWriter::create(path, crate::chess_codec(), WriterOptions::default()).unwrap();
     if let Some(b) = from {
         w.carry_over(b).unwrap();
+    }
+    if once {
+        w.each_game_once();
     }
     w.store_games(games);
     w.push(start_entry()).unwrap();
@@ -137,13 +145,24 @@ fn rewrites_carry_the_store_and_drop_games_empties_it() {
         Vec::new(),
     );
     assert_eq!(stored(&b), before);
-    // Carried with new games (and one already there): merged, renumbered, kept once.
-    let c = dir.path().join("c.book");
+    // Carried with new games (and one already there): merged, renumbered; the record met
+    // twice is kept twice by a writer that counted it twice, once by a merge.
     let extra = vec![game(1, "1999.01.01", &[5]), many[10].clone()];
+    let twice = dir.path().join("twice.book");
     write(
+        &twice,
+        Some(&Book::open(&b, crate::chess_codec()).unwrap()),
+        extra.clone(),
+    );
+    let kept = stored(&twice);
+    assert_eq!(kept.len(), 3002);
+    assert_eq!(kept.iter().filter(|g| **g == many[10]).count(), 2);
+    let c = dir.path().join("c.book");
+    write_as(
         &c,
         Some(&Book::open(&b, crate::chess_codec()).unwrap()),
         extra,
+        true,
     );
     let after = stored(&c);
     assert_eq!(after.len(), 3001);
