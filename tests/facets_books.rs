@@ -234,6 +234,19 @@ fn a_book_keeps_the_facets_it_was_created_with() {
         .args(["--quiet", "--facets", "month"])
         .fails_with(1);
     assert!(err.contains("keeps the facets speed"), "{err}");
+    // So is `migrate --facets` of other ones (it chooses facets for books made before them);
+    // its own facets are nothing to do.
+    let err = bookdb(["migrate", "--book", s(&book), "--facets", "month"]).fails_with(1);
+    assert!(err.contains("keeps the facets speed"), "{err}");
+    bookdb([
+        "migrate",
+        "--quiet",
+        "--book",
+        s(&book),
+        "--facets",
+        "speed",
+    ])
+    .ok();
     Bookdb::import(&[&b], &book).arg("--quiet").ok();
     let st: serde_json::Value = bookdb(["stats", "--json", "--book", s(&book)]).json();
     assert_eq!(st["facets"], serde_json::json!(["speed"]));

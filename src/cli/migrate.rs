@@ -8,9 +8,10 @@ use super::args::{BookArg, JobArgs, RewriteMemoryArg, print_warnings};
 pub(crate) struct Args {
     #[command(flatten)]
     book: BookArg,
-    /// The facets the migrated book keeps from then on (a comma list of month, speed,
-    /// rating, mode, or none; default for chess: all four). Its counts so far are in the
-    /// all-unknown cell: unfiltered answers are unchanged.
+    /// A book made before facets (format 3 and older): the facets it keeps from then on (a
+    /// comma list of month, speed, rating, mode, or none; default for chess: all four). Its
+    /// counts so far are in the all-unknown cell: unfiltered answers are unchanged. A book
+    /// with facets keeps its own (other ones are refused).
     #[arg(long, value_name = "LIST", value_parser = bookdb::store::facet::FacetSet::parse)]
     facets: Option<bookdb::store::facet::FacetSet>,
     #[command(flatten)]

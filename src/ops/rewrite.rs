@@ -481,6 +481,14 @@ pub fn migrate(book: &Path, opts: &RewriteOptions) -> Result<MigrateSummary> {
         Err(e) => return Err(e),
     };
     let version = old.format_version();
+    // Facets are chosen when a book is created; only a book made before them gets them here.
+    if let Some(asked) = opts.facets.filter(|&f| version >= 4 && f != old.facets()) {
+        return Err(Error::Usage(format!(
+            "{}: the book keeps the facets {} (format {version}); --facets chooses them only when migrating a book made before facets (format 3 and older), and a book keeps what it was created with: import its games into a new book with --facets {asked}, or `bookdb merge` it with a book built so",
+            book.display(),
+            old.facets(),
+        )));
+    }
     if version == FORMAT_VERSION {
         return Ok(MigrateSummary {
             book: book.display().to_string(),
