@@ -129,13 +129,8 @@ fn merged_books_count_each_shared_game_once() {
     assert_eq!(m["subtraction_clamped"], 0, "{m}");
     assert!(!err.contains("warning"), "{err}");
     assert_eq!(dump_cells(&ab), want);
-    // Every game it counts stored once: its moves of few games keep their cells as their
-    // games', as the single import's do.
-    assert!(
-        block_versions(&ab).contains_key(&3),
-        "{:?}",
-        block_versions(&ab)
-    );
+    // Shared copies taken out: every cell in its blocks (FORMAT §12.5).
+    assert!(!block_versions(&ab).contains_key(&3));
     assert_eq!(content_stats(&ab), content_stats(&whole));
     assert_eq!(all_pgn(&ab), all_pgn(&whole));
     assert_eq!(top_games(&ab), top_games(&whole));
@@ -161,7 +156,6 @@ fn merged_books_count_each_shared_game_once() {
     let (again, m, _) = merge(d, "again", &[&ab, &c]);
     assert_eq!(m["copies_subtracted"], 600, "{m}");
     assert_eq!(dump_cells(&again), want);
-    assert!(block_versions(&again).contains_key(&3));
     verify(&again);
     let left: Vec<_> = std::fs::read_dir(d)
         .unwrap()
@@ -257,7 +251,6 @@ fn games_counted_to_another_max_ply_count_once_as_the_deeper_copy() {
         assert_eq!(content_stats(&out), content_stats(&want), "{name}");
         assert_eq!(all_pgn(&out), all_pgn(&want), "{name}");
         assert_eq!(top_games(&out), top_games(&want), "{name}");
-        assert!(block_versions(&out).contains_key(&3), "{name}");
         verify(&out);
     }
 }
@@ -285,7 +278,7 @@ fn fingerprint_only_copies_are_counted_and_reported() {
         "{m}"
     );
     assert_eq!(stats(&abc)["games"], 1400);
-    // Copies still counted: more games counted than stored, so every cell is in its block.
+    // Shared games: every cell in its blocks.
     assert!(!block_versions(&abc).contains_key(&3));
     verify(&abc);
 }
@@ -313,4 +306,26 @@ fn pruned_inputs_are_clamped_and_reported() {
         err.contains(&format!("warning: {clamped} positions held fewer games")),
         "{err}"
     );
+}
+
+/// Books that share no game merge into a book whose moves of few games keep their cells as
+/// their games', as one import of the games does: same cells, games and top games.
+#[test]
+fn disjoint_books_merge_with_cells_kept_as_the_games() {
+    let Some(g) = games() else { return };
+    let d = &g.dir;
+    let whole = import(&g.games[..600], d, "whole", &[]);
+    let a = import(&g.games[..300], d, "a", &[]);
+    let b = import(&g.games[300..600], d, "b", &[]);
+    let (ab, m, _) = merge(d, "ab", &[&a, &b]);
+    assert_eq!(m["shared_games"], 0, "{m}");
+    assert!(
+        block_versions(&ab).contains_key(&3),
+        "{:?}",
+        block_versions(&ab)
+    );
+    assert_eq!(dump_cells(&ab), dump_cells(&whole));
+    assert_eq!(content_stats(&ab), content_stats(&whole));
+    assert_eq!(top_games(&ab), top_games(&whole));
+    verify(&ab);
 }

@@ -202,7 +202,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
         }
     }
     let copies_subtracted = shared.as_ref().map_or(0, |s| s.copies);
-    if merged_keeps_game_cells(&books, fingerprints.copies == copies_subtracted) {
+    if merged_keeps_game_cells(&books, fingerprints.copies == 0) {
         w.keep_cells_as_games()?;
     }
     if let Some(c) = &reuse {
@@ -269,14 +269,17 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
 /// stored tags give under the merged facets, so that its moves of few games may keep their
 /// cells as their games' (docs/FORMAT.md §12.5): every input's files keep their cells so under
 /// the same facets (which no pruned, polyglot-imported, game-less or migrated file does), and
-/// every extra copy of a game more than one input counted is taken out (`all_copies_out`).
-fn merged_keeps_game_cells(books: &[Book], all_copies_out: bool) -> bool {
+/// the inputs share no game (`disjoint`), so that nothing is taken out and the new store keeps
+/// every record its inputs' stores hold, as they counted them. (Taking shared copies out works
+/// on records alike, which a store may hold twice as two games counted — one game's moves
+/// written two ways — so the counts and the store could part: such merges write every cell.)
+fn merged_keeps_game_cells(books: &[Book], disjoint: bool) -> bool {
     let facets = books
         .iter()
         .fold(crate::store::facet::FacetSet::NONE, |f, b| {
             f.union(b.facets())
         });
-    all_copies_out
+    disjoint
         && books
             .iter()
             .all(|b| crate::store::book::keep_game_cells(b.files(), facets))
