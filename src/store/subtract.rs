@@ -62,9 +62,20 @@ impl MoveRec {
     /// (a record without cells is wholly in the all-unknown cell). Clamped at zero; `clamped`
     /// is set when `o` held more than this record in any counter.
     pub(crate) fn subtract(&mut self, o: &MoveRec, clamped: &mut bool) {
-        if !self.cells.is_empty() || !o.cells.is_empty() {
-            let had_cells = !self.cells.is_empty();
-            let mut cells = subtract_cells(&self.as_cells(), &o.as_cells(), clamped);
+        let cells = (!self.cells.is_empty() || !o.cells.is_empty())
+            .then(|| subtract_cells(&self.as_cells(), &o.as_cells(), clamped));
+        let had_cells = !self.cells.is_empty();
+        self.white = minus(self.white, o.white, clamped);
+        self.draws = minus(self.draws, o.draws, clamped);
+        self.black = minus(self.black, o.black, clamped);
+        self.unknown = minus(self.unknown, o.unknown, clamped);
+        self.rating_sum = minus(self.rating_sum, o.rating_sum, clamped);
+        self.rating_count = minus(self.rating_count, o.rating_count, clamped);
+        if let Some(mut cells) = cells {
+            // The counters are what the cells hold: clamped, a cell can lose less than the
+            // counters do (games `o` holds in a cell this move lacks), and the two would part.
+            self.cells = cells.clone();
+            super::cells::set_totals(self);
             // A record without cells stays without when all that is left is the unknown cell.
             if !had_cells
                 && cells.len() == 1
@@ -75,12 +86,6 @@ impl MoveRec {
             }
             self.cells = cells;
         }
-        self.white = minus(self.white, o.white, clamped);
-        self.draws = minus(self.draws, o.draws, clamped);
-        self.black = minus(self.black, o.black, clamped);
-        self.unknown = minus(self.unknown, o.unknown, clamped);
-        self.rating_sum = minus(self.rating_sum, o.rating_sum, clamped);
-        self.rating_count = minus(self.rating_count, o.rating_count, clamped);
     }
 }
 
@@ -287,6 +292,24 @@ mod tests {
                 let clamped = sum.subtract(&b);
                 prop_assert!(!clamped);
                 prop_assert_eq!(sum, a);
+            }
+        }
+
+        /// Whatever is taken out, clamped or not, a move's counters are what its cells hold.
+        #[test]
+        fn a_move_left_with_cells_adds_up_to_its_counters(
+            a in arb_entry(true),
+            b in arb_entry(true),
+            c in arb_entry(false),
+        ) {
+            for (a, b) in [(a.clone(), b.clone()), (a.clone(), c.clone()), (c, b)] {
+                let mut left = a;
+                left.subtract(&b);
+                for m in left.moves.iter().filter(|m| !m.cells.is_empty()) {
+                    let mut sum = m.clone();
+                    crate::store::cells::set_totals(&mut sum);
+                    prop_assert_eq!(&sum, m);
+                }
             }
         }
 
