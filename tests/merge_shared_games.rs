@@ -306,6 +306,19 @@ fn pruned_inputs_are_clamped_and_reported() {
         err.contains(&format!("warning: {clamped} positions held fewer games")),
         "{err}"
     );
+    // Two books pruned at 2 sharing games, with a third book of other games: the clamped
+    // moves' counters are still their cells' sums (they parted where a shared copy had games in
+    // a cell the move lacked, and the merged book failed verify, dump and compact).
+    let p0 = import(&g.games[..400], d, "p0", &[]);
+    let p1 = import(&g.games[200..400], d, "p1", &[]);
+    for book in [&p0, &p1] {
+        bookdb(["compact", "--quiet", "--book", s(book), "--min-games", "2"]).ok();
+    }
+    let c = import(&g.games[1000..1200], d, "c", &[]);
+    let (abc, _, _) = merge(d, "abc", &[&p0, &p1, &c]);
+    verify(&abc);
+    bookdb(["compact", "--quiet", "--book", s(&abc)]).ok();
+    verify(&abc);
 }
 
 /// Books that share no game merge into a book whose moves of few games keep their cells as
