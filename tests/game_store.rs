@@ -216,7 +216,8 @@ fn a_store_carried_alone_carries_its_references_with_the_entries() {
     let book = dir.path().join("c.book");
     import(&[&first], &book, &[]);
     // Counts without games beside the store: the fold merges their entries with the base's,
-    // so the moves it writes are named by code where the base's blocks named them by index.
+    // so the moves it writes are named by code where the base's blocks named them by index;
+    // the compactions after it carry the references with the entries.
     let r = import(&[&second], &book, &["--no-games", "--delta-min", "1000000"]);
     assert_eq!(r["applied"], "delta", "{r}");
     let lists = |b: &Path| -> Vec<String> {
@@ -234,21 +235,25 @@ fn a_store_carried_alone_carries_its_references_with_the_entries() {
     let before = lists(&book);
     let named: usize = before.iter().map(|l| l.lines().count()).sum();
     assert!(named > 40, "only {named} games listed");
-    let compact = |extra: &[&str]| {
+    let compact = |extra: &[&str], carried: bool| {
         let out = bookdb(["compact", "--quiet", "--book", s(&book)])
             .args(extra)
             .env("BOOKDB_TRACE", "1")
             .ok_output();
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(
+        assert_eq!(
             err.contains("references carried with the entries"),
+            carried,
             "compact {extra:?}: {err}"
         );
     };
-    compact(&[]);
+    // The fold: the segment counts without games, so the references are derived from the
+    // store again (such counts may name moves a pruned store's file dropped).
+    compact(&[], false);
     assert_eq!(stats(&book)["segments"], 0);
     assert_eq!(lists(&book), before, "after the fold");
     verify(&book);
+    let compact = |extra: &[&str]| compact(extra, true);
     compact(&["--retrain"]);
     assert_eq!(lists(&book), before, "after a compaction");
     verify(&book);
@@ -475,4 +480,62 @@ fn one_game_written_two_ways_is_stored_as_often_as_it_is_counted() {
     // Another import into the folded book still lands.
     import(&[&sample_pgn()], &two, &[]);
     verify(&two);
+}
+
+/// A book pruned by `compact --min-games` keeps the games of the moves it drops in its store,
+/// not their references. Counts without games that name such moves again — a `--no-games`
+/// segment folded in, `import-polyglot`, a merge with a game-less book — make the new file
+/// derive its references from the store again (they were copied from the pruned file's, so the
+/// positions its stored games reach again had none: `games` listed nothing there and `verify`
+/// failed). Each book verifies.
+#[test]
+fn a_pruned_book_given_counts_without_games_names_its_stored_games_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (first, _) = sample_halves(d);
+    // The same games under other rounds: another input, counted again without games.
+    let again = d.join("again.pgn");
+    let text = std::fs::read_to_string(&first).unwrap();
+    std::fs::write(
+        &again,
+        text.replace("[Event ", "[Round \"again\"]\n[Event "),
+    )
+    .unwrap();
+    let pruned = |name: &str| {
+        let book = d.join(name);
+        import(&[&first], &book, &[]);
+        bookdb(["compact", "--quiet", "--min-games", "2", "--book", s(&book)]).ok();
+        verify(&book);
+        book
+    };
+    // A --no-games segment, folded.
+    let a = pruned("a.book");
+    import(&[&again], &a, &["--no-games", "--delta-min", "1000000"]);
+    bookdb(["compact", "--quiet", "--book", s(&a)]).ok();
+    verify(&a);
+    // import-polyglot of the unpruned games' moves.
+    let full = d.join("full.book");
+    import(&[&first], &full, &[]);
+    let bin = d.join("full.bin");
+    bookdb([
+        "export",
+        "--quiet",
+        "--book",
+        s(&full),
+        "--format",
+        "polyglot",
+        "--out",
+        s(&bin),
+    ])
+    .ok();
+    let b = pruned("b.book");
+    bookdb(["import-polyglot", "--quiet", "--book", s(&b), s(&bin)]).ok();
+    verify(&b);
+    // A merge with a game-less book of the same moves.
+    let c = pruned("c.book");
+    let none = d.join("none.book");
+    import(&[&again], &none, &["--no-games"]);
+    let m = d.join("m.book");
+    bookdb(["merge", "--quiet", "--out", s(&m), s(&c), s(&none)]).ok();
+    verify(&m);
 }

@@ -459,6 +459,7 @@ fn rewrite(
     if game_cells {
         w.keep_cells_as_games()?;
     }
+    w.counts_added_entries();
     sources.push(new.merged(target.game)?);
     let mut trace = crate::ops::progress::Trace::new();
     for e in crate::chess::attach::AttachKeyOnly::new(MergeIter::new(sources)) {

@@ -471,6 +471,7 @@ pub fn import_polyglot(
         streams.push(Box::new(book.iter()?));
     }
     w.add_imports(records);
+    w.counts_added_entries();
     for list in new_lists {
         streams.push(Box::new(list.into_iter().map(Ok)));
     }

@@ -260,12 +260,21 @@ pub(crate) struct GameCarry {
     taps: Vec<(Arc<BookFile>, Arc<super::reftap::RefTap>)>,
     /// A merge's: each game once ([`MergeGames`]).
     once: bool,
+    /// The new file counts entries besides the carried files' (an import's, a Polyglot
+    /// import's): no store is carried alone.
+    added_counts: bool,
 }
 
 impl GameCarry {
     /// Gives each game once, as a merge does whose counts take the extra copies out.
     pub(crate) fn each_game_once(&mut self) {
         self.once = true;
+    }
+
+    /// The new file counts entries besides the carried files': its references are derived
+    /// from the store (the entries may name moves the store's own file dropped).
+    pub(crate) fn counts_added(&mut self) {
+        self.added_counts = true;
     }
 
     pub(crate) fn carry(&mut self, files: &[Arc<BookFile>]) {
@@ -277,12 +286,23 @@ impl GameCarry {
         }
     }
 
-    /// The one store carried alone (no other store, no new games), of this format and with
-    /// the `facets` the new file keeps: its numbers, and so its references, stay.
+    /// The one store carried alone (no other store, no new games, no other file or added
+    /// entries that count anything), of this format and with the `facets` the new file keeps: its numbers, and so
+    /// its references, stay. A file that counts without games (a `--no-games` or Polyglot
+    /// segment, a merge's game-less input) may add moves its stored games played that the
+    /// store's own file lacks (`compact --min-games` dropped them, and their references):
+    /// then the references are derived from the store again.
     fn carried_alone(&self, facets: crate::store::facet::FacetSet) -> Option<&Arc<BookFile>> {
         let mut carried = self.from.iter().filter(|f| f.games_stored() > 0);
         let f = carried.next()?;
+        let others_count_nothing = self
+            .from
+            .iter()
+            .filter(|g| !Arc::ptr_eq(g, f))
+            .all(|g| g.meta().pairs == 0);
         (carried.next().is_none()
+            && others_count_nothing
+            && !self.added_counts
             && !self.dropped
             && self.new.is_empty()
             && self.streams.is_empty()

@@ -195,6 +195,13 @@ impl BookWriter {
         self.facet_games.subtract(by_facet);
     }
 
+    /// The new file counts entries besides those of the books it carries over (an import's):
+    /// the references of a store carried alone are then derived from its games again, not
+    /// copied (the entries may name moves its own file dropped, `compact --min-games`).
+    pub fn counts_added_entries(&mut self) {
+        self.games.counts_added();
+    }
+
     /// The new file's store keeps one record of a game its sources hold alike (a merge whose
     /// counters take the extra copies out, `ops::shared_games`); without, it keeps every
     /// record, as each was counted.
