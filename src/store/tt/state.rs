@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::file::{TableKind, TtFile};
-use crate::store::book::{FileId, Manifest, read_generation, segment_path};
+use crate::store::book::{FileId, Manifest, segment_path};
 use crate::store::error::{Corruption, Error, Result};
 
 /// The files of a table's state, base first, then segments by generation; and the manifest
@@ -34,11 +34,13 @@ pub(crate) struct OpenSizes {
     pub filter_budget: usize,
 }
 
-fn reuse(old: &mut Vec<TtFile>, path: &Path, generation: u64) -> Option<TtFile> {
+/// The file of `old` still named `path` (same inode, size and mtime; of `generation` when
+/// one is expected).
+fn reuse(old: &mut Vec<TtFile>, path: &Path, generation: Option<u64>) -> Option<TtFile> {
     let id = FileId::at(path).ok().flatten()?;
-    let i = old
-        .iter()
-        .position(|f| f.path == path && f.id == id && f.generation == generation)?;
+    let i = old.iter().position(|f| {
+        f.path == path && f.id == id && generation.is_none_or(|g| f.generation == g)
+    })?;
     Some(old.swap_remove(i))
 }
 
@@ -73,30 +75,30 @@ fn try_open(
     old: &mut Vec<TtFile>,
     sizes: OpenSizes,
 ) -> Result<State> {
+    // The manifest first: a writer renames a new base before its manifest, so the base opened
+    // below is never older than the manifest read here. Its generation is read from the file
+    // opened, not before it: a base published between the two reads is another file.
     let manifest = Manifest::read(path)?;
-    let Some(base_generation) = read_generation(path) else {
-        if std::fs::symlink_metadata(path).is_ok() {
-            // Something is at the name that redb cannot read as a table.
-            TtFile::open(path, kind.as_ref(), None, sizes.cache, false)?;
-        }
+    if std::fs::symlink_metadata(path).is_err() {
         return Ok(State {
             files: Vec::new(),
             manifest,
         });
-    };
+    }
     let mut filter_bytes = 0usize;
-    let mut open = |p: &Path, g: u64, kind: &mut Option<TableKind>| -> Result<TtFile> {
+    let mut open = |p: &Path, g: Option<u64>, kind: &mut Option<TableKind>| -> Result<TtFile> {
         if let Some(f) = reuse(old, p, g) {
             filter_bytes += f.filter_memory();
             return Ok(f);
         }
         let with_filter = filter_bytes < sizes.filter_budget;
-        let (f, found) = TtFile::open(p, kind.as_ref(), Some(g), sizes.cache, with_filter)?;
+        let (f, found) = TtFile::open(p, kind.as_ref(), g, sizes.cache, with_filter)?;
         filter_bytes += f.filter_memory();
         kind.get_or_insert(found);
         Ok(f)
     };
-    let base = open(path, base_generation, kind)?;
+    let base = open(path, None, kind)?;
+    let base_generation = base.generation;
     let mut files = vec![base];
     if let Some(m) = &manifest
         && m.generation >= base_generation
@@ -113,7 +115,7 @@ fn try_open(
             });
         }
         for &g in &m.segments {
-            files.push(open(&segment_path(path, g), g, kind)?);
+            files.push(open(&segment_path(path, g), Some(g), kind)?);
         }
     }
     Ok(State { files, manifest })
