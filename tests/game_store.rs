@@ -427,11 +427,13 @@ fn a_killed_import_resumes_with_its_game_runs() {
 }
 
 /// One lichess game (same `Site`, so the same id, and the same tags) whose moves two inputs
-/// write two ways (`Nf3` and the over-disambiguated `Ngf3`): `--dedupe`'s fingerprint reads
-/// the moves as written, so both copies are counted, and the store keeps both records, so that
-/// it holds every game it counts. Before, the store kept one: the import of both failed
-/// ("stores 1 of the 2 games it counts"), and a book holding them in two segments could no
-/// longer fold, compact or take an import. One import, two segments folded, and a merge.
+/// write two ways (`Nf3` and the over-disambiguated `Ngf3`). An import counts it once (brief
+/// §9: a game whose id the book holds is not counted again; the id's records are compared by
+/// result and moves, not as written), whether both records are in one import or in two.
+/// `merge` finds the games its inputs share by fingerprint, which reads the moves as written,
+/// so the merge of a book of each record counts both; its store keeps both records alike, as
+/// often as it counts them (before, a store kept one: such a book failed its checks and could
+/// no longer fold, compact or take an import), and the merged book folds new imports.
 #[test]
 fn one_game_written_two_ways_is_stored_as_often_as_it_is_counted() {
     let dir = tempfile::tempdir().unwrap();
@@ -460,15 +462,16 @@ fn one_game_written_two_ways_is_stored_as_often_as_it_is_counted() {
         )
     };
     let one = d.join("one.book");
-    import(&[&both], &one, &[]);
+    let r = import(&[&both], &one, &[]);
+    assert_eq!(r["skipped_by_reason"]["duplicate"], 1, "{r}");
     verify(&one);
-    assert_eq!(counted(&one), (2, 2));
+    assert_eq!(counted(&one), (1, 1));
     let two = d.join("two.book");
     import(&[&a], &two, &[]);
-    import(&[&b], &two, &[]);
-    bookdb(["compact", "--quiet", "--book", s(&two)]).ok();
+    let r = import(&[&b], &two, &[]);
+    assert_eq!(r["skipped_by_reason"]["duplicate"], 1, "{r}");
     verify(&two);
-    assert_eq!(counted(&two), (2, 2));
+    assert_eq!(counted(&two), (1, 1));
     assert_eq!(dump(&two), dump(&one));
     let (ba, bb, m) = (d.join("ba.book"), d.join("bb.book"), d.join("m.book"));
     import(&[&a], &ba, &[]);
@@ -476,10 +479,13 @@ fn one_game_written_two_ways_is_stored_as_often_as_it_is_counted() {
     bookdb(["merge", "--quiet", "--out", s(&m), s(&ba), s(&bb)]).ok();
     verify(&m);
     assert_eq!(counted(&m), (2, 2));
-    assert_eq!(dump(&m), dump(&one));
-    // Another import into the folded book still lands.
-    import(&[&sample_pgn()], &two, &[]);
-    verify(&two);
+    // More games folded into the merged book, and a compaction: every check still holds.
+    import(&[&sample_pgn()], &m, &[]);
+    verify(&m);
+    bookdb(["compact", "--quiet", "--book", s(&m)]).ok();
+    verify(&m);
+    let (games, stored) = counted(&m);
+    assert_eq!(games, stored);
 }
 
 /// A book pruned by `compact --min-games` keeps the games of the moves it drops in its store,
@@ -538,4 +544,112 @@ fn a_pruned_book_given_counts_without_games_names_its_stored_games_again() {
     let m = d.join("m.book");
     bookdb(["merge", "--quiet", "--out", s(&m), s(&c), s(&none)]).ok();
     verify(&m);
+}
+
+/// The sample's games as lichess games: each `Site` a lichess URL of its own id.
+fn as_lichess_games(text: &str) -> String {
+    let mut n = 0;
+    text.lines()
+        .map(|l| {
+            if l.starts_with("[Site ") {
+                n += 1;
+                format!("[Site \"https://lichess.org/smpl{n:04}\"]")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+/// The same games as another tool might export them: within each game's tags `White` and
+/// `Black` first, then the rest, and every check and mate sign dropped from the moves.
+fn exported_again(text: &str) -> String {
+    let mut out = String::new();
+    let mut tags: Vec<&str> = Vec::new();
+    for l in text.lines() {
+        if l.starts_with('[') {
+            tags.push(l);
+            continue;
+        }
+        if !tags.is_empty() {
+            tags.sort_by_key(|t| !(t.starts_with("[White ") || t.starts_with("[Black ")));
+            for t in tags.drain(..) {
+                out.push_str(t);
+                out.push('\n');
+            }
+        }
+        out.push_str(&l.replace(['+', '#'], ""));
+        out.push('\n');
+    }
+    out
+}
+
+/// Brief §9: a game whose id the book holds is not counted again. Lichess games exported again
+/// by another tool (tags reordered, check signs dropped: other fingerprints) are duplicates of
+/// the games the book stores under their ids, whether they come in a later import or in the
+/// same one; a record of a known id with other moves (an id clash) is another game.
+#[test]
+fn lichess_games_exported_again_are_known_by_their_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = as_lichess_games(&std::fs::read_to_string(sample_pgn()).unwrap());
+    let again = exported_again(&text);
+    let read = |t: &str| {
+        let mut r = GameReader::new(t.as_bytes());
+        let mut v = Vec::new();
+        while let Some(g) = r.next_game().unwrap() {
+            v.push(game_fingerprint(&g));
+        }
+        v
+    };
+    let (fa, fb) = (read(&text), read(&again));
+    assert_eq!(fa.len(), 200);
+    assert!(
+        fa.iter().zip(&fb).all(|(a, b)| a != b),
+        "every fingerprint differs"
+    );
+    let (orig, re) = (d.join("orig.pgn"), d.join("again.pgn"));
+    std::fs::write(&orig, &text).unwrap();
+    std::fs::write(&re, &again).unwrap();
+
+    // A later import.
+    let a = d.join("a.book");
+    let first = import(&[&orig], &a, &[]);
+    let counted = first["games_imported"].as_u64().unwrap();
+    assert!(counted > 190, "{first}");
+    let r = import(&[&re], &a, &[]);
+    assert_eq!(r["games_imported"], 0, "{r}");
+    assert_eq!(r["skipped_by_reason"]["duplicate"], counted, "{r}");
+    verify(&a);
+    assert_eq!(stats(&a)["games"], counted);
+
+    // The same import, either order; and a counts-only book, which knows only this import's.
+    let both = d.join("both.pgn");
+    std::fs::write(&both, format!("{again}\n{text}")).unwrap();
+    for extra in [&[][..], &["--no-games", "--dedupe"][..]] {
+        let b = d.join(format!("b{}.book", extra.len()));
+        let r = import(&[&both], &b, extra);
+        assert_eq!(r["games_imported"], counted, "{extra:?}: {r}");
+        assert_eq!(r["skipped_by_reason"]["duplicate"], 200, "{extra:?}: {r}");
+        assert_eq!(dump(&b), dump(&a), "{extra:?}");
+        verify(&b);
+    }
+
+    // The first game's id with one move fewer: another game, counted.
+    let first_game = &text[..text[1..].find("[Event ").unwrap() + 1];
+    let clash = first_game.replace(" 27.d6 1-0", " 1-0");
+    assert_ne!(clash, first_game);
+    let c = d.join("clash.pgn");
+    std::fs::write(&c, clash).unwrap();
+    let r = import(&[&c], &a, &[]);
+    assert_eq!(r["games_imported"], 1, "{r}");
+    verify(&a);
+    let stored = bookdb(["pgn", "--book", s(&a), "smpl0001"])
+        .ok()
+        .lines()
+        .filter(|l| l.starts_with("[GameId "))
+        .count();
+    assert_eq!(stored, 2, "both records of the id are stored");
 }

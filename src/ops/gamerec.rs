@@ -83,6 +83,12 @@ pub fn game_id(g: &RawGame, fingerprint: u128) -> u64 {
     lichess_id(g, &tags).unwrap_or((fingerprint >> (128 - 47)) as u64)
 }
 
+/// The id a game's tags give it (a lichess `Site` URL or a `GameId` tag), if any: the id such
+/// a game keeps whatever its fingerprint.
+pub fn tag_id(g: &RawGame) -> Option<u64> {
+    lichess_id(g, &kept_tags(&g.kept))
+}
+
 /// The lichess id of a game, from its `Site` URL or its `GameId` tag.
 fn lichess_id(g: &RawGame, tags: &[Option<&[u8]>]) -> Option<u64> {
     let site = tags[SITE_FIELD].map(|v| String::from_utf8_lossy(v).into_owned());

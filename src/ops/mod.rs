@@ -5,6 +5,7 @@ pub mod evals;
 pub mod explorer;
 pub mod facets;
 pub mod game;
+pub mod gameident;
 pub mod gamerec;
 pub mod games;
 pub mod import;

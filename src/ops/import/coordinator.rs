@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
 use super::aggregate::SortedAggregate;
+use super::dedupe::Dedupe;
 use super::disk;
 use super::options::ImportOptions;
 use super::options::InputKind;
@@ -16,14 +17,12 @@ use super::options::SkippedGame;
 use super::plan::PlannedInput;
 use super::source::{self, CHUNK_BYTES, Chunker};
 use super::state::{ImportState, PendingLogs, STATE_FILE};
-use super::worker::{self, Msg, ParsedGames, Reply};
+use super::worker::{self, Msg, Reply};
 use crate::error::{Error, Result};
 use crate::ops::game::Game;
 use crate::ops::input;
 use crate::ops::othello::games::{WTHOR_HEADER, is_wthor_header};
-use crate::ops::pgn::SkipReason;
 use crate::ops::progress::Progress;
-use crate::store::book;
 use crate::store::fpset::{self, FingerprintSet};
 use crate::store::run::RunModels;
 use crate::store::{Book, WriterOptions};
@@ -51,20 +50,6 @@ pub(super) struct Coordinator<'a> {
     /// Bytes of the runs spilled so far, and of the book's files (for the disk checks).
     staged: u64,
     book_bytes: u64,
-}
-
-/// What the coordinator of a `--dedupe` import needs to decide, in input order, which parsed
-/// games are repeats.
-struct Dedupe<'a> {
-    /// Fingerprints of the games read so far.
-    seen: &'a mut FingerprintSet,
-    /// The games the book already counted (recorded by earlier `--dedupe` imports).
-    known: Option<&'a book::GameIndex>,
-    /// Parsed chunks that arrived before an earlier one: (worker, input, games).
-    waiting: BTreeMap<u64, (usize, usize, ParsedGames)>,
-    /// Sequence number of the next chunk sent, and of the next one to decide.
-    next_seq: u64,
-    next_decide: u64,
 }
 
 /// Parsed but undecided chunks a `--dedupe` import allows per worker (in all: this times the
@@ -150,19 +135,15 @@ impl Coordinator<'_> {
             let mut keep = Vec::with_capacity(games.len());
             let mut repeats = Vec::new();
             for g in &games {
-                let Some((fp, line)) = *g else {
+                let Some(g) = g else {
                     // Unparsable text: the worker reports it as unreadable.
                     keep.push(true);
                     continue;
                 };
-                let in_book = match d.known {
-                    Some(k) => k.contains(fp)?,
-                    None => false,
-                };
-                let repeat = in_book || !d.seen.insert(fp)?;
-                keep.push(!repeat);
-                if repeat {
-                    repeats.push((line, in_book));
+                let repeat = d.judge(g)?;
+                keep.push(repeat.is_none());
+                if let Some(r) = repeat {
+                    repeats.push((g.line, r));
                 }
             }
             let c = &mut state.per_input[input];
@@ -174,16 +155,12 @@ impl Coordinator<'_> {
                     .entry("duplicate".into())
                     .or_default() += repeats.len() as u64;
             }
-            for (line, in_book) in repeats {
+            for (line, r) in repeats {
                 self.logs.skips.push(SkippedGame {
                     file: self.plan[input].name.clone(),
                     line,
                     reason: "duplicate".into(),
-                    detail: if in_book {
-                        "already counted in the book by an earlier --dedupe import".into()
-                    } else {
-                        SkipReason::Duplicate.to_string()
-                    },
+                    detail: r.detail(),
                 });
                 self.logs.bound()?;
             }
@@ -565,7 +542,10 @@ pub(super) fn read_phase(
     } else {
         None
     };
-    let known = known.as_ref().map(|(index, _)| index);
+    let (known, book) = match &known {
+        Some((index, b)) => (Some(index), Some(b)),
+        None => (None, None),
+    };
 
     let models = RunModels::new();
     let mut games = Vec::new();
@@ -593,6 +573,7 @@ pub(super) fn read_phase(
             dedupe: opts.dedupe.then(|| Dedupe {
                 seen: &mut seen,
                 known,
+                book,
                 waiting: BTreeMap::new(),
                 next_seq: 0,
                 next_decide: 0,
@@ -688,6 +669,7 @@ mod tests {
             dedupe: Some(Dedupe {
                 seen: &mut seen,
                 known: None,
+                book: None,
                 waiting: BTreeMap::new(),
                 next_seq: 3,
                 next_decide: 0,
@@ -700,10 +682,17 @@ mod tests {
         // Chunk 0 (worker 0): games A B; chunk 1 (worker 1): A C and unparsable text;
         // chunk 2 (worker 0): C B D. Lines are 10 × chunk + game.
         let (a, b, c, d) = (1u128, 2, 3, 4);
+        let g = |fingerprint: u128, line: u64| {
+            Some(worker::ParsedGame {
+                fingerprint,
+                tagged: None,
+                line,
+            })
+        };
         let chunks = [
-            (0, vec![Some((a, 1)), Some((b, 2))]),
-            (1, vec![Some((a, 11)), Some((c, 12)), None]),
-            (0, vec![Some((c, 21)), Some((b, 22)), Some((d, 23))]),
+            (0, vec![g(a, 1), g(b, 2)]),
+            (1, vec![g(a, 11), g(c, 12), None]),
+            (0, vec![g(c, 21), g(b, 22), g(d, 23)]),
         ];
         for (seq, (worker, games)) in chunks.into_iter().enumerate().rev() {
             replies

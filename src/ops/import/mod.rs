@@ -19,6 +19,7 @@
 mod aggregate;
 mod apply;
 mod coordinator;
+mod dedupe;
 mod disk;
 mod games;
 pub(crate) mod memory;

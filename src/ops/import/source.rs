@@ -5,9 +5,11 @@
 use std::io::Read;
 use std::path::Path;
 
+use super::dedupe::remember;
 use super::options::InputKind;
 use super::worker::dedupe_fingerprint;
 use crate::error::{Error, Result};
+use crate::ops::gameident;
 use crate::ops::input;
 use crate::ops::othello::games::{WTHOR_HEADER, WTHOR_RECORD};
 use crate::ops::pgn::GameReader;
@@ -253,7 +255,7 @@ pub(super) fn skip_to_checkpoint(
             let mut games = GameReader::new(&mut prefix);
             while let Some(g) = games.next_game().map_err(ctx)? {
                 if let Some(fp) = dedupe_fingerprint(&g) {
-                    seen.insert(fp)?;
+                    remember(seen, fp, gameident::of_raw(&g))?;
                 }
             }
         }
@@ -281,7 +283,7 @@ pub(super) fn remember_games(path: &str, seen: &mut FingerprintSet) -> Result<()
         .map_err(|e| Error::io(format!("reading {path}"), e))?
     {
         if let Some(fp) = dedupe_fingerprint(&g) {
-            seen.insert(fp)?;
+            remember(seen, fp, gameident::of_raw(&g))?;
         }
     }
     Ok(())

@@ -161,9 +161,18 @@ fn each_game(
     read
 }
 
-/// The games of a parsed `--dedupe` chunk as the coordinator sees them: (fingerprint, line) in
-/// order, `None` for unparsable text.
-pub(super) type ParsedGames = Vec<Option<(u128, u64)>>;
+/// The games of a parsed `--dedupe` chunk as the coordinator sees them, in order; `None` for
+/// unparsable text.
+pub(super) type ParsedGames = Vec<Option<ParsedGame>>;
+
+/// What `--dedupe` knows a parsed game by.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ParsedGame {
+    pub fingerprint: u128,
+    /// The id its tags carry and the identity of that id's records (`ops::gameident`).
+    pub tagged: Option<crate::ops::gameident::TaggedIdentity>,
+    pub line: u64,
+}
 
 /// A `--dedupe` chunk parsed by a worker and waiting for the coordinator's decision.
 type ParsedChunk = Vec<std::result::Result<(RawGame, Option<u128>), (u64, SkipReason)>>;
@@ -376,7 +385,11 @@ impl Worker {
             .iter()
             .map(|g| {
                 let (g, fp) = g.as_ref().ok()?;
-                Some(((*fp)?, g.line))
+                Some(ParsedGame {
+                    fingerprint: (*fp)?,
+                    tagged: crate::ops::gameident::of_raw(g),
+                    line: g.line,
+                })
             })
             .collect();
         self.parsed.insert(seq, (input, games));
