@@ -203,14 +203,7 @@ pub fn of_stored(g: &StoredGame) -> Result<u128, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::pgn::GameReader;
-
-    fn raw(pgn: &str) -> RawGame {
-        GameReader::new(pgn.as_bytes())
-            .next_game()
-            .unwrap()
-            .unwrap()
-    }
+    use crate::ops::pgn::first_game as raw;
 
     const LICHESS: &str = "[Event \"Rated Blitz game\"]\n[Site \"https://lichess.org/abcdEFGH\"]\n[White \"a\"]\n[Black \"b\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Bxc6 dxc6 5. O-O f6 6. d4 exd4 7. Nxd4 c5 8. Nb3 Qxd1 9. Rxd1 Bg4 10. f3 Be6 11. Nc3 Bd6 12. Be3 O-O-O 13. Nxc5 Bxc5 14. Bxc5 Rxd1+ 15. Rxd1 1-0\n";
 

@@ -240,14 +240,7 @@ fn pgn_of(g: &StoredGame, plies: Option<usize>) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::pgn::{GameReader, game_fingerprint};
-
-    fn raw(pgn: &str) -> RawGame {
-        GameReader::new(pgn.as_bytes())
-            .next_game()
-            .unwrap()
-            .unwrap()
-    }
+    use crate::ops::pgn::{first_game as raw, game_fingerprint};
 
     #[test]
     fn ids_are_base62_and_round_trip() {

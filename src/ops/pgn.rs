@@ -509,6 +509,15 @@ pub fn game_fingerprint(g: &RawGame) -> u128 {
     h.digest128()
 }
 
+/// The first game of a PGN text (tests of the modules that read games).
+#[cfg(test)]
+pub(crate) fn first_game(pgn: &str) -> RawGame {
+    GameReader::new(pgn.as_bytes())
+        .next_game()
+        .expect("PGN text reads")
+        .expect("a game")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
