@@ -637,6 +637,17 @@ fn lichess_games_exported_again_are_known_by_their_ids() {
         verify(&b);
     }
 
+    // A counts-only book knows its games by fingerprint alone; in one import, copies spelled
+    // another way after games the book knew are still known by their ids.
+    let c = d.join("c.book");
+    import(&[&orig], &c, &["--no-games", "--dedupe"]);
+    let both_orders = d.join("both-orders.pgn");
+    std::fs::write(&both_orders, format!("{text}\n{again}")).unwrap();
+    let r = import(&[&both_orders], &c, &["--no-games", "--dedupe"]);
+    assert_eq!(r["games_imported"], 0, "{r}");
+    assert_eq!(r["skipped_by_reason"]["duplicate"], 400, "{r}");
+    assert_eq!(dump(&c), dump(&a));
+
     // The first game's id with one move fewer: another game, counted.
     let first_game = &text[..text[1..].find("[Event ").unwrap() + 1];
     let clash = first_game.replace(" 27.d6 1-0", " 1-0");

@@ -60,20 +60,27 @@ impl Repeat {
 }
 
 impl Dedupe<'_> {
-    /// Whether `g` repeats a game of the book or of this import; a game that does not is
-    /// remembered.
+    /// Whether `g` repeats a game of the book or of this import. Every game is remembered,
+    /// repeat or not: a copy of a game the book knows by its fingerprint may come again later
+    /// in the import spelled another way, known then only by its tagged identity (the book may
+    /// have no store to ask).
     pub(super) fn judge(&mut self, g: &ParsedGame) -> Result<Option<Repeat>> {
-        if let Some(k) = self.known
-            && k.contains(g.fingerprint)?
-        {
-            return Ok(Some(Repeat::FingerprintInBook));
-        }
-        if let (Some(b), Some(t)) = (self.book, g.tagged)
-            && stores_identity(b, t)?
-        {
-            return Ok(Some(Repeat::IdInBook(t.id)));
-        }
-        Ok((!remember(self.seen, g.fingerprint, g.tagged)?).then_some(Repeat::Earlier))
+        let fingerprint_in_book = match self.known {
+            Some(k) => k.contains(g.fingerprint)?,
+            None => false,
+        };
+        let id_in_book = match (self.book, g.tagged) {
+            (Some(b), Some(t)) if !fingerprint_in_book => stores_identity(b, t)?,
+            _ => false,
+        };
+        let new = remember(self.seen, g.fingerprint, g.tagged)?;
+        Ok(if fingerprint_in_book {
+            Some(Repeat::FingerprintInBook)
+        } else if id_in_book {
+            g.tagged.map(|t| Repeat::IdInBook(t.id))
+        } else {
+            (!new).then_some(Repeat::Earlier)
+        })
     }
 }
 
