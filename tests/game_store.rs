@@ -664,3 +664,37 @@ fn lichess_games_exported_again_are_known_by_their_ids() {
         .count();
     assert_eq!(stored, 2, "both records of the id are stored");
 }
+
+/// Many different games under one id (an id clash, or a tool that wrote one id for all): each
+/// is counted and stored; copies spelled another way are known among them, one by one.
+#[test]
+fn many_games_of_one_id_are_told_apart_by_their_moves() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text: String = std::fs::read_to_string(sample_pgn())
+        .unwrap()
+        .lines()
+        .map(|l| match l.starts_with("[Site ") {
+            true => "[Site \"https://lichess.org/sameId00\"]".to_string(),
+            false => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    let (orig, re) = (d.join("orig.pgn"), d.join("again.pgn"));
+    std::fs::write(&orig, &text).unwrap();
+    std::fs::write(&re, exported_again(&text)).unwrap();
+    let a = d.join("a.book");
+    let first = import(&[&orig], &a, &[]);
+    let counted = first["games_imported"].as_u64().unwrap();
+    assert!(counted > 190, "{first}");
+    let r = import(&[&re], &a, &[]);
+    assert_eq!(r["games_imported"], 0, "{r}");
+    assert_eq!(r["skipped_by_reason"]["duplicate"], counted, "{r}");
+    verify(&a);
+    let stored = bookdb(["pgn", "--book", s(&a), "sameId00"])
+        .ok()
+        .matches("[GameId \"sameId00\"]")
+        .count();
+    assert_eq!(stored as u64, counted);
+}

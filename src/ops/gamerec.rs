@@ -61,8 +61,17 @@ pub fn parse_id(s: &str) -> Option<u64> {
     })
 }
 
+/// First path segments of lichess.org that name pages, not games, though they are 8
+/// characters long: lichess's router (lila's `conf/routes`) takes them before a game's id, so
+/// `https://lichess.org/analysis` (the analysis board, which many exports write as `Site`) is
+/// no game's URL.
+const LICHESS_PAGES: [&str; 9] = [
+    "analysis", "bookmark", "features", "insights", "password", "practice", "streamer", "timeline",
+    "training",
+];
+
 /// The lichess id a `Site` value names (`https://lichess.org/<8 characters>`, optionally with
-/// 4 more characters of a player's id or a path after it).
+/// 4 more characters of a player's id or a path after it; not one of [`LICHESS_PAGES`]).
 fn lichess_site_id(site: &str) -> Option<u64> {
     let rest = site
         .trim()
@@ -72,6 +81,7 @@ fn lichess_site_id(site: &str) -> Option<u64> {
     let path = rest.strip_prefix("lichess.org/")?;
     let seg = path.split(['/', '?', '#']).next()?;
     match seg.len() {
+        8 if LICHESS_PAGES.contains(&seg) => None,
         8 | 12 => parse_id(&seg[..8]),
         _ => None,
     }
@@ -264,6 +274,20 @@ mod tests {
         let g = raw("[Site \"Linares\"]\n\n1. e4 *\n");
         let fp = game_fingerprint(&g);
         assert_eq!(game_id(&g, fp), (fp >> 81) as u64);
+        // Pages of lichess.org are no game's URL.
+        for page in [
+            "analysis",
+            "practice/checkmates/piece-checkmates-i/BJy6fEDf",
+        ] {
+            let g = raw(&format!(
+                "[Site \"https://lichess.org/{page}\"]\n\n1. e4 *\n"
+            ));
+            assert_eq!(tag_id(&g), None, "{page}");
+            let fp = game_fingerprint(&g);
+            assert_eq!(game_id(&g, fp), (fp >> 81) as u64, "{page}");
+        }
+        let g = raw("[Site \"https://lichess.org/Analysis\"]\n\n1. e4 *\n");
+        assert_eq!(tag_id(&g).map(id_string).as_deref(), Some("Analysis"));
         assert!(game_id(&g, u128::MAX) < 1 << 47);
     }
 

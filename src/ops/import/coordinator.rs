@@ -577,6 +577,7 @@ pub(super) fn read_phase(
                 waiting: BTreeMap::new(),
                 next_seq: 0,
                 next_decide: 0,
+                stored: Default::default(),
             }),
             staged: disk::staged_bytes(staging, state.runs.iter().map(|(r, _)| r.as_str())),
             book_bytes: disk::book_file_bytes(book_path),
@@ -673,6 +674,7 @@ mod tests {
                 waiting: BTreeMap::new(),
                 next_seq: 3,
                 next_decide: 0,
+                stored: Default::default(),
             }),
         };
         let mut state = ImportState {

@@ -30,6 +30,38 @@ pub(super) struct Dedupe<'a> {
     /// Sequence number of the next chunk sent, and of the next one to decide.
     pub next_seq: u64,
     pub next_decide: u64,
+    /// The identities of the store's records of ids asked before (the book does not change
+    /// while the import reads): an id many games carry is decoded once, not once a game.
+    pub stored: StoredIdentities,
+}
+
+/// The identities of a book's stored records, by id, as asked: at most [`Self::LIMIT`] held
+/// (then forgotten all at once and asked again).
+#[derive(Default)]
+pub(super) struct StoredIdentities {
+    by_id: std::collections::HashMap<u64, Vec<u128>>,
+    held: usize,
+}
+
+impl StoredIdentities {
+    const LIMIT: usize = 1 << 16;
+
+    /// Whether `book`'s game store holds a game of `t`'s id with `t`'s identity.
+    fn holds(&mut self, book: &Book, t: TaggedIdentity) -> Result<bool> {
+        if let Some(ids) = self.by_id.get(&t.id) {
+            return Ok(ids.binary_search(&t.identity).is_ok());
+        }
+        let mut ids = stored_identities(book, t.id)?;
+        ids.sort_unstable();
+        let found = ids.binary_search(&t.identity).is_ok();
+        if self.held + ids.len() + 1 > Self::LIMIT {
+            self.by_id.clear();
+            self.held = 0;
+        }
+        self.held += ids.len() + 1;
+        self.by_id.insert(t.id, ids);
+        Ok(found)
+    }
 }
 
 /// Why a game is a repeat.
@@ -70,7 +102,7 @@ impl Dedupe<'_> {
             None => false,
         };
         let id_in_book = match (self.book, g.tagged) {
-            (Some(b), Some(t)) if !fingerprint_in_book => stores_identity(b, t)?,
+            (Some(b), Some(t)) if !fingerprint_in_book => self.stored.holds(b, t)?,
             _ => false,
         };
         let new = remember(self.seen, g.fingerprint, g.tagged)?;
@@ -98,18 +130,18 @@ pub(super) fn remember(
     Ok(new_fingerprint && new_identity)
 }
 
-/// Whether `book`'s game store holds a game of `t`'s id with `t`'s identity.
-fn stores_identity(book: &Book, t: TaggedIdentity) -> Result<bool> {
-    for g in book.games_by_id(t.id)? {
-        let identity = gameident::of_stored(&g).map_err(|reason| {
-            StoreError::Corrupt(Corruption::GameStore {
-                at: format!("game {}", id_string(t.id)),
-                reason,
+/// The identities of the records `book`'s game store holds under `id`.
+fn stored_identities(book: &Book, id: u64) -> Result<Vec<u128>> {
+    book.games_by_id(id)?
+        .iter()
+        .map(|g| {
+            gameident::of_stored(g).map_err(|reason| {
+                StoreError::Corrupt(Corruption::GameStore {
+                    at: format!("game {}", id_string(id)),
+                    reason,
+                })
+                .into()
             })
-        })?;
-        if identity == t.identity {
-            return Ok(true);
-        }
-    }
-    Ok(false)
+        })
+        .collect()
 }
