@@ -8,7 +8,7 @@ mod common;
 use common::server::Server;
 use common::{Bookdb, bookdb, dump, s, sample_halves, sample_pgn, stats, verify};
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use bookdb::ops::pgn::{GameReader, game_fingerprint};
 
@@ -586,6 +586,25 @@ fn exported_again(text: &str) -> String {
     out
 }
 
+/// Writes `text` and `again` (its games spelled another way) into `d`, imports the first into
+/// a new book, then the second, which must be all duplicates; the book verifies. Returns the
+/// book, the first file and the games counted.
+fn import_then_copies(d: &Path, text: &str, again: &str) -> (PathBuf, PathBuf, u64) {
+    let (orig, re) = (d.join("orig.pgn"), d.join("again.pgn"));
+    std::fs::write(&orig, text).unwrap();
+    std::fs::write(&re, again).unwrap();
+    let a = d.join("a.book");
+    let first = import(&[&orig], &a, &[]);
+    let counted = first["games_imported"].as_u64().unwrap();
+    assert!(counted > 190, "{first}");
+    let r = import(&[&re], &a, &[]);
+    assert_eq!(r["games_imported"], 0, "{r}");
+    assert_eq!(r["skipped_by_reason"]["duplicate"], counted, "{r}");
+    verify(&a);
+    assert_eq!(stats(&a)["games"], counted);
+    (a, orig, counted)
+}
+
 /// Brief §9: a game whose id the book holds is not counted again. Lichess games exported again
 /// by another tool (tags reordered, check signs dropped: other fingerprints) are duplicates of
 /// the games the book stores under their ids, whether they come in a later import or in the
@@ -610,20 +629,8 @@ fn lichess_games_exported_again_are_known_by_their_ids() {
         fa.iter().zip(&fb).all(|(a, b)| a != b),
         "every fingerprint differs"
     );
-    let (orig, re) = (d.join("orig.pgn"), d.join("again.pgn"));
-    std::fs::write(&orig, &text).unwrap();
-    std::fs::write(&re, &again).unwrap();
-
     // A later import.
-    let a = d.join("a.book");
-    let first = import(&[&orig], &a, &[]);
-    let counted = first["games_imported"].as_u64().unwrap();
-    assert!(counted > 190, "{first}");
-    let r = import(&[&re], &a, &[]);
-    assert_eq!(r["games_imported"], 0, "{r}");
-    assert_eq!(r["skipped_by_reason"]["duplicate"], counted, "{r}");
-    verify(&a);
-    assert_eq!(stats(&a)["games"], counted);
+    let (a, orig, counted) = import_then_copies(d, &text, &again);
 
     // The same import, either order; and a counts-only book, which knows only this import's.
     let both = d.join("both.pgn");
@@ -681,17 +688,7 @@ fn many_games_of_one_id_are_told_apart_by_their_moves() {
         .collect::<Vec<_>>()
         .join("\n")
         + "\n";
-    let (orig, re) = (d.join("orig.pgn"), d.join("again.pgn"));
-    std::fs::write(&orig, &text).unwrap();
-    std::fs::write(&re, exported_again(&text)).unwrap();
-    let a = d.join("a.book");
-    let first = import(&[&orig], &a, &[]);
-    let counted = first["games_imported"].as_u64().unwrap();
-    assert!(counted > 190, "{first}");
-    let r = import(&[&re], &a, &[]);
-    assert_eq!(r["games_imported"], 0, "{r}");
-    assert_eq!(r["skipped_by_reason"]["duplicate"], counted, "{r}");
-    verify(&a);
+    let (a, _, counted) = import_then_copies(d, &text, &exported_again(&text));
     let stored = bookdb(["pgn", "--book", s(&a), "sameId00"])
         .ok()
         .matches("[GameId \"sameId00\"]")
