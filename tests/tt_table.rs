@@ -429,3 +429,34 @@ fn the_cli_reads_checks_and_compacts_a_table_and_a_book_command_refuses_it() {
     let err = common::bookdb(["probe", "--book", p]).fails_with(4);
     assert!(err.contains("transposition table"), "{err}");
 }
+
+/// A handle that verifies the files of the state it read, after another handle published the
+/// table again (a new base by compaction), is told the table moved on — not that it is damaged;
+/// refreshed, it verifies.
+#[test]
+fn verify_under_a_republished_table_says_busy_not_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("moving.tt");
+    let bs = boards(200, 11);
+    let mut w = Table::open(&path, Board::GAME, &opts()).unwrap();
+    let g = w.new_search();
+    for (i, b) in bs[..100].iter().enumerate() {
+        w.store(b, entry(4, i as i32, Bound::Exact, g)).unwrap();
+    }
+    w.flush().unwrap();
+    let mut r = Table::open_reader(&path, Board::GAME, &opts()).unwrap();
+    assert_eq!(r.verify().unwrap().files, 1);
+    for (i, b) in bs[100..].iter().enumerate() {
+        w.store(b, entry(5, i as i32, Bound::Exact, g)).unwrap();
+    }
+    w.flush().unwrap();
+    w.compact().unwrap();
+    let e = r.verify().unwrap_err();
+    assert!(
+        matches!(e, bookdb::store::error::Error::Busy { .. }),
+        "a republished table is not damage: {e}"
+    );
+    assert!(r.refresh().unwrap());
+    let check = r.verify().unwrap();
+    assert_eq!(check.positions, 200);
+}

@@ -522,7 +522,22 @@ impl Table {
         let mut check = TableCheck::default();
         for f in &self.state.files {
             let (full, _) =
-                TtFile::open(&f.path, Some(&self.kind), Some(f.generation), 1 << 20, true)?;
+                match TtFile::open(&f.path, Some(&self.kind), Some(f.generation), 1 << 20, true) {
+                    Ok(opened) => opened,
+                    // Another process published over the file this state read (a new base, a
+                    // merged segment): not damage, the table moved on.
+                    Err(_)
+                        if crate::store::book::FileId::at(&f.path).ok().flatten() != Some(f.id) =>
+                    {
+                        return Err(Error::Busy {
+                            path: self.path.clone(),
+                            what: "a writer published the table again while it was verified \
+                                   (this handle reads an older state); refresh and verify again"
+                                .into(),
+                        });
+                    }
+                    Err(e) => return Err(e),
+                };
             check.entries += full.check()?;
             check.files += 1;
             check.bytes += std::fs::metadata(&f.path).map_or(0, |m| m.len());
