@@ -19,17 +19,18 @@ fn minus(a: u64, b: u64, clamped: &mut bool) -> u64 {
     a.saturating_sub(b)
 }
 
+/// Each named counter of `$a` less `$b`'s ([`minus`]).
+macro_rules! minus_each {
+    ($a:expr, $b:expr, $clamped:expr; $($field:ident),+) => {
+        $($a.$field = minus($a.$field, $b.$field, $clamped);)+
+    };
+}
+
 impl CellStat {
     /// Takes `o`'s counts out of this cell's (clamped at zero; `clamped` set if any was).
     pub(crate) fn subtract(&mut self, o: &CellStat, clamped: &mut bool) {
-        self.white = minus(self.white, o.white, clamped);
-        self.draws = minus(self.draws, o.draws, clamped);
-        self.black = minus(self.black, o.black, clamped);
-        self.unknown = minus(self.unknown, o.unknown, clamped);
-        self.rating_sum = minus(self.rating_sum, o.rating_sum, clamped);
-        self.rating_count = minus(self.rating_count, o.rating_count, clamped);
-        self.opp_sum = minus(self.opp_sum, o.opp_sum, clamped);
-        self.opp_count = minus(self.opp_count, o.opp_count, clamped);
+        minus_each!(self, o, clamped; white, draws, black, unknown, rating_sum, rating_count,
+            opp_sum, opp_count);
     }
 }
 
@@ -65,12 +66,7 @@ impl MoveRec {
         let cells = (!self.cells.is_empty() || !o.cells.is_empty())
             .then(|| subtract_cells(&self.as_cells(), &o.as_cells(), clamped));
         let had_cells = !self.cells.is_empty();
-        self.white = minus(self.white, o.white, clamped);
-        self.draws = minus(self.draws, o.draws, clamped);
-        self.black = minus(self.black, o.black, clamped);
-        self.unknown = minus(self.unknown, o.unknown, clamped);
-        self.rating_sum = minus(self.rating_sum, o.rating_sum, clamped);
-        self.rating_count = minus(self.rating_count, o.rating_count, clamped);
+        minus_each!(self, o, clamped; white, draws, black, unknown, rating_sum, rating_count);
         if let Some(mut cells) = cells {
             // The counters are what the cells hold: clamped, a cell can lose less than the
             // counters do (games `o` holds in a cell this move lacks), and the two would part.
