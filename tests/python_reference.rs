@@ -372,3 +372,51 @@ fn tricky_games_match_python_chess() {
     }
     assert_books_equal(&bookdb, &reference);
 }
+
+/// Moves the PGN reader drops but python-chess reads: promotion without `=`, long algebraic,
+/// annotation glyphs glued to a move. bookdb reads them as python-chess does (`movetext`).
+const SAN_VARIANTS: &str = r#"[Event "promotion without = as the last move"]
+[Result "1-0"]
+[SetUp "1"]
+[FEN "6nk/7P/8/8/8/8/8/K7 w - - 0 1"]
+
+1. Kb2 Kg7 2. hxg8Q+ 1-0
+
+[Event "long algebraic"]
+[Result "0-1"]
+
+1. e2-e4 e7-e5 2. Ng1-f3 Nb8-c6 3. Bf1c4 Ng8-f6 0-1
+
+[Event "glued glyphs"]
+[Result "1/2-1/2"]
+
+1. d4+/- d5 2. c4= e6 3. Nc3+- Nf6 1/2-1/2
+
+[Event "under-promotion in long algebraic"]
+[Result "*"]
+[SetUp "1"]
+[FEN "7k/3P4/7K/8/8/8/8/8 w - - 6 55"]
+
+d7d8R# *
+"#;
+
+#[test]
+fn san_variants_match_python_chess() {
+    let Some(py) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = dir.path().join("variants.pgn");
+    std::fs::write(&pgn, SAN_VARIANTS).unwrap();
+    let (bookdb, reference, summary) = build_both(&py, &pgn, 100, dir.path());
+    assert_eq!(
+        summary, "games read 4, imported 4, skipped 0",
+        "reference: games imported/skipped"
+    );
+    let ucis: Vec<&String> = reference.values().flat_map(|m| m.keys()).collect();
+    for u in ["h7g8q", "f1c4", "g8f6", "d7d8r", "b1c3"] {
+        assert!(
+            ucis.iter().any(|x| x.as_str() == u),
+            "reference lacks move {u}"
+        );
+    }
+    assert_books_equal(&bookdb, &reference);
+}

@@ -182,13 +182,14 @@ fn main() {
     }
 
     // pgn_import: synthetic edge cases and, where present, small real-world ones.
-    let synthetic: [(&str, &str); 6] = [
+    let synthetic: [(&str, &str); 7] = [
         ("tags-variation-comment", "[Event \"a\"]\n[Result \"1-0\"]\n[WhiteElo \"2400\"]\n\n1. e4 e5 (1... c5 2. Nf3) 2. Nf3 {c} 1-0\n\n"),
         ("variant-and-tagless", "[Variant \"Crazyhouse\"]\n\n1. e4 *\n\n1. d4 d5 *\n"),
         ("fen-crlf", "[SetUp \"1\"]\r\n[FEN \"4k3/8/8/8/8/8/4P3/4K3 w - - 0 1\"]\r\n\r\n1. e4 Kd7 *\r\n"),
         ("bad-fen-illegal", "[FEN \"garbage\"]\n\n1. e4 *\n\n1. e4 e4 *\n"),
         ("ep-castle-promote", "1. e4 d5 2. e5 f5 3. exf6 Nc6 4. fxg7 Bd7 5. gxh8=Q Qc8 6. Qxg8 O-O-O 7. Nf3 a6 8. Bc4 a5 9. O-O *\n"),
         ("nags-nulls-nested", "1. e4! $1 e5?? {a {b} c} 2. -- Nc6 (2... d6 (2... f6)) 3. Z0 ; line comment\n d6 1/2-1/2\n"),
+        ("dropped-tokens", "[White \"\"A B\"\"]\n[Black \"b\"]\n\n1. e2-e4 e7e5 2. Ng1-f3 c5=+ 3. hxg8Q 0-01 1-0e4 12e4 cd\n\n[FEN \"6nk/7P/8/8/8/8/8/K7 w - - 0 1\"]\n\n1. hxg8Q+ Kxg8 2. Kb2 ♘f3 *\n"),
     ];
     for (name, text) in synthetic {
         out.put("pgn_import", name, text.as_bytes());

@@ -11,6 +11,7 @@ pub mod games;
 pub mod import;
 #[doc(hidden)]
 pub mod input;
+pub(crate) mod movetext;
 pub mod othello;
 pub mod pgn;
 pub mod polyglot;

@@ -10,6 +10,7 @@ use pgn_reader::{RawTag, Reader, SanPlus, Visitor};
 use shakmaty::{Chess, Position};
 
 use crate::chess::{PackedPos, encode_move, key_and_pack, parse_fen};
+use crate::ops::movetext::Mainline;
 
 /// Result of a game by its `Result` tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -231,6 +232,13 @@ impl<R: Read> GameReader<R> {
         1 + t.lines
     }
 
+    /// The text the reader consumed since [`Self::line`] was last asked: the game just read.
+    fn game_text(&self) -> std::cell::Ref<'_, [u8]> {
+        let t = self.tail.borrow();
+        let consumed = t.bytes.len().saturating_sub(self.reader.buffer().len());
+        std::cell::Ref::map(t, |t| &t.bytes[t.start.min(consumed)..consumed])
+    }
+
     /// The next game, `Ok(None)` at the end of input.
     #[doc(hidden)]
     pub fn next_game(&mut self) -> io::Result<Option<RawGame>> {
@@ -241,6 +249,20 @@ impl<R: Read> GameReader<R> {
         match self.reader.read_game(&mut self.visitor) {
             Ok(game) => Ok(game.map(|mut g| {
                 g.line = line;
+                if g.error.is_none() && g.variant.as_deref().is_none_or(is_standard_variant) {
+                    // The reader drops tokens it cannot read without a word: look for one in the
+                    // mainline of the text it just consumed.
+                    match crate::ops::movetext::check_mainline(&self.game_text()) {
+                        Mainline::Read => {}
+                        Mainline::Mended(sans) if sans.len() <= MAX_MAINLINE_PLIES => g.sans = sans,
+                        Mainline::Mended(_) => {
+                            g.error = Some(format!(
+                                "the mainline has more than {MAX_MAINLINE_PLIES} moves"
+                            ))
+                        }
+                        Mainline::Unreadable(d) => g.error = Some(d.reason()),
+                    }
+                }
                 g
             })),
             Err(e) if e.kind() == io::ErrorKind::InvalidData => {
@@ -521,6 +543,48 @@ pub(crate) fn first_game(pgn: &str) -> RawGame {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// `ops::movetext` mirrors the reader: on any one-game text it calls read whole, its
+        /// moves are exactly the reader's.
+        #[test]
+        fn the_movetext_scanner_sees_the_moves_the_reader_reads(
+            tokens in proptest::collection::vec(proptest::sample::select(vec![
+                "e4", "e5", "Nf3", "Nc6", "1.", "2...", "12", "{c (x) hxg8Q}", "(", ")", "(1. d4 cd)",
+                "$1", "!?", "hxg8Q", "e2-e4", "cd", "1-0", "1/2", "*", "\n", ";x hxg8Q\n",
+                "\n%esc hxg8Q\n", "0-0", "O-O", "exd6", "e.p.", "+/-", "=", "12e4", "Nf3N", "--",
+                "Z0", "e4+/-", "c4=", "Qh5=+", "d7d8R", "Ng1f3", "♘f3", "½-½", "\t", "\r",
+            ]), 0..40),
+            glue in proptest::collection::vec(proptest::bool::ANY, 40),
+        ) {
+            let mut text = String::from("[Event \"x\"]\n\n");
+            for (t, g) in tokens.iter().zip(&glue) {
+                text.push_str(t);
+                if !g {
+                    text.push(' ');
+                }
+            }
+            text.push('\n');
+            // One game: no blank line (which ends a movetext) after the tags.
+            let mut movetext = text.split_off(13);
+            while movetext.contains("\n\n") || movetext.contains("\n\r\n") {
+                movetext = movetext.replace("\n\n", "\n").replace("\n\r\n", "\n");
+            }
+            text.push_str(&movetext);
+            let mut reader = Reader::new(text.as_bytes());
+            let Some(raw) = reader.read_game(&mut RawVisitor::default()).unwrap() else {
+                return Ok(());
+            };
+            if crate::ops::movetext::check_mainline(text.as_bytes()) == Mainline::Read {
+                proptest::prop_assert_eq!(
+                    crate::ops::movetext::moves_of(text.as_bytes(), 0),
+                    raw.sans,
+                    "{}",
+                    text
+                );
+            }
+        }
+    }
 
     /// A mainline of more moves than any legal game has is unreadable and its moves are not
     /// held; one at the limit is read whole.

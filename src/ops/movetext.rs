@@ -1,0 +1,623 @@
+//! Finds the mainline move tokens the PGN reader drops without a word (`hxg8Q`, `e2-e4`, `cd`),
+//! so a game holding one is skipped whole as DESIGN §2 says instead of counted truncated.
+//!
+//! pgn-reader 0.29 hands the visitor a SAN only when a token reads whole as one; any other token
+//! is skipped silently. A game whose unreadable token is its last move (or is followed by moves
+//! that happen to stay legal) would then be counted as a shorter, different game. This scanner
+//! walks a game's text the way the reader does (tags, comments, `%` escape lines, `;` comments,
+//! variations skipped) and reports the first mainline word that holds a move the reader dropped.
+//! Words that are no move at all (move numbers, results, NAGs, `+/-`, `=`, `e.p.`) are left alone,
+//! as the reader leaves them.
+
+use std::ops::ControlFlow;
+
+use pgn_reader::SanPlus;
+
+/// A mainline word the reader dropped: the word and how many moves of the mainline precede it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DroppedMove {
+    pub word: String,
+    pub ply: usize,
+    /// The word stands on a line that starts as a tag pair: a broken tag (`[White ""A B""]`)
+    /// ended the tags early, and the rest of its line was read as moves.
+    pub in_tag_line: bool,
+}
+
+impl DroppedMove {
+    /// The reason a game holding this word is skipped.
+    pub(crate) fn reason(&self) -> String {
+        if self.in_tag_line {
+            return format!(
+                "broken tag pair: {:?} follows a tag's value on its line (a quote inside the value? escape it as \\\"): the game's tags end there, this part is skipped, and the tags and moves after it are read as another game",
+                self.word
+            );
+        }
+        format!(
+            "move {:?} (ply {}) is no move (a game with an unreadable move is skipped whole; correct it, e.g. `hxg8=Q` for `hxg8Q`)",
+            self.word,
+            self.ply + 1
+        )
+    }
+}
+
+/// The bytes that end a token for the reader (pgn-reader's `is_token_end`).
+fn is_token_end(b: u8) -> bool {
+    matches!(
+        b,
+        b' ' | b'\t'
+            | b'\n'
+            | b'\r'
+            | b'{'
+            | b'}'
+            | b'('
+            | b')'
+            | b'!'
+            | b'?'
+            | b'$'
+            | b';'
+            | b'.'
+            | b'*'
+    )
+}
+
+/// Index of the first `needle` at or after `from`, or the end of `s`.
+fn find(s: &[u8], from: usize, needle: u8) -> usize {
+    let from = from.min(s.len());
+    memchr::memchr(needle, &s[from..]).map_or(s.len(), |i| from + i)
+}
+
+/// Where a game's movetext starts: after its tag pairs, whitespace and `%` escape lines.
+fn movetext_start(s: &[u8]) -> usize {
+    let mut i = 0;
+    let mut line_start = true;
+    while i < s.len() {
+        match s[i] {
+            b' ' | b'\t' | b'\r' => i += 1,
+            b'\n' => {
+                line_start = true;
+                i += 1;
+            }
+            b'%' if line_start => i = find(s, i, b'\n'),
+            b'[' => {
+                // A tag pair: its value is quoted (with `\` escapes) and ends the line at most.
+                let mut j = i + 1;
+                while j < s.len() && !matches!(s[j], b'"' | b'\n' | b']') {
+                    j += 1;
+                }
+                if j < s.len() && s[j] == b'"' {
+                    j += 1;
+                    while j < s.len() && !matches!(s[j], b'"' | b'\n') {
+                        j += if s[j] == b'\\' { 2 } else { 1 };
+                    }
+                    j += 1;
+                }
+                while j < s.len() && matches!(s[j], b' ' | b'\t' | b'\r') {
+                    j += 1;
+                }
+                if j < s.len() && s[j] == b']' {
+                    j += 1;
+                }
+                i = j;
+                line_start = false;
+            }
+            _ => return i,
+        }
+    }
+    s.len()
+}
+
+/// Whether `word` is SAN in its plain form (`e4`, `exd5`, `e8=Q+`, `Nbd7`, `R1xa3#`, `O-O-O`),
+/// which the reader surely reads whole: a byte check, much cheaper than parsing.
+fn is_plain_san(word: &[u8]) -> bool {
+    let w = match word {
+        [w @ .., b'+' | b'#'] => w,
+        w => w,
+    };
+    let file = |b: &u8| (b'a'..=b'h').contains(b);
+    let rank = |b: &u8| (b'1'..=b'8').contains(b);
+    match w {
+        b"O-O" | b"O-O-O" => true,
+        [p, rest @ ..] if b"NBRQK".contains(p) => match rest {
+            [d @ .., t, r] if file(t) && rank(r) => {
+                let d = d.strip_suffix(b"x").unwrap_or(d);
+                match d {
+                    [] => true,
+                    [a] => file(a) || rank(a),
+                    [a, b] => file(a) && rank(b),
+                    _ => false,
+                }
+            }
+            _ => false,
+        },
+        [f, r] => file(f) && rank(r),
+        [f, r, b'=', p] => file(f) && rank(r) && b"NBRQ".contains(p),
+        [f, b'x', t, r] => file(f) && file(t) && rank(r),
+        [f, b'x', t, r, b'=', p] => file(f) && file(t) && rank(r) && b"NBRQ".contains(p),
+        _ => false,
+    }
+}
+
+/// [`classify`] with a fast answer for plain SAN (its move is not parsed: `Read` carries none).
+fn quick_classify(word: &[u8]) -> Word {
+    if is_plain_san(word) {
+        return Word::Read(None);
+    }
+    classify(word)
+}
+
+/// What a mainline word is to the counting rules.
+#[derive(Debug, PartialEq)]
+enum Word {
+    /// A SAN the reader reads whole and hands on (parsed unless [`quick_classify`] knew it).
+    Read(Option<SanPlus>),
+    /// A move the reader drops but that reads unambiguously in a common variant of SAN:
+    /// promotion without `=` (`hxg8Q`), long algebraic (`e2-e4`, `Ng1-f3`, `d7d8R`), a SAN with
+    /// annotation glyphs glued to it (`e4+/-`, `Qh5!?=`). python-chess reads all of these.
+    Mended(SanPlus),
+    /// No move at all (move numbers, results, `+/-`, `=`): the reader skips it, so do we.
+    NoMove,
+    /// A move the reader could not read (`cd`, `Nz3`, `♘f3`): the game is skipped whole.
+    Unreadable,
+}
+
+fn classify(word: &[u8]) -> Word {
+    // Words starting with a digit (or `½`) take the reader's own branches, before any SAN.
+    if word.first().is_some_and(u8::is_ascii_digit) || word.starts_with("½".as_bytes()) {
+        return classify_numbered(word);
+    }
+    let prefix = match SanPlus::from_ascii_prefix(word) {
+        Ok((san, n)) if n == word.len() => return Word::Read(Some(san)),
+        // Annotation glyphs glued to a move (`e4+/-`).
+        Ok((san, n))
+            if word[n..].iter().all(|b| !b.is_ascii_alphanumeric())
+                && !word[n..].windows(2).any(|w| w == b"--") =>
+        {
+            return Word::Mended(san);
+        }
+        Ok(_) => true,
+        Err(_) => false,
+    };
+    if let Some(mended) = mend(word) {
+        return Word::Mended(mended);
+    }
+    if prefix {
+        // A move glued to more (`--e4`, `Nf3N`): the reader dropped the move.
+        return Word::Unreadable;
+    }
+    // Glyphs the SAN parser stumbles on (`c4=`, `Qh5=+`): the move before them.
+    let glyphs = word
+        .iter()
+        .rev()
+        .take_while(|b| !b.is_ascii_alphanumeric())
+        .count();
+    if glyphs > 0 && glyphs < word.len() {
+        match classify(&word[..word.len() - glyphs]) {
+            Word::Read(Some(san)) | Word::Mended(san) => return Word::Mended(san),
+            _ => {}
+        }
+    }
+    match word.first() {
+        // Letters begin moves (pieces, files, `O-O`); anything else starting with one is a move
+        // the reader could not read.
+        Some(b) if b.is_ascii_alphabetic() => Word::Unreadable,
+        // Figurine notation (`♘f3`: U+2654..U+265F) is a move the reader cannot read either.
+        _ if is_figurine(word) => Word::Unreadable,
+        _ => Word::NoMove,
+    }
+}
+
+/// A word starting with a digit or `½`: castling with zeros, a result, a move number, or a move
+/// number with a move glued on (`12e4`, which the reader reads as `e4`). Other shapes the reader
+/// reads in ways of its own (`1-0e4` reads `e4`, `0-01` castles): a word of them is called
+/// unreadable rather than guessed at, unless it is only digits, `/` and `.` (`1/2`).
+fn classify_numbered(word: &[u8]) -> Word {
+    if is_zero_castle(word) {
+        let o: Vec<u8> = word
+            .iter()
+            .map(|&b| if b == b'0' { b'O' } else { b })
+            .collect();
+        return SanPlus::from_ascii(&o).map_or(Word::NoMove, |san| Word::Read(Some(san)));
+    }
+    if is_result(word) {
+        return Word::NoMove;
+    }
+    let digits = word.iter().take_while(|b| b.is_ascii_digit()).count();
+    let rest = &word[digits..];
+    let plain_number = digits > 0 && !matches!(word[0], b'0' | b'1')
+        || (word[0] == b'1' && !matches!(rest.first(), Some(b'-' | b'/' | 0xe2)))
+        || (word[0] == b'0' && !matches!(rest.first(), Some(b'-' | 0xe2)));
+    if rest.is_empty() {
+        Word::NoMove
+    } else if plain_number && digits > 0 {
+        // The reader steps over the digits and reads the rest as a token of its own.
+        classify(rest)
+    } else if word
+        .iter()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'/' | b'.'))
+    {
+        Word::NoMove
+    } else {
+        // A dash or a letter after a result's or castling's first digits: the reader may read a
+        // move there (`0-01` castles, `1-0e4`) or drop one.
+        Word::Unreadable
+    }
+}
+
+/// Reads `word` as python-chess's SAN grammar does (`[NBKRQ]?[a-h]?[1-8]?[-x]?[a-h][1-8](=?[nbrqkNBRQK])?`
+/// with a check or mate sign) and writes it as SAN.
+fn mend(word: &[u8]) -> Option<SanPlus> {
+    let (body, suffix) = match word {
+        [b @ .., b'+', b'+'] => (b, &b"+"[..]),
+        [b @ .., s @ (b'+' | b'#')] => (b, std::slice::from_ref(s)),
+        b => (b, &b""[..]),
+    };
+    // A promotion at the end: a piece letter after a rank or an `=`.
+    let (body, promotion) = match body {
+        [b @ .., b'=', p] | [b @ .., p]
+            if b"nbrqkNBRQK".contains(p) && matches!(b.last(), Some(b'1'..=b'8') | Some(b'=')) =>
+        {
+            (
+                b.strip_suffix(b"=").unwrap_or(b),
+                Some(p.to_ascii_uppercase()),
+            )
+        }
+        b => (b, None),
+    };
+    let [rest @ .., to_file @ b'a'..=b'h', to_rank @ b'1'..=b'8'] = body else {
+        return None;
+    };
+    let mut rest = rest;
+    let mut take = |pred: fn(&u8) -> bool| match rest {
+        [c, r @ ..] if pred(c) => {
+            rest = r;
+            Some(*c)
+        }
+        _ => None,
+    };
+    let piece = take(|c| b"NBKRQ".contains(c));
+    let file = take(|c| (b'a'..=b'h').contains(c));
+    let rank = take(|c| (b'1'..=b'8').contains(c));
+    let capture = take(|c| *c == b'-' || *c == b'x') == Some(b'x');
+    if !rest.is_empty() || (piece.is_some() && promotion.is_some()) {
+        return None;
+    }
+    let mut san = Vec::with_capacity(10);
+    san.extend(piece);
+    san.extend(file);
+    san.extend(rank);
+    if capture {
+        san.push(b'x');
+    }
+    san.extend([*to_file, *to_rank]);
+    if let Some(p) = promotion {
+        san.extend([b'=', p]);
+    }
+    san.extend_from_slice(suffix);
+    SanPlus::from_ascii(&san).ok()
+}
+
+/// Whether `word` starts with a chess figurine (U+2654..U+265F, UTF-8 `E2 99 94..9F`).
+fn is_figurine(word: &[u8]) -> bool {
+    matches!(word, [0xe2, 0x99, 0x94..=0x9f, ..])
+}
+
+/// A game termination marker (`1-0`, `0-1`, `1/2-1/2`, with any of the dashes the reader takes).
+fn is_result(word: &[u8]) -> bool {
+    if word.len() > 11 {
+        return false;
+    }
+    let w = String::from_utf8_lossy(word).replace(['–', '—'], "-");
+    matches!(w.as_str(), "1-0" | "0-1" | "1/2-1/2" | "½-½")
+}
+
+/// `0-0` or `0-0-0`, with a check or mate sign.
+fn is_zero_castle(word: &[u8]) -> bool {
+    let w = word
+        .strip_suffix(b"+")
+        .or_else(|| word.strip_suffix(b"#"))
+        .unwrap_or(word);
+    w == b"0-0" || w == b"0-0-0"
+}
+
+/// Whether `s[start..end]` is the `e` or the `p` of an `e.p.` mark.
+fn is_en_passant_mark(s: &[u8], start: usize, end: usize) -> bool {
+    let word = &s[start..end];
+    (word == b"e" && s[end..].starts_with(b".p")) || (word == b"p" && s[..start].ends_with(b"e."))
+}
+
+/// Calls `f` with each mainline word of one game's text (as the reader consumed it, tags
+/// included) until it breaks; the words of variations, comments and escape lines are not
+/// mainline words.
+fn each_mainline_word<B>(s: &[u8], mut f: impl FnMut(&[u8], usize) -> ControlFlow<B>) -> Option<B> {
+    let mut i = movetext_start(s);
+    let mut depth = 0usize;
+    while i < s.len() {
+        match s[i] {
+            b'{' => i = find(s, i, b'}') + 1,
+            b';' => i = find(s, i, b'\n'),
+            b'\n' if s.get(i + 1) == Some(&b'%') => i = find(s, i + 1, b'\n'),
+            b'(' => {
+                depth += 1;
+                i += 1;
+            }
+            b')' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            b'$' => {
+                i += 1;
+                while i < s.len() && !is_token_end(s[i]) {
+                    i += 1;
+                }
+            }
+            b if is_token_end(b) => i += 1,
+            _ => {
+                let start = i;
+                while i < s.len() && !is_token_end(s[i]) {
+                    i += 1;
+                }
+                // `e.p.` after an en-passant capture: the reader skips `e` and `p` harmlessly.
+                if depth == 0
+                    && !is_en_passant_mark(s, start, i)
+                    && let ControlFlow::Break(b) = f(&s[start..i], start)
+                {
+                    return Some(b);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// A word as a reason shows it: at most [`SHOWN`] bytes of it (a hostile input's "word" may be
+/// a gigabyte long), with its length when cut.
+fn shown(word: &[u8]) -> String {
+    if word.len() <= SHOWN {
+        return String::from_utf8_lossy(word).into_owned();
+    }
+    let mut cut = SHOWN;
+    while cut > 0 && (word[cut] & 0xc0) == 0x80 {
+        cut -= 1;
+    }
+    format!(
+        "{}… ({} bytes)",
+        String::from_utf8_lossy(&word[..cut]),
+        word.len()
+    )
+}
+
+/// The most bytes of an unreadable word a reason shows.
+const SHOWN: usize = 40;
+
+/// The line of `s` that holds byte `at`.
+fn line_of(s: &[u8], at: usize) -> &[u8] {
+    let start = s[..at]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    &s[start..find(s, at, b'\n')]
+}
+
+/// What the reader made of a game's mainline.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Mainline {
+    /// Every move was read: the reader's moves are the game's.
+    Read,
+    /// Some moves the reader dropped read in a common SAN variant: these are the game's moves.
+    Mended(Vec<SanPlus>),
+    /// A move no grammar reads: the game is skipped whole.
+    Unreadable(DroppedMove),
+}
+
+/// Checks one game's text (as the reader consumed it, tags included) for mainline moves the
+/// reader dropped.
+pub(crate) fn check_mainline(game: &[u8]) -> Mainline {
+    let mut ply = 0usize;
+    let mut mended = false;
+    let first_bad = each_mainline_word(game, |word, at| match quick_classify(word) {
+        Word::Read(_) => {
+            ply += 1;
+            ControlFlow::Continue(())
+        }
+        Word::Mended(_) => {
+            ply += 1;
+            mended = true;
+            ControlFlow::Continue(())
+        }
+        Word::NoMove => ControlFlow::Continue(()),
+        Word::Unreadable => ControlFlow::Break(DroppedMove {
+            word: shown(word),
+            ply,
+            in_tag_line: line_of(game, at).trim_ascii_start().starts_with(b"["),
+        }),
+    });
+    if let Some(bad) = first_bad {
+        return Mainline::Unreadable(bad);
+    }
+    if !mended {
+        return Mainline::Read;
+    }
+    Mainline::Mended(moves_of(game, ply))
+}
+
+/// The mainline moves of one game's text as this module reads them (the reader's, and the
+/// mended ones in their places); `capacity` is a hint.
+pub(crate) fn moves_of(game: &[u8], capacity: usize) -> Vec<SanPlus> {
+    let mut sans = Vec::with_capacity(capacity);
+    each_mainline_word::<()>(game, |word, _| {
+        if let Word::Read(Some(san)) | Word::Mended(san) = classify(word) {
+            sans.push(san);
+        }
+        ControlFlow::Continue(())
+    });
+    sans
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn game(movetext: &str) -> String {
+        format!("[Event \"t\"]\n[Result \"*\"]\n\n{movetext}\n")
+    }
+
+    fn check(movetext: &str) -> Mainline {
+        check_mainline(game(movetext).as_bytes())
+    }
+
+    fn unreadable(movetext: &str) -> Option<(String, usize)> {
+        match check(movetext) {
+            Mainline::Unreadable(d) => Some((d.word, d.ply)),
+            _ => None,
+        }
+    }
+
+    fn mended(movetext: &str) -> Vec<String> {
+        match check(movetext) {
+            Mainline::Mended(sans) => sans.iter().map(|s| s.to_string()).collect(),
+            other => panic!("{movetext}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn games_the_reader_reads_whole_are_left_alone() {
+        for m in [
+            "1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 1-0",
+            "1.e4 e5 2.Nf3!? Nc6?! 3.Bb5 $1 a6 {a comment; with hxg8Q} 1/2-1/2",
+            "1. e4 (1. d4 d5 (1... Nf6 hxg8Q) 2. c4) 1... e5 *",
+            "1. e4 ; a line comment hxg8Q\n1... e5 0-1",
+            "1. e4 d5 2. e5 f5 3. exf6 e.p. Nxf6 +/- = 1/2",
+            "1. e4 e5 2. Nf3 Nc6 3. Bc4 Nf6 4. 0-0 Bc5 5. O-O-O+ 1–0",
+            "1. e8=Q+ Kxe8# ½-½",
+            // A null move (`Z0`, `--`) is read (as a null SAN) and refused by the replay.
+            "1. e4 Z0 2. d4 --",
+            "",
+        ] {
+            assert_eq!(check(m), Mainline::Read, "{m}");
+        }
+        assert_eq!(
+            check_mainline(b"[Event \"a \\\"q\\\" ] hxg8Q\"]\n\n1. e4 e5\n"),
+            Mainline::Read
+        );
+        assert_eq!(
+            check_mainline(b"%escaped hxg8Q\n[Event \"a\"]\n\n1. e4\n%hxg8Q\ne5\n"),
+            Mainline::Read
+        );
+    }
+
+    #[test]
+    fn moves_in_common_san_variants_are_mended() {
+        assert_eq!(mended("1. e4 e5 2. hxg8Q 1-0"), ["e4", "e5", "hxg8=Q"]);
+        assert_eq!(
+            mended("1. e2-e4 e7-e5 2. Ng1-f3"),
+            ["e2e4", "e7e5", "Ng1f3"]
+        );
+        assert_eq!(mended("1. d7d8R d2d1q+"), ["d7d8=R", "d2d1=Q+"]);
+        assert_eq!(mended("1. c4= e5 2. Qa4=+ Nc6"), ["c4", "e5", "Qa4", "Nc6"]);
+        assert_eq!(
+            mended("1. e4+/- e5 2. Qh5!?= Nc6"),
+            ["e4+", "e5", "Qh5", "Nc6"]
+        );
+        assert_eq!(
+            mended("1. e4 e5 2. Nf3 (2. hxg8Q) Nc6 3. b8Q#"),
+            ["e4", "e5", "Nf3", "Nc6", "b8=Q#"]
+        );
+        assert_eq!(mended("1e4 e5 2. exd6Q 0-0"), ["e4", "e5", "exd6=Q", "O-O"]);
+    }
+
+    #[test]
+    fn unreadable_moves_are_found_with_their_place() {
+        assert_eq!(unreadable("1. e4 e5 2. cd"), Some(("cd".into(), 2)));
+        assert_eq!(unreadable("1. e4 e5 2. Nz3 Nf6"), Some(("Nz3".into(), 2)));
+        assert_eq!(unreadable("1. Nf3N d5"), Some(("Nf3N".into(), 0)));
+        assert_eq!(unreadable("1. e4 e5 2. ♘f3"), Some(("♘f3".into(), 2)));
+        // A move on a tag's line after the tag is the movetext's.
+        assert_eq!(
+            match check_mainline(b"[Event \"a\"] 1. e4 hxg8 cd\n") {
+                Mainline::Unreadable(d) => d.ply,
+                _ => 99,
+            },
+            2
+        );
+    }
+
+    #[test]
+    fn a_broken_tag_is_named_as_such() {
+        let text = b"[Event \"?\"]\n[White \"\"Socrates Expert\"\"]\n[Black \"B\"]\n\n1. e4 *\n";
+        let Mainline::Unreadable(d) = check_mainline(text) else {
+            panic!()
+        };
+        assert!(
+            d.in_tag_line && d.reason().starts_with("broken tag pair: \"Socrates\""),
+            "{}",
+            d.reason()
+        );
+    }
+
+    proptest::proptest! {
+        /// Any bytes at all: an answer, never a panic; a mended mainline holds only moves.
+        #[test]
+        fn any_text_is_checked_without_panic(text in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            let _ = check_mainline(&text);
+        }
+
+        /// Text made of PGN's own characters reaches every branch of the scanner.
+        #[test]
+        fn pgn_like_text_is_checked_without_panic(text in "[\\[\\]\" {};%()$!?.*=+#xO0-9a-hNBRQK\n-]{0,200}") {
+            let _ = check_mainline(text.as_bytes());
+        }
+
+        /// The fast check never calls a word plain SAN that the reader would not read whole.
+        #[test]
+        fn plain_san_is_read_whole(word in "[NBRQKOPa-hx1-9=+#-]{1,7}") {
+            if is_plain_san(word.as_bytes()) {
+                let read = SanPlus::from_ascii_prefix(word.as_bytes());
+                proptest::prop_assert!(matches!(read, Ok((_, n)) if n == word.len()), "{word}");
+            }
+        }
+    }
+
+    #[test]
+    fn plain_san_forms() {
+        for w in [
+            "e4", "exd5", "e8=Q+", "Nbd7", "R1xa3#", "O-O-O", "Qh4e1", "Kxe8",
+        ] {
+            assert!(is_plain_san(w.as_bytes()), "{w}");
+        }
+        for w in ["e9", "hxg8Q", "e2-e4", "Nz3", "P", "x", "O-O-O-O", "e8=K"] {
+            assert!(!is_plain_san(w.as_bytes()), "{w}");
+        }
+    }
+
+    #[test]
+    fn a_long_word_is_shown_cut() {
+        let mut text = b"1. e4 ".to_vec();
+        text.extend(std::iter::repeat_n(b'x', 1 << 20));
+        let Mainline::Unreadable(d) = check_mainline(&text) else {
+            panic!()
+        };
+        assert_eq!(d.word, format!("{}… (1048576 bytes)", "x".repeat(SHOWN)));
+        let mut text = "1. e4 N".to_string();
+        text.push_str(&"é".repeat(40));
+        let Mainline::Unreadable(d) = check_mainline(text.as_bytes()) else {
+            panic!()
+        };
+        assert!(
+            d.word.starts_with("Né") && d.word.ends_with("(81 bytes)"),
+            "{}",
+            d.word
+        );
+    }
+
+    #[test]
+    fn the_reason_names_the_word() {
+        let Mainline::Unreadable(d) = check_mainline(b"1. e4 cd") else {
+            panic!()
+        };
+        assert!(
+            d.reason().contains("move \"cd\" (ply 2) is no move"),
+            "{}",
+            d.reason()
+        );
+    }
+}

@@ -1,0 +1,170 @@
+//! Movetext tokens the PGN reader cannot read whole (`hxg8Q`, `e2-e4`, `cd`): a game holding
+//! one is never counted as a shorter game. Common SAN variants are read as the moves they name
+//! (as python-chess reads them; `python_reference.rs` compares the counts); any other unreadable
+//! move skips the game whole with its `file:line` and the word (DESIGN §2), whatever the jobs,
+//! `--dedupe` or game store.
+
+mod common;
+use common::*;
+
+use std::path::Path;
+
+/// Four games: the last move of the first is an unreadable `cd`, the second has an unreadable
+/// `Nz3` in its middle, the third a broken tag (a quote inside the value), the fourth is sound.
+/// The reader ends the third game's tags at its broken tag and reads the rest of that line as
+/// its movetext (reported as a broken tag); the tags and moves after it are read as a game of
+/// their own, which counts.
+const UNREADABLE: &str = r#"[Event "a"]
+[White "w1"]
+[Black "b1"]
+[Result "1-0"]
+
+1. e4 e5 2. Nf3 Nc6 3. cd 1-0
+
+[Event "b"]
+[White "w2"]
+[Black "b2"]
+[Result "0-1"]
+
+1. d4 d5 2. Nz3 Nf6 3. c4 0-1
+
+[Event "c"]
+[White ""Socrates Expert""]
+[Black "b3"]
+[Result "*"]
+
+1. c4 e5 *
+
+[Event "d"]
+[White "w4"]
+[Black "b4"]
+[Result "1/2-1/2"]
+
+1. e4 c5 1/2-1/2
+"#;
+
+/// Games whose moves the reader drops but which read in a common SAN variant.
+const MENDED: &str = r#"[Event "promotion without ="]
+[Result "1-0"]
+[SetUp "1"]
+[FEN "6nk/7P/8/8/8/8/8/K7 w - - 0 1"]
+
+1. Kb2 Kg7 2. hxg8Q+ 1-0
+
+[Event "long algebraic"]
+[Result "0-1"]
+
+1. e2-e4 e7-e5 2. Ng1-f3 Nb8-c6 0-1
+"#;
+
+fn import(pgn: &Path, book: &Path, report: &Path, extra: &[&str]) -> serde_json::Value {
+    Bookdb::import(&[pgn], book)
+        .args(["--json", "--report", s(report)])
+        .args(extra)
+        .json()
+}
+
+/// The moves of a position of the dump, as (uci, total games).
+fn moves_at(dump: &str, fen_prefix: &str) -> Vec<(String, u64)> {
+    for line in dump.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["fen"].as_str().unwrap().starts_with(fen_prefix) {
+            return v["moves"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| {
+                    let n = ["white", "draws", "black", "unknown"]
+                        .iter()
+                        .map(|k| m[k].as_u64().unwrap())
+                        .sum();
+                    (m["uci"].as_str().unwrap().to_string(), n)
+                })
+                .collect();
+        }
+    }
+    Vec::new()
+}
+
+const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq";
+
+#[test]
+fn a_game_with_an_unreadable_move_is_skipped_whole_with_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = write_text(dir.path(), "u.pgn", UNREADABLE);
+    for (name, extra) in [
+        ("default", &[][..]),
+        ("one job", &["--jobs", "1"][..]),
+        ("no games", &["--no-games"][..]),
+        ("no games, dedupe", &["--no-games", "--dedupe"][..]),
+    ] {
+        let book = dir
+            .path()
+            .join(format!("{}.book", name.replace([' ', ','], "-")));
+        let report = dir
+            .path()
+            .join(format!("{}.report", name.replace([' ', ','], "-")));
+        let r = import(&pgn, &book, &report, extra);
+        assert_eq!(r["games_read"], 5, "{name}: {r}");
+        assert_eq!(r["games_imported"], 2, "{name}: {r}");
+        assert_eq!(
+            r["skipped_by_reason"],
+            serde_json::json!({"unreadable": 3}),
+            "{name}: {r}"
+        );
+        let report = std::fs::read_to_string(&report).unwrap();
+        let lines: Vec<&str> = report.lines().collect();
+        assert_eq!(lines.len(), 3, "{name}: {report}");
+        for (line, word) in [
+            (1, "\"cd\" (ply 5)"),
+            (8, "\"Nz3\" (ply 3)"),
+            (15, "broken tag"),
+        ] {
+            let at = format!("u.pgn:{line}\tunreadable\t");
+            assert!(
+                lines.iter().any(|l| l.contains(&at) && l.contains(word)),
+                "{name}: no report line at {line} naming {word}:\n{report}"
+            );
+        }
+        // 1.e4 once (the first game's 1.e4 is not counted), 1.d4 not at all, 1.c4 by the
+        // broken-tag game's second part.
+        assert_eq!(
+            moves_at(&dump(&book), START),
+            [("c2c4".to_string(), 1), ("e2e4".to_string(), 1)],
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn moves_in_common_san_variants_are_counted_as_the_moves_they_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = write_text(dir.path(), "m.pgn", MENDED);
+    let book = dir.path().join("m.book");
+    let r = import(&pgn, &book, &dir.path().join("m.report"), &[]);
+    assert_eq!(r["games_imported"], 2, "{r}");
+    let d = dump(&book);
+    // The promotion ending the first game is counted (it was dropped: the game ended a move
+    // early).
+    assert_eq!(
+        moves_at(&d, "6n1/6kP/8/8/8/8/1K6/8 w"),
+        [("h7g8q".to_string(), 1)],
+        "{d}"
+    );
+    assert_eq!(moves_at(&d, START), [("e2e4".to_string(), 1)]);
+    // The long-algebraic game is the game in SAN: its book equals the SAN game's.
+    let san = write_text(
+        dir.path(),
+        "s.pgn",
+        "[Result \"0-1\"]\n\n1. e4 e5 2. Nf3 Nc6 0-1\n",
+    );
+    let long = write_text(
+        dir.path(),
+        "l.pgn",
+        &MENDED[MENDED.find("[Event \"long").unwrap()..],
+    );
+    let (bs, bl) = (dir.path().join("s.book"), dir.path().join("l.book"));
+    import(&san, &bs, &dir.path().join("s.report"), &["--no-games"]);
+    import(&long, &bl, &dir.path().join("l.report"), &["--no-games"]);
+    assert_eq!(dump(&bs), dump(&bl));
+}
