@@ -18,7 +18,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use bookdb::chess::mainline::{decode_mainline, encode_mainline};
-use bookdb::ops::pgn::{CountRules, GameReader, replay_keeping};
+use bookdb::ops::gamereader::GameReader;
+use bookdb::ops::pgn::{CountRules, replay_keeping};
 use shakmaty::{Chess, Move};
 
 #[global_allocator]

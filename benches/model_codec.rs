@@ -22,7 +22,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use bookdb::chess::{ChessCodec, ChessModel, PosState};
-use bookdb::ops::pgn::{CountRules, GameReader, replay};
+use bookdb::ops::gamereader::GameReader;
+use bookdb::ops::pgn::{CountRules, replay};
 use bookdb::store::{PositionCodec, PositionModel};
 
 #[global_allocator]

@@ -20,7 +20,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use bookdb::ops::pgn::{CountRules, GameReader, replay};
+use bookdb::ops::gamereader::GameReader;
+use bookdb::ops::pgn::{CountRules, replay};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -9,8 +9,9 @@
 use std::io::Read;
 
 use bookdb::chess::mainline::RANK_ORDER_VERSION;
+use bookdb::ops::gamereader::GameReader;
 use bookdb::ops::gamerec::{FIELDS, KEPT_TAGS, record};
-use bookdb::ops::pgn::{GameReader, game_fingerprint, is_standard_variant};
+use bookdb::ops::pgn::{game_fingerprint, is_standard_variant};
 use bookdb::store::gameblock::{self, StoredGame};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

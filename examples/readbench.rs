@@ -7,7 +7,7 @@ fn main() {
     let path = std::env::args().nth(1).expect("usage: readbench PGN");
     let t = Instant::now();
     let inp = input::open(&path).expect("open");
-    let mut r = pgn::GameReader::new(inp.reader);
+    let mut r = bookdb::ops::gamereader::GameReader::new(inp.reader);
     let mut n = 0;
     let mut games = Vec::new();
     while let Some(g) = r.next_game().expect("read") {

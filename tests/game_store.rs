@@ -10,7 +10,8 @@ use common::{Bookdb, bookdb, dump, s, sample_halves, sample_pgn, stats, verify};
 
 use std::path::{Path, PathBuf};
 
-use bookdb::ops::pgn::{GameReader, game_fingerprint};
+use bookdb::ops::gamereader::GameReader;
+use bookdb::ops::pgn::game_fingerprint;
 
 /// A game as compared: its fingerprint (tags White/Black/Date/Round/Event/Site, result and
 /// moves) and its kept tags, by the game's id as the stored PGN's `GameId` tag names it.

@@ -392,6 +392,16 @@ const SAN_VARIANTS: &str = r#"[Event "promotion without = as the last move"]
 
 1. d4+/- d5 2. c4= e6 3. Nc3+- Nf6 1/2-1/2
 
+[Event "long algebraic captures, marked or not"]
+[Result "1-0"]
+
+1. e2-e4 d7-d5 2. e4-d5 Qd8-d5 3. Nb1xc3 Qd5d8 4. Ng1-f3 e7e5 5. Nf3xe5 1-0
+
+[Event "moves behind junk, en-passant marks, glyphs after castling"]
+[Result "*"]
+
+1. e4 1…d5 2. e5 "f5" 3. exf6ep -Nxf6 4. Nf3 e6 5. Be2 Be7 6. 0-0= 0-0+/- *
+
 [Event "under-promotion in long algebraic"]
 [Result "*"]
 [SetUp "1"]
@@ -408,11 +418,13 @@ fn san_variants_match_python_chess() {
     std::fs::write(&pgn, SAN_VARIANTS).unwrap();
     let (bookdb, reference, summary) = build_both(&py, &pgn, 100, dir.path());
     assert_eq!(
-        summary, "games read 4, imported 4, skipped 0",
+        summary, "games read 6, imported 6, skipped 0",
         "reference: games imported/skipped"
     );
     let ucis: Vec<&String> = reference.values().flat_map(|m| m.keys()).collect();
-    for u in ["h7g8q", "f1c4", "g8f6", "d7d8r", "b1c3"] {
+    for u in [
+        "h7g8q", "f1c4", "g8f6", "d7d8r", "b1c3", "e4d5", "f3e5", "e5f6", "e1g1",
+    ] {
         assert!(
             ucis.iter().any(|x| x.as_str() == u),
             "reference lacks move {u}"

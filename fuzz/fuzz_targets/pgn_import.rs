@@ -7,7 +7,8 @@
 #![no_main]
 
 use bookdb::chess::{PosState, legal_move};
-use bookdb::ops::pgn::{CountRules, GameReader, game_fingerprint, replay};
+use bookdb::ops::gamereader::GameReader;
+use bookdb::ops::pgn::{CountRules, game_fingerprint, replay};
 use libfuzzer_sys::fuzz_target;
 
 const RULES: CountRules = CountRules {

@@ -385,7 +385,7 @@ mod tests {
                 eprintln!("skipped: {} is absent", path.display());
                 continue;
             };
-            let mut reader = crate::ops::pgn::GameReader::new(std::io::BufReader::new(file));
+            let mut reader = crate::ops::gamereader::GameReader::new(std::io::BufReader::new(file));
             let (mut kept, mut moves) = (Vec::new(), Vec::new());
             while let Some(g) = reader.next_game().unwrap() {
                 let Ok(start) =

@@ -6,6 +6,7 @@ pub mod explorer;
 pub mod facets;
 pub mod game;
 pub mod gameident;
+pub mod gamereader;
 pub mod gamerec;
 pub mod games;
 pub mod import;

@@ -1,13 +1,12 @@
 //! Finds the mainline move tokens the PGN reader drops without a word (`hxg8Q`, `e2-e4`, `cd`),
-//! so a game holding one is skipped whole as DESIGN §2 says instead of counted truncated.
+//! so that no game is counted shorter than it was written (DESIGN §2).
 //!
 //! pgn-reader 0.29 hands the visitor a SAN only when a token reads whole as one; any other token
-//! is skipped silently. A game whose unreadable token is its last move (or is followed by moves
-//! that happen to stay legal) would then be counted as a shorter, different game. This scanner
-//! walks a game's text the way the reader does (tags, comments, `%` escape lines, `;` comments,
-//! variations skipped) and reports the first mainline word that holds a move the reader dropped.
-//! Words that are no move at all (move numbers, results, NAGs, `+/-`, `=`, `e.p.`) are left alone,
-//! as the reader leaves them.
+//! is skipped silently. This scanner walks a game's text the way the reader does (tags, comments,
+//! `%` escape lines, `;` comments, variations skipped) and classifies each mainline word: read
+//! by the reader; a move in a common SAN variant the reader dropped, which is read here as
+//! python-chess reads it (then this module's moves replace the reader's); no move at all (move
+//! numbers, results, NAGs, `+/-`, `=`, `e.p.`); or unreadable, which skips the game.
 
 use std::ops::ControlFlow;
 
@@ -18,9 +17,11 @@ use pgn_reader::SanPlus;
 pub(crate) struct DroppedMove {
     pub word: String,
     pub ply: usize,
-    /// The word stands on a line that starts as a tag pair: a broken tag (`[White ""A B""]`)
-    /// ended the tags early, and the rest of its line was read as moves.
+    /// The word follows a tag pair's value on its line: a broken tag (`[White ""A B""]`) ended
+    /// the tags early, and the rest of its line was read as moves.
     pub in_tag_line: bool,
+    /// The word's offset in the game's text.
+    pub at: usize,
 }
 
 impl DroppedMove {
@@ -78,6 +79,9 @@ fn movetext_start(s: &[u8]) -> usize {
                 i += 1;
             }
             b'%' if line_start => i = find(s, i, b'\n'),
+            // A byte-order mark opening a game (files joined with `cat`): the reader skips it
+            // before the game (and drops one anywhere else as an unreadable token).
+            0xef if i == 0 && s.starts_with(b"\xef\xbb\xbf") => i += 3,
             b'[' => {
                 // A tag pair: its value is quoted (with `\` escapes) and ends the line at most.
                 let mut j = i + 1;
@@ -89,7 +93,11 @@ fn movetext_start(s: &[u8]) -> usize {
                     while j < s.len() && !matches!(s[j], b'"' | b'\n') {
                         j += if s[j] == b'\\' { 2 } else { 1 };
                     }
-                    j += 1;
+                    // The closing quote; a value the line's end cuts (`"C:\"`) leaves the
+                    // newline to start the next line, as the reader does.
+                    if j < s.len() && s[j] == b'"' {
+                        j += 1;
+                    }
                 }
                 while j < s.len() && matches!(s[j], b' ' | b'\t' | b'\r') {
                     j += 1;
@@ -177,6 +185,25 @@ fn classify(word: &[u8]) -> Word {
         Ok(_) => true,
         Err(_) => false,
     };
+    // Leading junk the reader stops at (`…Nc6`, `"Nc6"`, `-Nc6`): python-chess reads the move
+    // after it; so does this (the reader dropped it).
+    if !prefix
+        && let Some(&b) = word.first()
+        && !b.is_ascii_alphanumeric()
+        && !is_figurine(word)
+    {
+        let junk = word
+            .iter()
+            .take_while(|b| !b.is_ascii_alphanumeric())
+            .count();
+        return match classify(&word[junk..]) {
+            Word::Read(Some(san)) | Word::Mended(san) => Word::Mended(san),
+            Word::Read(None) => Word::Unreadable,
+            other if junk == word.len() => other,
+            Word::Unreadable => Word::Unreadable,
+            _ => Word::NoMove,
+        };
+    }
     if let Some(mended) = mend(word) {
         return Word::Mended(mended);
     }
@@ -206,40 +233,53 @@ fn classify(word: &[u8]) -> Word {
     }
 }
 
-/// A word starting with a digit or `½`: castling with zeros, a result, a move number, or a move
-/// number with a move glued on (`12e4`, which the reader reads as `e4`). Other shapes the reader
-/// reads in ways of its own (`1-0e4` reads `e4`, `0-01` castles): a word of them is called
-/// unreadable rather than guessed at, unless it is only digits, `/` and `.` (`1/2`).
+/// A word starting with a digit or `½`: a move number (the fast, common case), castling with
+/// zeros (glyphs glued on are dropped as from any move), a result, or a move number with a move
+/// glued on (`12e4`, `1…e5`: the reader reads or drops the move after the digits; python-chess
+/// reads it). Other shapes the reader reads in ways of its own (`1-0e4` reads `e4`, `0-01`
+/// castles): a word of them holding a letter, a null move's `--` or castling's `0-0` is called
+/// unreadable rather than guessed at; without one it is no move (`1/2`, `½:½`).
 fn classify_numbered(word: &[u8]) -> Word {
-    if is_zero_castle(word) {
-        let o: Vec<u8> = word
-            .iter()
-            .map(|&b| if b == b'0' { b'O' } else { b })
-            .collect();
-        return SanPlus::from_ascii(&o).map_or(Word::NoMove, |san| Word::Read(Some(san)));
+    let digits = word.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == word.len() {
+        return Word::NoMove;
+    }
+    for (zeros, side) in [(&b"0-0-0"[..], "O-O-O"), (&b"0-0"[..], "O-O")] {
+        if let Some(rest) = word.strip_prefix(zeros) {
+            let (suffix, rest) = match rest.first() {
+                Some(b'+' | b'#') => (&rest[..1], &rest[1..]),
+                _ => (&b""[..], rest),
+            };
+            if rest.iter().all(|b| !b.is_ascii_alphanumeric()) && !rest.starts_with(b"-") {
+                let san = [side.as_bytes(), suffix].concat();
+                return match SanPlus::from_ascii(&san) {
+                    Ok(san) if rest.is_empty() => Word::Read(Some(san)),
+                    Ok(san) => Word::Mended(san),
+                    Err(_) => Word::Unreadable,
+                };
+            }
+            return Word::Unreadable;
+        }
     }
     if is_result(word) {
         return Word::NoMove;
     }
-    let digits = word.iter().take_while(|b| b.is_ascii_digit()).count();
     let rest = &word[digits..];
-    let plain_number = digits > 0 && !matches!(word[0], b'0' | b'1')
-        || (word[0] == b'1' && !matches!(rest.first(), Some(b'-' | b'/' | 0xe2)))
-        || (word[0] == b'0' && !matches!(rest.first(), Some(b'-' | 0xe2)));
-    if rest.is_empty() {
-        Word::NoMove
-    } else if plain_number && digits > 0 {
+    let dash_or_slash = rest.starts_with(b"-")
+        || rest.starts_with(b"/")
+        || rest.starts_with("–".as_bytes())
+        || rest.starts_with("—".as_bytes());
+    if digits > 0 && !(matches!(word[0], b'0' | b'1') && dash_or_slash) {
         // The reader steps over the digits and reads the rest as a token of its own.
-        classify(rest)
-    } else if word
-        .iter()
-        .all(|b| b.is_ascii_digit() || matches!(b, b'/' | b'.'))
+        return classify(rest);
+    }
+    if word.iter().any(u8::is_ascii_alphabetic)
+        || word.windows(2).any(|w| w == b"--")
+        || word.windows(3).any(|w| w == b"0-0")
     {
-        Word::NoMove
-    } else {
-        // A dash or a letter after a result's or castling's first digits: the reader may read a
-        // move there (`0-01` castles, `1-0e4`) or drop one.
         Word::Unreadable
+    } else {
+        Word::NoMove
     }
 }
 
@@ -277,7 +317,10 @@ fn mend(word: &[u8]) -> Option<SanPlus> {
     let piece = take(|c| b"NBKRQ".contains(c));
     let file = take(|c| (b'a'..=b'h').contains(c));
     let rank = take(|c| (b'1'..=b'8').contains(c));
-    let capture = take(|c| *c == b'-' || *c == b'x') == Some(b'x');
+    let separator = take(|c| *c == b'-' || *c == b'x');
+    // `e4-d5`: a pawn that changes file captures, whatever the separator says.
+    let capture = separator == Some(b'x')
+        || (piece.is_none() && file.is_some_and(|f| f != *to_file) && separator.is_some());
     if !rest.is_empty() || (piece.is_some() && promotion.is_some()) {
         return None;
     }
@@ -303,32 +346,39 @@ fn is_figurine(word: &[u8]) -> bool {
 
 /// A game termination marker (`1-0`, `0-1`, `1/2-1/2`, with any of the dashes the reader takes).
 fn is_result(word: &[u8]) -> bool {
-    if word.len() > 11 {
-        return false;
-    }
-    let w = String::from_utf8_lossy(word).replace(['–', '—'], "-");
-    matches!(w.as_str(), "1-0" | "0-1" | "1/2-1/2" | "½-½")
+    let dash = |w: &[u8]| -> Option<usize> {
+        ["-", "–", "—"]
+            .iter()
+            .find(|d| w.starts_with(d.as_bytes()))
+            .map(|d| d.len())
+    };
+    let result = |a: &[u8], b: &[u8]| {
+        word.strip_prefix(a)
+            .and_then(|r| dash(r).map(|n| &r[n..]))
+            .is_some_and(|r| r == b)
+    };
+    result(b"1", b"0")
+        || result(b"0", b"1")
+        || result(b"1/2", b"1/2")
+        || result("½".as_bytes(), "½".as_bytes())
 }
 
-/// `0-0` or `0-0-0`, with a check or mate sign.
-fn is_zero_castle(word: &[u8]) -> bool {
-    let w = word
-        .strip_suffix(b"+")
-        .or_else(|| word.strip_suffix(b"#"))
-        .unwrap_or(word);
-    w == b"0-0" || w == b"0-0-0"
-}
-
-/// Whether `s[start..end]` is the `e` or the `p` of an `e.p.` mark.
+/// Whether `s[start..end]` is an en-passant mark standing alone: `ep`, or the `e` or the `p` of
+/// `e.p.`.
 fn is_en_passant_mark(s: &[u8], start: usize, end: usize) -> bool {
     let word = &s[start..end];
-    (word == b"e" && s[end..].starts_with(b".p")) || (word == b"p" && s[..start].ends_with(b"e."))
+    (word == b"e" && s[end..].starts_with(b".p"))
+        || (word == b"p" && s[..start].ends_with(b"e."))
+        || word == b"ep"
 }
 
 /// Calls `f` with each mainline word of one game's text (as the reader consumed it, tags
-/// included) until it breaks; the words of variations, comments and escape lines are not
-/// mainline words.
-fn each_mainline_word<B>(s: &[u8], mut f: impl FnMut(&[u8], usize) -> ControlFlow<B>) -> Option<B> {
+/// included), its offset, and whether it was cut from a longer word (a glued en-passant mark),
+/// until it breaks; the words of variations, comments and escape lines are not mainline words.
+fn each_mainline_word<B>(
+    s: &[u8],
+    mut f: impl FnMut(&[u8], usize, bool) -> ControlFlow<B>,
+) -> Option<B> {
     let mut i = movetext_start(s);
     let mut depth = 0usize;
     while i < s.len() {
@@ -356,11 +406,27 @@ fn each_mainline_word<B>(s: &[u8], mut f: impl FnMut(&[u8], usize) -> ControlFlo
                 while i < s.len() && !is_token_end(s[i]) {
                     i += 1;
                 }
-                // `e.p.` after an en-passant capture: the reader skips `e` and `p` harmlessly.
-                if depth == 0
-                    && !is_en_passant_mark(s, start, i)
-                    && let ControlFlow::Break(b) = f(&s[start..i], start)
-                {
+                if depth > 0 || is_en_passant_mark(s, start, i) {
+                    // `e.p.` after an en-passant capture: the reader skips `e` and `p`.
+                    continue;
+                }
+                let mut word = &s[start..i];
+                if word.starts_with(b"\xef\xbb\xbf[") && (start == 0 || s[start - 1] == b'\n') {
+                    // A byte-order mark and a tag line (files joined with `cat`, no blank line
+                    // between): the reader reads them as this movetext and drops them; the
+                    // tags after start the next game.
+                    i = find(s, i, b'\n');
+                    continue;
+                }
+                // An en-passant mark glued to the capture (`exf6ep`, `exf6e.p.`): the reader
+                // drops the word, the capture is read without its mark.
+                let whole = word.len();
+                if word.len() > 2 && word.ends_with(b"ep") {
+                    word = &word[..word.len() - 2];
+                } else if word.len() > 1 && word.ends_with(b"e") && s[i..].starts_with(b".p") {
+                    word = &word[..word.len() - 1];
+                }
+                if let ControlFlow::Break(b) = f(word, start, word.len() < whole) {
                     return Some(b);
                 }
             }
@@ -389,13 +455,53 @@ fn shown(word: &[u8]) -> String {
 /// The most bytes of an unreadable word a reason shows.
 const SHOWN: usize = 40;
 
-/// The line of `s` that holds byte `at`.
-fn line_of(s: &[u8], at: usize) -> &[u8] {
+/// Whether the word at `at` follows a tag pair's closing quote on its line with no `]` between
+/// (`[White ""Socrates Expert""]`: the value `""` ends the tags at `Socrates`), not moves written
+/// after a whole tag pair on its line (`[Event "a"] 1. e4`).
+fn right_after_a_tag_value(s: &[u8], at: usize) -> bool {
+    let (start, _) = line_bounds(s, at);
+    let before = &s[start..at];
+    before.trim_ascii_start().starts_with(b"[") && before.trim_ascii_end().ends_with(b"\"")
+}
+
+/// Where the line of `s` that holds byte `at` starts and ends (before its newline).
+fn line_bounds(s: &[u8], at: usize) -> (usize, usize) {
     let start = s[..at]
         .iter()
         .rposition(|&b| b == b'\n')
         .map_or(0, |i| i + 1);
-    &s[start..find(s, at, b'\n')]
+    (start, find(s, at, b'\n'))
+}
+
+/// `text` with the tag pair on the line holding byte `at` mended: the quotes inside its value
+/// (between the line's first and last quote, before its closing `]`) escaped, as a tag value
+/// holding quotes is written. `None` if that line is no tag pair with a quote in its value.
+pub(crate) fn escape_tag_quotes(text: &[u8], at: usize) -> Option<Vec<u8>> {
+    let (start, end) = line_bounds(text, at.min(text.len()));
+    let line = &text[start..end];
+    let lead = line.len() - line.trim_ascii_start().len();
+    let body = line.trim_ascii();
+    if !(body.starts_with(b"[") && body.ends_with(b"]")) {
+        return None;
+    }
+    let open = body.iter().position(|&b| b == b'"')?;
+    let close = body.iter().rposition(|&b| b == b'"')?;
+    if close <= open + 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(text.len() + 8);
+    out.extend_from_slice(&text[..start + lead + open + 1]);
+    let value = &body[open + 1..close];
+    let mut escaped = false;
+    for (i, &b) in value.iter().enumerate() {
+        if b == b'"' && (i == 0 || value[i - 1] != b'\\') {
+            out.push(b'\\');
+            escaped = true;
+        }
+        out.push(b);
+    }
+    out.extend_from_slice(&text[start + lead + close..]);
+    escaped.then_some(out)
 }
 
 /// What the reader made of a game's mainline.
@@ -414,7 +520,12 @@ pub(crate) enum Mainline {
 pub(crate) fn check_mainline(game: &[u8]) -> Mainline {
     let mut ply = 0usize;
     let mut mended = false;
-    let first_bad = each_mainline_word(game, |word, at| match quick_classify(word) {
+    let first_bad = each_mainline_word(game, |word, at, cut| match quick_classify(word) {
+        Word::Read(_) if cut => {
+            ply += 1;
+            mended = true;
+            ControlFlow::Continue(())
+        }
         Word::Read(_) => {
             ply += 1;
             ControlFlow::Continue(())
@@ -428,7 +539,8 @@ pub(crate) fn check_mainline(game: &[u8]) -> Mainline {
         Word::Unreadable => ControlFlow::Break(DroppedMove {
             word: shown(word),
             ply,
-            in_tag_line: line_of(game, at).trim_ascii_start().starts_with(b"["),
+            in_tag_line: right_after_a_tag_value(game, at),
+            at,
         }),
     });
     if let Some(bad) = first_bad {
@@ -444,7 +556,7 @@ pub(crate) fn check_mainline(game: &[u8]) -> Mainline {
 /// mended ones in their places); `capacity` is a hint.
 pub(crate) fn moves_of(game: &[u8], capacity: usize) -> Vec<SanPlus> {
     let mut sans = Vec::with_capacity(capacity);
-    each_mainline_word::<()>(game, |word, _| {
+    each_mainline_word::<()>(game, |word, _, _| {
         if let Word::Read(Some(san)) | Word::Mended(san) = classify(word) {
             sans.push(san);
         }
@@ -523,6 +635,59 @@ mod tests {
             ["e4", "e5", "Nf3", "Nc6", "b8=Q#"]
         );
         assert_eq!(mended("1e4 e5 2. exd6Q 0-0"), ["e4", "e5", "exd6=Q", "O-O"]);
+    }
+
+    /// Cases of the test campaign on this scanner (/work/s63/campaign4).
+    #[test]
+    fn campaign_cases() {
+        // A tag value the line's end cuts, then an escape line: not movetext.
+        let cut = b"[Event \"C:\\\"]\n%x d4 d5 cd\n[Result \"1-0\"]\n\n1. e2-e4 e5 2. Nf3 1-0\n";
+        let Mainline::Mended(sans) = check_mainline(cut) else {
+            panic!("{:?}", check_mainline(cut))
+        };
+        assert_eq!(
+            sans.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            ["e2e4", "e5", "Nf3"]
+        );
+        // A byte-order mark before a game's tags.
+        assert_eq!(
+            check_mainline(b"\xef\xbb\xbf[White \"Magnus\"]\n\n1. e4 *\n"),
+            Mainline::Read
+        );
+        // Moves after leading junk, as python-chess reads them.
+        assert_eq!(mended("1. e4 e5 2. Nf3 2…Nc6"), ["e4", "e5", "Nf3", "Nc6"]);
+        assert_eq!(
+            mended("1. e4 1…e5 2. \"Nf3\" -Nc6"),
+            ["e4", "e5", "Nf3", "Nc6"]
+        );
+        // Lone half results are no moves; glyphs after castling with zeros are dropped.
+        assert_eq!(check("1. e4 e5 ½ ½:½"), Mainline::Read);
+        assert_eq!(
+            mended("1. e4 e5 2. 0-0= 0-0+/-"),
+            ["e4", "e5", "O-O", "O-O+"]
+        );
+        // En-passant marks, alone or glued to the capture.
+        assert_eq!(
+            mended("1. e4 d5 2. e5 f5 3. exf6ep Nxf6"),
+            ["e4", "d5", "e5", "f5", "exf6", "Nxf6"]
+        );
+        assert_eq!(check("1. e4 d5 2. e5 f5 3. exf6 ep Nxf6"), Mainline::Read);
+        assert_eq!(
+            mended("1. e4 d5 2. e5 f5 3. exf6e.p. Nxf6"),
+            ["e4", "d5", "e5", "f5", "exf6", "Nxf6"]
+        );
+        // A byte-order mark and a tag line in the movetext (files joined without a blank line).
+        assert_eq!(
+            check_mainline(b"[Event \"a\"]\n\n1. e4 e5 1-0\n\xef\xbb\xbf[Event \"b\"]\n"),
+            Mainline::Read
+        );
+        // A pawn changing file in long algebraic captures.
+        assert_eq!(mended("1. e4 d5 2. e4-d5"), ["e4", "d5", "e4xd5"]);
+        // Moves after a whole tag pair on its line are moves, not a broken tag.
+        let Mainline::Unreadable(d) = check_mainline(b"[Event \"a\"] 1. e4 cd\n") else {
+            panic!()
+        };
+        assert!(!d.in_tag_line, "{}", d.reason());
     }
 
     #[test]

@@ -1,16 +1,12 @@
 //! Reading games from PGN (tags and mainline SAN only, with the line each game starts on) and
 //! replaying them into (position, move) pairs under the counting rules of docs/CONTRACT.md §2.
 
-use std::cell::RefCell;
-use std::io::{self, Read};
 use std::ops::ControlFlow;
-use std::rc::Rc;
 
-use pgn_reader::{RawTag, Reader, SanPlus, Visitor};
+use pgn_reader::{RawTag, SanPlus, Visitor};
 use shakmaty::{Chess, Position};
 
 use crate::chess::{PackedPos, encode_move, key_and_pack, parse_fen};
-use crate::ops::movetext::Mainline;
 
 /// Result of a game by its `Result` tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -70,10 +66,11 @@ fn keep_tag(kept: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     }
 }
 
-/// Builds [`RawGame`]s, reusing the buffers of games handed back by [`GameReader::recycle`].
+/// Builds [`RawGame`]s, reusing the buffers of games handed back by
+/// [`GameReader::recycle`](super::gamereader::GameReader::recycle).
 #[derive(Default)]
-struct RawVisitor {
-    spare: Option<RawGame>,
+pub(crate) struct RawVisitor {
+    pub(crate) spare: Option<RawGame>,
 }
 
 use crate::store::tags::parse_elo;
@@ -156,126 +153,6 @@ impl Visitor for RawVisitor {
 
     fn end_game(&mut self, g: RawGame) -> RawGame {
         g
-    }
-}
-
-/// Keeps the bytes handed to the PGN reader that are not yet line-counted, so the line a game
-/// starts on is found by counting each byte once.
-#[derive(Default)]
-struct Tail {
-    bytes: Vec<u8>,
-    /// Bytes before this index are counted.
-    start: usize,
-    /// Newlines counted.
-    lines: u64,
-}
-
-struct LineCounter<R> {
-    inner: R,
-    tail: Rc<RefCell<Tail>>,
-}
-
-impl<R: Read> Read for LineCounter<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.tail.borrow_mut().bytes.extend_from_slice(&buf[..n]);
-        Ok(n)
-    }
-}
-
-/// Streams [`RawGame`]s from a byte stream.
-#[doc(hidden)]
-pub struct GameReader<R: Read> {
-    reader: Reader<LineCounter<R>>,
-    tail: Rc<RefCell<Tail>>,
-    visitor: RawVisitor,
-}
-
-impl<R: Read> GameReader<R> {
-    #[doc(hidden)]
-    pub fn new(inner: R) -> Self {
-        let tail = Rc::new(RefCell::new(Tail::default()));
-        let reader = Reader::build(LineCounter {
-            inner,
-            tail: tail.clone(),
-        })
-        .set_supported_tag_line_length(4096)
-        .finish();
-        GameReader {
-            reader,
-            tail,
-            visitor: RawVisitor::default(),
-        }
-    }
-
-    /// Hands a game back so its buffers are reused for a later game.
-    pub(crate) fn recycle(&mut self, g: RawGame) {
-        self.visitor.spare = Some(g);
-    }
-
-    /// 1-based line of the next unread byte.
-    fn line(&self) -> u64 {
-        let mut t = self.tail.borrow_mut();
-        // Bytes handed out but still in the reader's buffer are not consumed yet.
-        let consumed = t.bytes.len().saturating_sub(self.reader.buffer().len());
-        let start = t.start.min(consumed);
-        let newlines = t.bytes[start..consumed]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count() as u64;
-        t.lines += newlines;
-        t.start = consumed;
-        if consumed >= 1 << 16 {
-            t.bytes.drain(..consumed);
-            t.start = 0;
-        }
-        1 + t.lines
-    }
-
-    /// The text the reader consumed since [`Self::line`] was last asked: the game just read.
-    fn game_text(&self) -> std::cell::Ref<'_, [u8]> {
-        let t = self.tail.borrow();
-        let consumed = t.bytes.len().saturating_sub(self.reader.buffer().len());
-        std::cell::Ref::map(t, |t| &t.bytes[t.start.min(consumed)..consumed])
-    }
-
-    /// The next game, `Ok(None)` at the end of input.
-    #[doc(hidden)]
-    pub fn next_game(&mut self) -> io::Result<Option<RawGame>> {
-        if !self.reader.has_more()? {
-            return Ok(None);
-        }
-        let line = self.line();
-        match self.reader.read_game(&mut self.visitor) {
-            Ok(game) => Ok(game.map(|mut g| {
-                g.line = line;
-                if g.error.is_none() && g.variant.as_deref().is_none_or(is_standard_variant) {
-                    // The reader drops tokens it cannot read without a word: look for one in the
-                    // mainline of the text it just consumed.
-                    match crate::ops::movetext::check_mainline(&self.game_text()) {
-                        Mainline::Read => {}
-                        Mainline::Mended(sans) if sans.len() <= MAX_MAINLINE_PLIES => g.sans = sans,
-                        Mainline::Mended(_) => {
-                            g.error = Some(format!(
-                                "the mainline has more than {MAX_MAINLINE_PLIES} moves"
-                            ))
-                        }
-                        Mainline::Unreadable(d) => g.error = Some(d.reason()),
-                    }
-                }
-                g
-            })),
-            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                // The parser dropped the bad line; drop the rest of this game too.
-                self.reader.skip_game()?;
-                Ok(Some(RawGame {
-                    line,
-                    error: Some(e.to_string()),
-                    ..Default::default()
-                }))
-            }
-            Err(e) => Err(e),
-        }
     }
 }
 
@@ -452,7 +329,7 @@ pub fn replay_keeping(
     for (ply, san) in g.sans.iter().enumerate() {
         let m = match crate::chess::legal::fast_san_move(&pos, &san.san) {
             Some(m) => m,
-            None => san.san.to_move(&pos).map_err(|_| SkipReason::IllegalMove {
+            None => san_move(&pos, san.san).ok_or_else(|| SkipReason::IllegalMove {
                 ply,
                 san: san.to_string(),
             })?,
@@ -472,6 +349,36 @@ pub fn replay_keeping(
         pos.play_unchecked(m);
     }
     Ok(start)
+}
+
+/// The legal move a SAN names. A move naming its square of departure in full (long algebraic:
+/// `Qd8-d5`, `e4d5`, `Ng1xf3`) is matched whatever its capture mark says, as python-chess
+/// matches it: the mark adds nothing to a move known by both its squares.
+fn san_move(pos: &Chess, san: shakmaty::san::San) -> Option<shakmaty::Move> {
+    use shakmaty::san::San;
+    match san.to_move(pos) {
+        Ok(m) => Some(m),
+        Err(_) => match san {
+            San::Normal {
+                role,
+                file: file @ Some(_),
+                rank: rank @ Some(_),
+                capture,
+                to,
+                promotion,
+            } => San::Normal {
+                role,
+                file,
+                rank,
+                capture: !capture,
+                to,
+                promotion,
+            }
+            .to_move(pos)
+            .ok(),
+            _ => None,
+        },
+    }
 }
 
 /// The result of a game by its tag.
@@ -534,7 +441,7 @@ pub fn game_fingerprint(g: &RawGame) -> u128 {
 /// The first game of a PGN text (tests of the modules that read games).
 #[cfg(test)]
 pub(crate) fn first_game(pgn: &str) -> RawGame {
-    GameReader::new(pgn.as_bytes())
+    super::gamereader::GameReader::new(pgn.as_bytes())
         .next_game()
         .expect("PGN text reads")
         .expect("a game")
@@ -543,48 +450,8 @@ pub(crate) fn first_game(pgn: &str) -> RawGame {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    proptest::proptest! {
-        /// `ops::movetext` mirrors the reader: on any one-game text it calls read whole, its
-        /// moves are exactly the reader's.
-        #[test]
-        fn the_movetext_scanner_sees_the_moves_the_reader_reads(
-            tokens in proptest::collection::vec(proptest::sample::select(vec![
-                "e4", "e5", "Nf3", "Nc6", "1.", "2...", "12", "{c (x) hxg8Q}", "(", ")", "(1. d4 cd)",
-                "$1", "!?", "hxg8Q", "e2-e4", "cd", "1-0", "1/2", "*", "\n", ";x hxg8Q\n",
-                "\n%esc hxg8Q\n", "0-0", "O-O", "exd6", "e.p.", "+/-", "=", "12e4", "Nf3N", "--",
-                "Z0", "e4+/-", "c4=", "Qh5=+", "d7d8R", "Ng1f3", "♘f3", "½-½", "\t", "\r",
-            ]), 0..40),
-            glue in proptest::collection::vec(proptest::bool::ANY, 40),
-        ) {
-            let mut text = String::from("[Event \"x\"]\n\n");
-            for (t, g) in tokens.iter().zip(&glue) {
-                text.push_str(t);
-                if !g {
-                    text.push(' ');
-                }
-            }
-            text.push('\n');
-            // One game: no blank line (which ends a movetext) after the tags.
-            let mut movetext = text.split_off(13);
-            while movetext.contains("\n\n") || movetext.contains("\n\r\n") {
-                movetext = movetext.replace("\n\n", "\n").replace("\n\r\n", "\n");
-            }
-            text.push_str(&movetext);
-            let mut reader = Reader::new(text.as_bytes());
-            let Some(raw) = reader.read_game(&mut RawVisitor::default()).unwrap() else {
-                return Ok(());
-            };
-            if crate::ops::movetext::check_mainline(text.as_bytes()) == Mainline::Read {
-                proptest::prop_assert_eq!(
-                    crate::ops::movetext::moves_of(text.as_bytes(), 0),
-                    raw.sans,
-                    "{}",
-                    text
-                );
-            }
-        }
-    }
+    use crate::ops::gamereader::GameReader;
+    use std::io::{self, Read};
 
     /// A mainline of more moves than any legal game has is unreadable and its moves are not
     /// held; one at the limit is read whole.

@@ -10,9 +10,9 @@ use super::options::InputKind;
 use super::worker::dedupe_fingerprint;
 use crate::error::{Error, Result};
 use crate::ops::gameident;
+use crate::ops::gamereader::GameReader;
 use crate::ops::input;
 use crate::ops::othello::games::{WTHOR_HEADER, WTHOR_RECORD};
-use crate::ops::pgn::GameReader;
 use crate::ops::progress::Progress;
 use crate::store::fpset::FingerprintSet;
 

@@ -12,10 +12,11 @@ use super::games::GameSink;
 use super::options::InputKind;
 use crate::error::Error;
 use crate::ops::game::Game;
+use crate::ops::gamereader::GameReader;
 use crate::ops::othello::games::{self as othello_games, OthelloGame};
 use crate::ops::pgn::{
-    CountRules, GameReader, GameResult, Ply, RawGame, SkipReason, game_fingerprint, game_result,
-    replay_into, replay_keeping,
+    CountRules, GameResult, Ply, RawGame, SkipReason, game_fingerprint, game_result, replay_into,
+    replay_keeping,
 };
 use crate::store::Entry;
 use crate::store::run::{RunModels, RunWriter};
