@@ -375,40 +375,7 @@ fn tricky_games_match_python_chess() {
 
 /// Moves the PGN reader drops but python-chess reads: promotion without `=`, long algebraic,
 /// annotation glyphs glued to a move. bookdb reads them as python-chess does (`movetext`).
-const SAN_VARIANTS: &str = r#"[Event "promotion without = as the last move"]
-[Result "1-0"]
-[SetUp "1"]
-[FEN "6nk/7P/8/8/8/8/8/K7 w - - 0 1"]
-
-1. Kb2 Kg7 2. hxg8Q+ 1-0
-
-[Event "long algebraic"]
-[Result "0-1"]
-
-1. e2-e4 e7-e5 2. Ng1-f3 Nb8-c6 3. Bf1c4 Ng8-f6 0-1
-
-[Event "glued glyphs"]
-[Result "1/2-1/2"]
-
-1. d4+/- d5 2. c4= e6 3. Nc3+- Nf6 1/2-1/2
-
-[Event "long algebraic captures, marked or not"]
-[Result "1-0"]
-
-1. e2-e4 d7-d5 2. e4-d5 Qd8-d5 3. Nb1xc3 Qd5d8 4. Ng1-f3 e7e5 5. Nf3xe5 1-0
-
-[Event "moves behind junk, en-passant marks, glyphs after castling"]
-[Result "*"]
-
-1. e4 1…d5 2. e5 "f5" 3. exf6ep -Nxf6 4. Nf3 e6 5. Be2 Be7 6. 0-0= 0-0+/- *
-
-[Event "under-promotion in long algebraic"]
-[Result "*"]
-[SetUp "1"]
-[FEN "7k/3P4/7K/8/8/8/8/8 w - - 6 55"]
-
-d7d8R# *
-"#;
+const SAN_VARIANTS: &str = include_str!("data/san-variants.pgn");
 
 #[test]
 fn san_variants_match_python_chess() {

@@ -356,29 +356,20 @@ pub fn replay_keeping(
 /// matches it: the mark adds nothing to a move known by both its squares.
 fn san_move(pos: &Chess, san: shakmaty::san::San) -> Option<shakmaty::Move> {
     use shakmaty::san::San;
-    match san.to_move(pos) {
-        Ok(m) => Some(m),
-        Err(_) => match san {
-            San::Normal {
-                role,
-                file: file @ Some(_),
-                rank: rank @ Some(_),
-                capture,
-                to,
-                promotion,
-            } => San::Normal {
-                role,
-                file,
-                rank,
-                capture: !capture,
-                to,
-                promotion,
-            }
-            .to_move(pos)
-            .ok(),
-            _ => None,
-        },
+    if let Ok(m) = san.to_move(pos) {
+        return Some(m);
     }
+    let mut other = san;
+    match &mut other {
+        San::Normal {
+            file: Some(_),
+            rank: Some(_),
+            capture,
+            ..
+        } => *capture = !*capture,
+        _ => return None,
+    }
+    other.to_move(pos).ok()
 }
 
 /// The result of a game by its tag.
