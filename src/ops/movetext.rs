@@ -197,11 +197,10 @@ fn classify(word: &[u8]) -> Word {
             .take_while(|b| !b.is_ascii_alphanumeric())
             .count();
         return match classify(&word[junk..]) {
+            // (`classify` always parses what it reads: `Read(None)` is `quick_classify`'s.)
             Word::Read(Some(san)) | Word::Mended(san) => Word::Mended(san),
-            Word::Read(None) => Word::Unreadable,
-            other if junk == word.len() => other,
             Word::Unreadable => Word::Unreadable,
-            _ => Word::NoMove,
+            Word::Read(None) | Word::NoMove => Word::NoMove,
         };
     }
     if let Some(mended) = mend(word) {
