@@ -399,3 +399,25 @@ fn san_variants_match_python_chess() {
     }
     assert_books_equal(&bookdb, &reference);
 }
+
+/// A file whose lines end with a carriage return alone (an old Mac file): python-chess reads
+/// it through Python's universal newlines, bookdb reads each lone CR as a line end
+/// (`ops::lineends`): the same book.
+#[test]
+fn carriage_return_line_ends_match_python_chess() {
+    let Some(py) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = dir.path().join("mac.pgn");
+    let text = std::fs::read(common::sample_pgn()).unwrap();
+    let mac: Vec<u8> = text
+        .iter()
+        .map(|&b| if b == b'\n' { b'\r' } else { b })
+        .collect();
+    std::fs::write(&pgn, mac).unwrap();
+    let (bookdb, reference, summary) = build_both(&py, &pgn, 40, dir.path());
+    assert_eq!(
+        summary, "games read 200, imported 200, skipped 0",
+        "reference: games imported/skipped"
+    );
+    assert_books_equal(&bookdb, &reference);
+}

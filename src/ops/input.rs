@@ -452,9 +452,18 @@ pub(crate) fn open_with(path: &str, spec: OpenSpec) -> Result<Input> {
     {
         return Err(not_pgn(&name, &why));
     }
+    // Old Mac files (lines ended by a carriage return alone) are read with those as line
+    // feeds, as python-chess reads them (ops::lineends).
+    let cr_only = spec.pgn && super::lineends::cr_only(&text);
+    let reader: Box<dyn Read + Send> = match cr_only {
+        true => Box::new(super::lineends::LoneCrAsLf::new(
+            io::Cursor::new(text).chain(decoded),
+        )),
+        false => Box::new(io::Cursor::new(text).chain(decoded)),
+    };
     Ok(Input {
         name,
-        reader: Box::new(io::Cursor::new(text).chain(decoded)),
+        reader,
         raw_size,
         raw_read: counter,
         raw: raw_handle,

@@ -12,6 +12,7 @@ pub mod games;
 pub mod import;
 #[doc(hidden)]
 pub mod input;
+pub(crate) mod lineends;
 pub(crate) mod movetext;
 pub mod othello;
 pub mod pgn;
