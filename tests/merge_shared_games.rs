@@ -342,3 +342,184 @@ fn disjoint_books_merge_with_cells_kept_as_the_games() {
     assert_eq!(top_games(&ab), top_games(&whole));
     verify(&ab);
 }
+
+/// Game `i` of the sample as a lichess export: a `Site` URL naming id `i`, a date, ratings,
+/// a clock, `UTCDate` (`rich`); or as another tool's export of the same game: the tags
+/// re-ordered, only the roster and the date kept, another event, check signs dropped (so that
+/// its fingerprint differs); or, with `moves_of`, another game's moves under this id (an id
+/// clash: another game).
+fn lichess_export(sample: &[Vec<u8>], i: usize, rich: bool, moves_of: usize) -> Vec<u8> {
+    let text = String::from_utf8_lossy(&sample[moves_of]).into_owned();
+    let tag = |name: &str| {
+        let at = text.find(&format!("[{name} \""))? + name.len() + 3;
+        Some(text[at..at + text[at..].find("\"]")?].to_string())
+    };
+    let movetext = &text[text.find("\n\n").unwrap() + 2..];
+    let id = format!("lc{i:06}");
+    let date = format!("2021.03.{:02}", 1 + i % 28);
+    let (white, black, result) = (
+        tag("White").unwrap(),
+        tag("Black").unwrap(),
+        tag("Result").unwrap(),
+    );
+    let out = if rich {
+        format!(
+            "[Event \"Rated Blitz game\"]\n[Site \"https://lichess.org/{id}\"]\n[Date \"{date}\"]\n[White \"{white}\"]\n[Black \"{black}\"]\n[Result \"{result}\"]\n[UTCDate \"{date}\"]\n[WhiteElo \"{}\"]\n[BlackElo \"2210\"]\n[TimeControl \"180+2\"]\n\n{movetext}",
+            1500 + 7 * i
+        )
+    } else {
+        format!(
+            "[White \"{white}\"]\n[Black \"{black}\"]\n[Event \"Casual game\"]\n[Date \"{date}\"]\n[Round \"?\"]\n[Site \"https://lichess.org/{id}\"]\n[Result \"{result}\"]\n\n{}",
+            movetext.replace(['+', '#'], "")
+        )
+    };
+    out.into_bytes()
+}
+
+/// One lichess game stored from two exports (other tags, SAN spelled otherwise: two
+/// fingerprints, one id, result and moves) counts once in a merge, as an import of the second
+/// export into the first's book counts it once: the richer record kept, its cells, whatever
+/// the order of the inputs; a record of one of its ids with other moves is another game.
+#[test]
+fn one_lichess_game_from_two_exports_counts_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let sample = common::games_of(&common::sample_pgn());
+    let rich: Vec<Vec<u8>> = (0..60)
+        .map(|i| lichess_export(&sample, i, true, i))
+        .collect();
+    let mut bare: Vec<Vec<u8>> = (30..90)
+        .map(|i| lichess_export(&sample, i, false, i))
+        .collect();
+    // An id clash: game 120's moves under game 5's id and date (another game).
+    let clash = lichess_export(&sample, 5, false, 120);
+    bare.push(clash.clone());
+    let a = import(&rich, d, "a", &[]);
+    let b = import(&bare, d, "b", &[]);
+    let mut b_only_games = bare[30..60].to_vec();
+    b_only_games.push(clash);
+    let b_only = import(&b_only_games, d, "b_only", &[]);
+    let (want, m, _) = merge(d, "want", &[&a, &b_only]);
+    assert_eq!(m["copies_subtracted"], 0, "{m}");
+    assert_eq!(stats(&want)["games"], 91);
+    for (name, inputs) in [("ab", [a.as_path(), &b]), ("ba", [b.as_path(), &a])] {
+        let (out, m, err) = merge(d, name, &inputs);
+        let n = |k: &str| m[k].as_u64().unwrap();
+        assert_eq!(
+            (
+                n("shared_games"),
+                n("shared_games_subtracted"),
+                n("copies_subtracted"),
+                n("copies_by_id"),
+                n("copies_still_counted"),
+                n("subtraction_clamped"),
+            ),
+            (0, 30, 30, 30, 0, 0),
+            "{name}: {m}"
+        );
+        assert!(!err.contains("warning"), "{name}: {err}");
+        assert_eq!(stats(&out)["games"], 91, "{name}");
+        assert_eq!(stats(&out)["stored_games"], 91, "{name}");
+        assert!(
+            dump_cells(&out) == dump_cells(&want),
+            "{name}: cells differ"
+        );
+        // Copies taken out: every cell in its blocks (FORMAT §12.5).
+        assert!(!block_versions(&out).contains_key(&3), "{name}");
+        // The merged book knows both exports' fingerprints (a later import of either is
+        // a repeat): 60 + 31 + the 30 other spellings.
+        let (mut got, mut wanted) = (content_stats(&out), content_stats(&want));
+        assert_eq!(got["dedupe_games"], 121, "{name}");
+        assert_eq!(wanted["dedupe_games"], 91, "{name}");
+        got["dedupe_games"] = 0.into();
+        wanted["dedupe_games"] = 0.into();
+        assert_eq!(got, wanted, "{name}");
+        assert_eq!(all_pgn(&out), all_pgn(&want), "{name}");
+        assert_eq!(top_games(&out), top_games(&want), "{name}");
+        verify(&out);
+    }
+    // The import of the second export into the first's book counts the same games.
+    let pgn = d.join("b.pgn");
+    let r = Bookdb::import(&[&pgn], &a)
+        .args(["--json", "--max-ply", MAX_PLY])
+        .json();
+    assert_eq!(r["games_imported"], 31, "{r}");
+    assert!(dump_cells(&a) == dump_cells(&want), "import: cells differ");
+    assert_eq!(all_pgn(&a), all_pgn(&want));
+    // Three inputs: the first exports twice (a2 and want: 60 copies by fingerprint), the
+    // second export's games b holds alone in want too (31), and the 30 games of both exports
+    // in all three (a third record each, another spelling: by id).
+    let a2 = import(&rich, d, "a2", &[]);
+    let (abc, m, _) = merge(d, "abc", &[&b, &a2, &want]);
+    let n = |k: &str| m[k].as_u64().unwrap();
+    assert_eq!(
+        (
+            n("shared_copies"),
+            n("copies_subtracted"),
+            n("copies_by_id"),
+            n("copies_still_counted")
+        ),
+        (91, 121, 30, 0),
+        "{m}"
+    );
+    assert!(dump_cells(&abc) == dump_cells(&want), "abc: cells differ");
+    verify(&abc);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(6))]
+    /// Games dealt to random parts, each copy in a random export (a lichess one or another
+    /// tool's: one id, result and moves, two fingerprints), the parts merged in a random
+    /// grouping: each game counts and is stored once, as its richer record — the book of one
+    /// import of each game's richest export, whatever the grouping and order.
+    #[test]
+    fn exports_dealt_to_parts_merge_in_any_grouping_into_the_richest_records(
+        parts in 2usize..=3,
+        deal in proptest::collection::vec((1usize..8, proptest::prelude::any::<u8>()), 40),
+        picks in proptest::collection::vec(
+            (proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<proptest::sample::Index>()),
+            3,
+        ),
+    ) {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let sample = common::games_of(&common::sample_pgn());
+        let mut texts: Vec<Vec<Vec<u8>>> = vec![Vec::new(); parts];
+        let mut richest = Vec::new();
+        for (i, &(mask, rich)) in deal.iter().enumerate() {
+            let mask = (mask % (1 << parts)).max(1);
+            let mut any_rich = false;
+            for (p, t) in texts.iter_mut().enumerate() {
+                if mask & (1 << p) != 0 {
+                    let r = rich & (1 << p) != 0;
+                    any_rich |= r;
+                    t.push(lichess_export(&sample, i, r, i));
+                }
+            }
+            richest.push(lichess_export(&sample, i, any_rich, i));
+        }
+        let whole = import(&richest, d, "whole", &[]);
+        let mut pool: Vec<std::path::PathBuf> = texts
+            .iter()
+            .enumerate()
+            .map(|(p, t)| import(t, d, &format!("p{p}"), &[]))
+            .collect();
+        let mut step = 0;
+        while pool.len() > 1 {
+            let (a, b) = picks[step % picks.len()];
+            let first = pool.remove(a.index(pool.len()));
+            let second = pool.remove(b.index(pool.len()));
+            let (out, m, _) = merge(d, &format!("m{step}"), &[&first, &second]);
+            proptest::prop_assert_eq!(&m["copies_still_counted"], 0, "{}", m);
+            proptest::prop_assert_eq!(&m["subtraction_clamped"], 0, "{}", m);
+            pool.push(out);
+            step += 1;
+        }
+        let got = &pool[0];
+        proptest::prop_assert_eq!(stats(got)["games"].as_u64(), Some(40));
+        proptest::prop_assert_eq!(stats(got)["stored_games"].as_u64(), Some(40));
+        proptest::prop_assert!(dump_cells(got) == dump_cells(&whole), "cells differ");
+        proptest::prop_assert_eq!(all_pgn(got), all_pgn(&whole));
+        verify(got);
+    }
+}

@@ -25,6 +25,7 @@ pub const KEPT_TAGS: [&str; 13] = [
 pub const EVENT_FIELD: usize = 0;
 pub const SITE_FIELD: usize = 1;
 pub const DATE_FIELD: usize = 2;
+pub const ROUND_FIELD: usize = 3;
 pub const WHITE_FIELD: usize = 4;
 pub const BLACK_FIELD: usize = 5;
 pub const RESULT_FIELD: usize = 6;
@@ -39,6 +40,10 @@ pub const MOVES_FIELD: usize = KEPT_TAGS.len();
 /// stored it), as a varint; empty in a game upgraded from format 6 (then the default
 /// `max_ply` is assumed, docs/FORMAT.md §15.2).
 pub const PLIES_FIELD: usize = KEPT_TAGS.len() + 1;
+/// The fields in which two records of one date and id agree when they are one game (the
+/// tagged identity of `ops::gameident`, as stored: the result, the starting position, the
+/// mainline as move ranks, which name the moves whatever their spelling).
+pub const IDENTITY_FIELDS: [usize; 3] = [RESULT_FIELD, FEN_FIELD, MOVES_FIELD];
 /// The fields of a stored chess game.
 pub const FIELDS: usize = KEPT_TAGS.len() + 2;
 /// The fields of a chess game stored by format 6: the first 12 tags, then the mainline.

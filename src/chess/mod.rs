@@ -77,6 +77,9 @@ impl PositionCodec for ChessCodec {
     fn counted_plies_field(&self) -> Option<usize> {
         Some(gamefields::PLIES_FIELD)
     }
+    fn game_identity_fields(&self) -> &'static [usize] {
+        &gamefields::IDENTITY_FIELDS
+    }
     fn prepare(
         &self,
         model: &dyn PositionModel,

@@ -82,16 +82,23 @@ pub struct MergeSummary {
     /// books that record fingerprints (every book that stores games, and `--dedupe` imports)
     /// can tell.
     pub shared_games: u64,
-    /// Of those, the games every input stored identically: the merge took their extra copies'
-    /// counts out, so each counts once (as in the merged game store).
+    /// Games more than one input stored (alike, to another depth, or as another export of
+    /// one lichess game: `store::onegame`): the merge took their extra copies' counts out, so
+    /// each counts once (as in the merged game store).
     pub shared_games_subtracted: u64,
     /// The copies taken out (per game, its copies less the one kept).
     pub copies_subtracted: u64,
+    /// Of those, the copies stored otherwise than every other copy of their game (one lichess
+    /// game from two exports: other tags, SAN spelled otherwise), known by their id, result and
+    /// moves, not by their fingerprints (which `shared_copies` counts).
+    pub copies_by_id: u64,
     /// Copies of shared games beyond the first, by the inputs' fingerprints: per shared
     /// game, the inputs that counted it less one.
     pub shared_copies: u64,
     /// Of those, the copies still counted: an input records the game by fingerprint only
-    /// (`--no-games --dedupe`), or stored it with other fields (not only other counted plies).
+    /// (`--no-games --dedupe`), so no store shows the copy, or stores records of one game
+    /// under two dates (one export with a `UTCDate` another lacks), which are not found (at
+    /// least the copies the fingerprints say were stored less those taken out).
     pub copies_still_counted: u64,
     /// Entries where a copy held more than the inputs' sum (an input pruned by
     /// `compact --min-games`, or re-faceted by `migrate --facets`): counters clamped at zero.
@@ -160,10 +167,16 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
     let fingerprints =
         crate::store::book::shared_game_fingerprints(&books.iter().collect::<Vec<_>>())?;
     let shared_games = fingerprints.games;
-    // Games more than one input counted and stored alike: their extra copies' counts are
-    // taken out, so that each counts once (brief §9). The copies are imported into scratch
+    // One lichess game stored from two exports has two fingerprints but one id: the stores
+    // are searched whenever an id is shared (reading only the id indexes to know).
+    let shared_ids = match shared_games == 0 && game == Game::Chess {
+        true => crate::store::book::shared_game_ids(&books.iter().collect::<Vec<_>>())?,
+        false => 0,
+    };
+    // Games more than one input counted and stored (`store::onegame`): their extra copies'
+    // counts are taken out, so that each counts once (brief §9). The copies are imported into scratch
     // books with the inputs closed, so that the import and the inputs' caches do not add up.
-    let shared = match shared_games > 0 && game == Game::Chess {
+    let shared = match (shared_games > 0 || shared_ids > 0) && game == Game::Chess {
         true => match super::shared_games::collect(&books, out)? {
             Some(copies) => {
                 drop(books);
@@ -202,7 +215,8 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
         }
     }
     let copies_subtracted = shared.as_ref().map_or(0, |s| s.copies);
-    if merged_keeps_game_cells(&books, fingerprints.copies == 0) {
+    let copies_by_id = shared.as_ref().map_or(0, |s| s.by_id);
+    if merged_keeps_game_cells(&books, fingerprints.copies == 0 && shared.is_none()) {
         w.keep_cells_as_games()?;
     }
     if let Some(c) = &reuse {
@@ -257,8 +271,13 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
         shared_games,
         shared_games_subtracted: shared.as_ref().map_or(0, |s| s.games),
         copies_subtracted,
+        copies_by_id,
         shared_copies: fingerprints.copies,
-        copies_still_counted: fingerprints.copies.saturating_sub(copies_subtracted),
+        // Copies no store shows, and copies of stored games the stores' records did not
+        // reveal (so many fewer taken out than the fingerprints say were stored: records of
+        // one game under two dates). Copies found by id only may hide some of the latter.
+        copies_still_counted: fingerprints.unstored
+            + fingerprints.stored.saturating_sub(copies_subtracted),
         subtraction_clamped: clamped.get(),
         elapsed_secs: start.elapsed().as_secs_f64(),
         memory: RewriteMemory::of(&budget, warning),
@@ -269,10 +288,10 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
 /// stored tags give under the merged facets, so that its moves of few games may keep their
 /// cells as their games' (docs/FORMAT.md §12.5): every input's files keep their cells so under
 /// the same facets (which no pruned, polyglot-imported, game-less or migrated file does), and
-/// the inputs share no game (`disjoint`), so that nothing is taken out and the new store keeps
-/// every record its inputs' stores hold, as they counted them. (Taking shared copies out works
-/// on records alike, which a store may hold twice as two games counted — one game's moves
-/// written two ways — so the counts and the store could part: such merges write every cell.)
+/// the inputs share no game (`disjoint`: no fingerprint and no stored game), so that nothing
+/// is taken out and the new store keeps every record its inputs' stores hold, as they counted
+/// them. (Merges that take copies out write every cell: cells kept as games' would have to
+/// follow the records the store drops.)
 fn merged_keeps_game_cells(books: &[Book], disjoint: bool) -> bool {
     let facets = books
         .iter()

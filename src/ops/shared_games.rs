@@ -1,28 +1,33 @@
-//! Games that more than one input of a merge counted: found as identical records in the
-//! inputs' game stores, their extra copies imported again, as counted, into scratch books whose
-//! entries the merge then takes out of its sum (brief §9: a game counts once, whatever the
-//! order of imports and merges).
+//! Games that more than one input of a merge counted: found as records of one game in the
+//! inputs' game stores (`store::onegame`: the same date and id, the same result, starting
+//! position and moves), their extra copies imported again, as counted, into scratch books
+//! whose entries the merge then takes out of its sum (brief §9: a game counts once, whatever
+//! the order of imports and merges).
 //!
 //! Each input counted such a game exactly as its stored record says (the plies it counted,
 //! its tags, the facets of the file that stores it), so importing the record's counted plies
 //! with no ply limit, the file's facets and nothing else gives back that copy's counts
-//! exactly. Copies of one game are records with the same date, id and fields, but for how
-//! many plies they counted (books imported with another `--max-ply`). Of them, the merge keeps
-//! the deepest (the one its game store keeps), then the one whose file keeps the most facets
+//! exactly. Copies of one game are records stored alike, records counted to another
+//! `--max-ply`, and records of one lichess game stored from two exports (tags re-spelled,
+//! re-ordered or added, SAN written otherwise: what an import of the second export would have
+//! known by its id and skipped). Of them, the merge keeps the record its game store keeps
+//! (`OneGame::prefer`: the deepest, then the one with the most tags, then the first in the
+//! store's order), then the one whose file keeps the most facets
 //! (then the highest facet bits): the same copy whatever the order of the inputs. Games an
-//! input records only by fingerprint (`--no-games --dedupe`), or whose records differ in more
-//! than their plies, are not found here; the merge reports them.
+//! input records only by fingerprint (`--no-games --dedupe`), and records of one game under
+//! two dates, are not found here; the merge reports the former.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::chess::gamefields::PLIES_FIELD;
+use crate::chess::gamefields;
 use crate::error::{Error, Result};
 use crate::store::Book;
 use crate::store::book::GameStream;
 use crate::store::facet::{FacetGames, FacetSet};
-use crate::store::gameblock::{StoredGame, counted_plies_of, same_game_but_plies, store_order};
+use crate::store::gameblock::{StoredGame, store_order};
+use crate::store::onegame::OneGame;
 
 use super::game::Game;
 
@@ -32,6 +37,9 @@ pub(crate) struct SharedCopies {
     pub games: u64,
     /// Copies to take out: per game, its copies less the one kept.
     pub copies: u64,
+    /// Of those, the copies stored otherwise than every other (per game, its spellings less
+    /// one: another export of one lichess game), which the inputs' fingerprints do not see.
+    pub by_id: u64,
     books: Vec<Book>,
     /// Holds the scratch books until the merge is done.
     _dir: tempfile::TempDir,
@@ -65,6 +73,53 @@ fn keep_rank(f: FacetSet) -> (u32, u8) {
     (f.0.count_ones(), f.0)
 }
 
+/// The records of `bucket` (one date and id) partitioned into games ([`OneGame::same`], an
+/// equivalence), each as its records' places in `bucket`.
+fn classes(bucket: &[(usize, StoredGame)], rule: OneGame) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    for (j, (_, g)) in bucket.iter().enumerate() {
+        match out.iter_mut().find(|c| rule.same(&bucket[c[0]].1, g)) {
+            Some(c) => c.push(j),
+            None => out.push(vec![j]),
+        }
+    }
+    out
+}
+
+/// The fields a game's fingerprint covers (`ops::pgn::game_fingerprint`: the roster tags, the
+/// result, the starting position and the moves), as a stored record holds them.
+const FINGERPRINTED: [usize; 9] = [
+    gamefields::EVENT_FIELD,
+    gamefields::SITE_FIELD,
+    gamefields::DATE_FIELD,
+    gamefields::ROUND_FIELD,
+    gamefields::WHITE_FIELD,
+    gamefields::BLACK_FIELD,
+    gamefields::RESULT_FIELD,
+    gamefields::FEN_FIELD,
+    gamefields::MOVES_FIELD,
+];
+
+/// How many ways the records `class` of one game are written, as far as a fingerprint tells:
+/// records alike in [`FINGERPRINTED`] are one spelling (the inputs' fingerprint tables count
+/// their copies), each other spelling adds copies only their ids reveal.
+fn spellings(bucket: &[(usize, StoredGame)], class: &[usize]) -> u64 {
+    let key = |j: usize| -> Vec<&[u8]> {
+        FINGERPRINTED
+            .iter()
+            .map(|&f| bucket[j].1.fields.get(f).map_or(&[][..], |v| &v[..]))
+            .collect()
+    };
+    let mut seen: Vec<Vec<&[u8]>> = Vec::new();
+    for &j in class {
+        let k = key(j);
+        if !seen.contains(&k) {
+            seen.push(k);
+        }
+    }
+    seen.len() as u64
+}
+
 /// The prefix of the scratch directories of a merge into `out`: `.NAME.merge-shared-`.
 fn scratch_prefix(out: &Path) -> String {
     let name = out
@@ -94,6 +149,7 @@ fn remove_stale(dir_of: &Path, prefix: &str) {
 pub(crate) struct Copies {
     games: u64,
     copies: u64,
+    by_id: u64,
     /// Per facet set (its bits): the PGN file and its games.
     pgns: Vec<(u8, PathBuf, u64)>,
     dir: tempfile::TempDir,
@@ -129,41 +185,48 @@ pub(crate) fn collect(books: &[Book], out: &Path) -> Result<Option<Copies>> {
     for (_, s) in streams.iter_mut() {
         heads.push(s.next().transpose()?);
     }
+    let rule = OneGame::of(Game::Chess.codec().as_ref());
     let mut outputs: BTreeMap<u8, (PathBuf, std::io::BufWriter<std::fs::File>, u64)> =
         BTreeMap::new();
-    let (mut games, mut copies) = (0u64, 0u64);
-    let mut group: Vec<usize> = Vec::new();
+    let (mut games, mut copies, mut by_id) = (0u64, 0u64, 0u64);
+    // The records of one date and id, from every file: (file, record).
+    let mut bucket: Vec<(usize, StoredGame)> = Vec::new();
     while let Some(least) = heads
         .iter()
-        .enumerate()
-        .filter_map(|(i, h)| h.as_ref().map(|g| (i, g)))
-        .min_by(|a, b| store_order(a.1, b.1))
-        .map(|(i, _)| i)
+        .flatten()
+        .min_by(|a, b| store_order(a, b))
+        .map(OneGame::key)
     {
-        group.clear();
-        group.extend((0..heads.len()).filter(|&i| {
-            heads[i].as_ref().is_some_and(|g| {
-                heads[least].as_ref().is_some_and(|l| {
-                    store_order(g, l).is_eq() || same_game_but_plies(g, l, Some(PLIES_FIELD))
-                })
-            })
-        }));
-        if group.len() > 1 {
-            // The deepest copy (the one the merged store keeps), then the most facets.
-            let keep = group
+        bucket.clear();
+        for (i, head) in heads.iter_mut().enumerate() {
+            while let Some(g) = head.take_if(|g| OneGame::key(g) == least) {
+                bucket.push((i, g));
+                *head = streams[i].1.next().transpose()?;
+            }
+        }
+        if bucket.len() < 2 {
+            continue;
+        }
+        for class in classes(&bucket, rule) {
+            if class.len() < 2 {
+                continue;
+            }
+            // The record the merged store keeps, then the copy whose file keeps the most
+            // facets (the same record in files of other facets counted other cells).
+            let keep = class
                 .iter()
                 .copied()
-                .max_by_key(|&i| {
-                    let plies = heads[i]
-                        .as_ref()
-                        .map_or(0, |g| counted_plies_of(g, PLIES_FIELD));
-                    (plies, keep_rank(streams[i].0))
+                .max_by(|&x, &y| {
+                    rule.prefer(&bucket[x].1, &bucket[y].1).then_with(|| {
+                        keep_rank(streams[bucket[x].0].0).cmp(&keep_rank(streams[bucket[y].0].0))
+                    })
                 })
-                .unwrap_or(least);
+                .unwrap_or(class[0]);
             games += 1;
-            for &i in group.iter().filter(|&&i| i != keep) {
-                let Some(g) = heads[i].as_ref() else { continue };
-                let facets = streams[i].0;
+            by_id += spellings(&bucket, &class) - 1;
+            for &j in class.iter().filter(|&&j| j != keep) {
+                let (i, g) = &bucket[j];
+                let facets = streams[*i].0;
                 let pgn = super::gamerec::to_pgn_counted(g).map_err(|reason| {
                     Error::Internal(format!(
                         "stored game {} does not read back: {reason}",
@@ -186,9 +249,6 @@ pub(crate) fn collect(books: &[Book], out: &Path) -> Result<Option<Copies>> {
                 copies += 1;
             }
         }
-        for &i in &group {
-            heads[i] = streams[i].1.next().transpose()?;
-        }
     }
     if copies == 0 {
         return Ok(None);
@@ -202,6 +262,7 @@ pub(crate) fn collect(books: &[Book], out: &Path) -> Result<Option<Copies>> {
     Ok(Some(Copies {
         games,
         copies,
+        by_id,
         pgns,
         dir,
     }))
@@ -241,6 +302,7 @@ impl Copies {
         Ok(SharedCopies {
             games: self.games,
             copies: self.copies,
+            by_id: self.by_id,
             books: scratch,
             _dir: self.dir,
         })

@@ -20,6 +20,7 @@ pub mod gamerefs;
 pub mod gamerun;
 pub mod idchunk;
 pub(crate) mod keyhash;
+pub mod onegame;
 pub(crate) mod rangecoder;
 pub(crate) mod record;
 pub mod refblock;
@@ -132,6 +133,13 @@ pub trait PositionCodec: Send + Sync {
     /// ([`gameblock::same_game_but_plies`]). `None`: records are one game only when equal.
     fn counted_plies_field(&self) -> Option<usize> {
         None
+    }
+    /// The fields in which two stored records of one date and id agree when they are one game
+    /// ([`onegame::OneGame`]): for chess its result, starting position and mainline as moves,
+    /// so that one lichess game stored from two exports is one game. Empty: records are one
+    /// game only when equal but for their counted plies.
+    fn game_identity_fields(&self) -> &'static [usize] {
+        &[]
     }
     /// Whether the first player (white) is to move in the encoded position: whose rating is
     /// the mover's in a game's facts. `None`: the codec cannot say (its books keep no cells

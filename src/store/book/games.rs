@@ -10,9 +10,8 @@ use super::gamestore::{StreamWriter, bad, block_at};
 use super::open::GameTables;
 use super::*;
 use crate::store::error::{Error, Result};
-use crate::store::gameblock::{
-    self, StoredGame, counted_plies_of, same_game_but_plies, store_order,
-};
+use crate::store::gameblock::{self, StoredGame, store_order};
+use crate::store::onegame::OneGame;
 
 /// Games per block written, and the raw bytes past which a block is closed early: a game read
 /// by number decodes its whole block, so blocks stay small enough for an explorer answer
@@ -170,6 +169,17 @@ impl BookFile {
         })))
     }
 
+    /// The ids of this file's stored games in ascending order, as its id index holds them.
+    pub fn game_ids_in_order(&self) -> Result<Box<dyn Iterator<Item = Result<u64>> + '_>> {
+        let Some(t) = &self.games else {
+            return Ok(Box::new(std::iter::empty()));
+        };
+        let path = self.path.clone();
+        let ids = shield("reading the game store", || t.store.ids())
+            .map_err(|e| e.in_file(&self.path))?;
+        Ok(Box::new(ids.map(move |r| r.map_err(|e| e.in_file(&path)))))
+    }
+
     /// The rows of this file's id index.
     pub fn game_id_rows(&self) -> Result<u64> {
         match &self.games {
@@ -237,7 +247,7 @@ impl Book {
             .iter()
             .map(|f| f.games_iter())
             .collect::<Result<Vec<_>>>()?;
-        Ok(Box::new(MergeGames::new(parts, None, false)))
+        Ok(Box::new(MergeGames::new(parts, None)))
     }
 
     /// The games stored over all the book's files.
@@ -416,7 +426,8 @@ impl GameCarry {
             super::refs::RefBuilder::new(ctx.clone()),
             ctx.codec.game_head_fields(),
         )?;
-        for g in MergeGames::new(parts, ctx.codec.counted_plies_field(), self.once) {
+        let rule = self.once.then(|| OneGame::of(ctx.codec.as_ref()));
+        for g in MergeGames::new(parts, rule) {
             out.push(g?)?;
         }
         out.finish(txn, shapes)
@@ -547,17 +558,15 @@ impl<'t> StoreWriter<'t> {
 /// Streams of games, each in the store's order ([`store_order`]), merged into one in that
 /// order, every record given (an import's game runs: a record met twice was counted twice).
 pub fn merge_game_streams(parts: Vec<GameStream<'static>>) -> GameStream<'static> {
-    Box::new(MergeGames::new(parts, None, false))
+    Box::new(MergeGames::new(parts, None))
 }
 
-/// Streams of games in the store's order merged into one. With `once`, a game met again
-/// (same id and fields) is given once, and with `plies` (the codec's counted-plies field)
-/// records of one game counted to different depths are given once too, as the deepest
-/// ([`same_game_but_plies`]): what a merge keeps, whose counts take the extra copies out
-/// (`ops::shared_games`). Without, every record is given: whatever else writes a store counted
-/// each record it holds (two records alike are two games counted, e.g. one game's moves
-/// written two ways, which `--dedupe`'s fingerprint tells apart), so that it stores every game
-/// it counts.
+/// Streams of games in the store's order merged into one. With `once`, the records of one
+/// game ([`OneGame`]: the same date and id, equal in the codec's identity fields — equal
+/// records, records counted to different depths, one lichess game stored from two exports) are
+/// given once, as the record a merge keeps ([`OneGame::prefer`]), whose counts take the other
+/// copies out (`ops::shared_games`). Without, every record is given: whatever else writes a
+/// store counted each record it holds, so that it stores every game it counts.
 struct MergeGames {
     parts: Vec<GameStream<'static>>,
     /// Each stream's next game (`None`: not read yet or ended, see `ended`).
@@ -565,23 +574,24 @@ struct MergeGames {
     ended: Vec<bool>,
     /// The last game taken from the heads (the order is checked against it).
     last: Option<StoredGame>,
-    /// The game to give next, once no deeper record of it follows.
-    pending: Option<StoredGame>,
-    plies: Option<usize>,
-    once: bool,
+    /// `once`: the records of one date and id read so far, and the kept ones to give, in
+    /// the store's order.
+    bucket: Vec<StoredGame>,
+    ready: std::collections::VecDeque<StoredGame>,
+    rule: Option<OneGame>,
 }
 
 impl MergeGames {
-    fn new(parts: Vec<GameStream<'static>>, plies: Option<usize>, once: bool) -> Self {
+    fn new(parts: Vec<GameStream<'static>>, rule: Option<OneGame>) -> Self {
         let n = parts.len();
         MergeGames {
             parts,
             heads: vec![None; n],
             ended: vec![false; n],
             last: None,
-            pending: None,
-            plies: plies.filter(|_| once),
-            once,
+            bucket: Vec::new(),
+            ready: Default::default(),
+            rule,
         }
     }
 
@@ -598,62 +608,77 @@ impl MergeGames {
         Ok(())
     }
 
-    /// The least head, taken, in the store's order; `None` when every stream ended. A game
-    /// equal to the last one taken is skipped when each is given once.
+    /// The least head, taken, in the store's order; `None` when every stream ended.
     fn take_least(&mut self) -> Result<Option<StoredGame>> {
-        loop {
-            self.fill()?;
-            let mut least: Option<usize> = None;
-            for (i, h) in self.heads.iter().enumerate() {
-                let Some(g) = h else { continue };
-                let better = match least.and_then(|l| self.heads[l].as_ref()) {
-                    Some(best) => store_order(g, best) == Ordering::Less,
-                    None => true,
-                };
-                if better {
-                    least = Some(i);
-                }
-            }
-            let Some(g) = least.and_then(|l| self.heads[l].take()) else {
-                return Ok(None);
+        self.fill()?;
+        let mut least: Option<usize> = None;
+        for (i, h) in self.heads.iter().enumerate() {
+            let Some(g) = h else { continue };
+            let better = match least.and_then(|l| self.heads[l].as_ref()) {
+                Some(best) => store_order(g, best) == Ordering::Less,
+                None => true,
             };
-            if let Some(l) = &self.last {
-                match store_order(l, &g) {
-                    Ordering::Equal if self.once => continue,
-                    Ordering::Equal => {}
-                    Ordering::Greater => {
-                        return Err(Error::Internal(format!(
-                            "game {:012x} out of the store's order",
-                            g.id
-                        )));
-                    }
-                    Ordering::Less => {}
-                }
+            if better {
+                least = Some(i);
             }
-            self.last = Some(g.clone());
-            return Ok(Some(g));
         }
+        let Some(g) = least.and_then(|l| self.heads[l].take()) else {
+            return Ok(None);
+        };
+        if let Some(l) = &self.last
+            && store_order(l, &g) == Ordering::Greater
+        {
+            return Err(Error::Internal(format!(
+                "game {:012x} out of the store's order",
+                g.id
+            )));
+        }
+        self.last = Some(g.clone());
+        Ok(Some(g))
+    }
+
+    /// The records of one date and id (`bucket`), each game's kept record once, in the
+    /// store's order, onto `ready`.
+    fn settle(&mut self, rule: OneGame) {
+        let mut kept: Vec<StoredGame> = Vec::with_capacity(self.bucket.len());
+        for g in self.bucket.drain(..) {
+            match kept.iter_mut().find(|k| rule.same(k, &g)) {
+                Some(k) => {
+                    if rule.prefer(&g, k) == Ordering::Greater {
+                        *k = g;
+                    }
+                }
+                None => kept.push(g),
+            }
+        }
+        kept.sort_by(store_order);
+        self.ready.extend(kept);
     }
 
     fn next_game(&mut self) -> Result<Option<StoredGame>> {
-        if !self.once {
+        let Some(rule) = self.rule else {
             return self.take_least();
-        }
-        while let Some(g) = self.take_least()? {
-            match self.pending.take() {
-                None => self.pending = Some(g),
-                Some(p) if same_game_but_plies(&p, &g, self.plies) => {
-                    let f = self.plies.unwrap_or_default();
-                    let deeper = counted_plies_of(&g, f) > counted_plies_of(&p, f);
-                    self.pending = Some(if deeper { g } else { p });
-                }
-                Some(p) => {
-                    self.pending = Some(g);
-                    return Ok(Some(p));
-                }
+        };
+        loop {
+            if let Some(g) = self.ready.pop_front() {
+                return Ok(Some(g));
             }
+            let Some(g) = self.take_least()? else {
+                if self.bucket.is_empty() {
+                    return Ok(None);
+                }
+                self.settle(rule);
+                continue;
+            };
+            if self
+                .bucket
+                .first()
+                .is_some_and(|b| !OneGame::same_key(b, &g))
+            {
+                self.settle(rule);
+            }
+            self.bucket.push(g);
         }
-        Ok(self.pending.take())
     }
 }
 

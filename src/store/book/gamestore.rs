@@ -167,6 +167,35 @@ impl StoreTables {
         }
     }
 
+    /// The ids of the index's rows in order (an id as often as games carry it), read a chunk
+    /// at a time.
+    pub(crate) fn ids(&self) -> Result<Box<dyn Iterator<Item = Result<u64>> + '_>> {
+        match self {
+            StoreTables::Stream { ids, .. } => {
+                let mut chunks = ids.range::<u64>(..)?;
+                let mut rows = std::vec::IntoIter::default();
+                Ok(Box::new(std::iter::from_fn(move || {
+                    loop {
+                        if let Some((id, _)) = rows.next() {
+                            return Some(Ok(id));
+                        }
+                        let chunk = chunks
+                            .next()?
+                            .map_err(Into::into)
+                            .and_then(|(k, v)| decode_ids(k.value(), v.value()));
+                        match chunk {
+                            Ok(r) => rows = r.into_iter(),
+                            Err(e) => return Some(Err(e)),
+                        }
+                    }
+                })))
+            }
+            StoreTables::Blocks { ids, .. } => Ok(Box::new(
+                ids.range::<(u64, u32)>(..)?.map(|row| Ok(row?.0.value().0)),
+            )),
+        }
+    }
+
     /// Calls `f` with every (id, number) row in order; format 9's chunks must each begin at
     /// their key and follow the previous chunk's last id.
     pub(crate) fn for_each_id_row(&self, mut f: impl FnMut(u64, u32) -> Result<()>) -> Result<()> {

@@ -58,7 +58,7 @@ pub use live::Manifest;
 pub(crate) use live::{Publication, current_generation, lock_for_writing, publish, segment_path};
 pub(crate) use open::looks_like_damaged_book;
 pub use options::WriterOptions;
-pub use overlap::{SharedFingerprints, shared_game_fingerprints};
+pub use overlap::{SharedFingerprints, shared_game_fingerprints, shared_game_ids};
 pub use reader::*;
 pub use refs::{Fact, FactReader, GameTableBytes};
 pub use schema::*;

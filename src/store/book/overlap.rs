@@ -11,6 +11,14 @@ pub struct SharedFingerprints {
     pub games: u64,
     /// Their copies beyond the first: per fingerprint, the books recording it less one.
     pub copies: u64,
+    /// Of those, the copies no game store holds, which a merge cannot take out: per
+    /// fingerprint, the books recording it without storing games in the file that records it
+    /// (`--no-games --dedupe`), less one if no book stores it.
+    pub unstored: u64,
+    /// The others (`copies - unstored`): per fingerprint, the books recording it in a file
+    /// that stores games, less one. A merge takes at least these out, unless records of one
+    /// game escape it (stored under two dates).
+    pub stored: u64,
 }
 
 /// The game fingerprints recorded in at least two of `books` (each book's files together).
@@ -22,31 +30,69 @@ pub fn shared_game_fingerprints(books: &[&Book]) -> Result<SharedFingerprints> {
     for (i, b) in books.iter().enumerate() {
         for f in b.files() {
             if let Some(t) = f.games_table()? {
-                tables.push((i, t));
+                tables.push((i, f.games_stored() > 0, t));
             }
         }
     }
     let mut heads = Vec::with_capacity(tables.len());
-    for (book, t) in &tables {
+    for (book, stores, t) in &tables {
         let mut rows = t.range::<u128>(..)?;
         let head = rows.next().transpose()?.map(|(k, _)| k.value());
-        heads.push((*book, rows, head));
+        heads.push((*book, *stores, rows, head));
     }
     let mut shared = SharedFingerprints::default();
-    let mut holders: Vec<usize> = Vec::new();
-    while let Some(v) = heads.iter().filter_map(|h| h.2).min() {
+    // The books recording the fingerprint, and whether one of their files recording it
+    // stores games.
+    let mut holders: Vec<(usize, bool)> = Vec::new();
+    while let Some(v) = heads.iter().filter_map(|h| h.3).min() {
         holders.clear();
-        for (book, rows, head) in heads.iter_mut() {
+        for (book, stores, rows, head) in heads.iter_mut() {
             if *head == Some(v) {
-                if !holders.contains(book) {
-                    holders.push(*book);
+                match holders.iter_mut().find(|h| h.0 == *book) {
+                    Some(h) => h.1 |= *stores,
+                    None => holders.push((*book, *stores)),
                 }
                 *head = rows.next().transpose()?.map(|(k, _)| k.value());
             }
         }
         if holders.len() > 1 {
+            let stored = holders.iter().filter(|h| h.1).count().max(1);
             shared.games += 1;
             shared.copies += holders.len() as u64 - 1;
+            shared.unstored += (holders.len() - stored) as u64;
+            shared.stored += stored as u64 - 1;
+        }
+    }
+    Ok(shared)
+}
+
+/// How many game ids the game stores of at least two of `books` hold (each book's files
+/// together): a merge looks for the records of one game that its inputs hold, written alike or
+/// not, only when some id is shared. Streams every file's id index once in id order: time
+/// linear in the games, memory a decoded id chunk per file.
+pub fn shared_game_ids(books: &[&Book]) -> Result<u64> {
+    let mut heads = Vec::new();
+    for (i, b) in books.iter().enumerate() {
+        for f in b.files() {
+            let mut ids = f.game_ids_in_order()?;
+            let head = ids.next().transpose()?;
+            heads.push((i, ids, head));
+        }
+    }
+    let mut shared = 0u64;
+    let mut holders: Vec<usize> = Vec::new();
+    while let Some(v) = heads.iter().filter_map(|h| h.2).min() {
+        holders.clear();
+        for (book, ids, head) in heads.iter_mut() {
+            while *head == Some(v) {
+                if !holders.contains(book) {
+                    holders.push(*book);
+                }
+                *head = ids.next().transpose()?;
+            }
+        }
+        if holders.len() > 1 {
+            shared += 1;
         }
     }
     Ok(shared)
