@@ -523,3 +523,34 @@ proptest::proptest! {
         verify(got);
     }
 }
+
+/// One game's copies from two exports in books of different facets: the copy in the book of
+/// more facets is kept (its counts have the cells the other's lack), even when the other
+/// record has more tags, in either order: the merge equals an import of the kept exports.
+#[test]
+fn the_export_in_the_book_of_more_facets_is_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let sample = common::games_of(&common::sample_pgn());
+    let rich: Vec<Vec<u8>> = (0..40)
+        .map(|i| lichess_export(&sample, i, true, i))
+        .collect();
+    let bare: Vec<Vec<u8>> = (0..40)
+        .map(|i| lichess_export(&sample, i, false, i))
+        .collect();
+    let a = import(&rich, d, "a", &["--facets", "none"]);
+    let b = import(&bare, d, "b", &[]);
+    let want = import(&bare, d, "want", &[]);
+    for (name, inputs) in [("ab", [a.as_path(), &b]), ("ba", [b.as_path(), &a])] {
+        let (out, m, _) = merge(d, name, &inputs);
+        assert_eq!(m["copies_subtracted"], 40, "{name}: {m}");
+        assert_eq!(m["copies_by_id"], 40, "{name}: {m}");
+        assert_eq!(m["subtraction_clamped"], 0, "{name}: {m}");
+        assert!(
+            dump_cells(&out) == dump_cells(&want),
+            "{name}: cells differ"
+        );
+        assert_eq!(all_pgn(&out), all_pgn(&want), "{name}");
+        verify(&out);
+    }
+}

@@ -37,7 +37,7 @@ impl Args {
             }
             if summary.copies_still_counted > 0 {
                 eprintln!(
-                    "warning: {} copies of games counted by more than one of the merged books are still counted: a book records them by fingerprint only (--no-games --dedupe), or stores them under another date; the game store keeps each record",
+                    "warning: {} copies of games counted by more than one of the merged books are still counted: a book records them by fingerprint only (--no-games --dedupe), or stores them under another UTCDate; the game store keeps each record",
                     summary.copies_still_counted
                 );
             }

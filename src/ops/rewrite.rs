@@ -78,9 +78,10 @@ pub struct MergeSummary {
     pub output_bytes: u64,
     /// Import fingerprints found in more than one input: those games are counted twice.
     pub overlapping_imports: Vec<String>,
-    /// Games whose fingerprint more than one input records (each input counted them). Only
-    /// books that record fingerprints (every book that stores games, and `--dedupe` imports)
-    /// can tell.
+    /// Fingerprints more than one input records (each input counted their games; a merged
+    /// book records every spelling of a game it merged, so one game may count here twice).
+    /// Only books that record fingerprints (every book that stores games, and `--dedupe`
+    /// imports) can tell.
     pub shared_games: u64,
     /// Games more than one input stored (alike, to another depth, or as another export of
     /// one lichess game: `store::onegame`): the merge took their extra copies' counts out, so
@@ -88,9 +89,9 @@ pub struct MergeSummary {
     pub shared_games_subtracted: u64,
     /// The copies taken out (per game, its copies less the one kept).
     pub copies_subtracted: u64,
-    /// Of those, the copies stored otherwise than every other copy of their game (one lichess
-    /// game from two exports: other tags, SAN spelled otherwise), known by their id, result and
-    /// moves, not by their fingerprints (which `shared_copies` counts).
+    /// Of those, the copies beyond what the inputs' fingerprints say they stored alike: one
+    /// lichess game from two exports (other tags, SAN spelled otherwise), known by its id,
+    /// result and moves.
     pub copies_by_id: u64,
     /// Copies of shared games beyond the first, by the inputs' fingerprints: per shared
     /// game, the inputs that counted it less one.
@@ -215,7 +216,9 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
         }
     }
     let copies_subtracted = shared.as_ref().map_or(0, |s| s.copies);
-    let copies_by_id = shared.as_ref().map_or(0, |s| s.by_id);
+    // Copies taken out beyond those the fingerprints saw stored: found by id (spelled
+    // otherwise).
+    let copies_by_id = copies_subtracted.saturating_sub(fingerprints.stored);
     if merged_keeps_game_cells(&books, fingerprints.copies == 0 && shared.is_none()) {
         w.keep_cells_as_games()?;
     }

@@ -10,10 +10,10 @@
 //! exactly. Copies of one game are records stored alike, records counted to another
 //! `--max-ply`, and records of one lichess game stored from two exports (tags re-spelled,
 //! re-ordered or added, SAN written otherwise: what an import of the second export would have
-//! known by its id and skipped). Of them, the merge keeps the record its game store keeps
-//! (`OneGame::prefer`: the deepest, then the one with the most tags, then the first in the
-//! store's order), then the one whose file keeps the most facets
-//! (then the highest facet bits): the same copy whatever the order of the inputs. Games an
+//! known by its id and skipped). Of them, the merge keeps the copy its game store keeps
+//! (`OneGame::prefer`: the deepest, then the one whose file keeps the most facets, then the
+//! one with the most tags, then the first in the store's order): the same copy whatever the
+//! order of the inputs. Games an
 //! input records only by fingerprint (`--no-games --dedupe`), and records of one game under
 //! two dates, are not found here; the merge reports the former.
 
@@ -21,13 +21,12 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::chess::gamefields;
 use crate::error::{Error, Result};
 use crate::store::Book;
 use crate::store::book::GameStream;
 use crate::store::facet::{FacetGames, FacetSet};
 use crate::store::gameblock::{StoredGame, store_order};
-use crate::store::onegame::OneGame;
+use crate::store::onegame::{OneGame, facet_rank};
 
 use super::game::Game;
 
@@ -37,9 +36,6 @@ pub(crate) struct SharedCopies {
     pub games: u64,
     /// Copies to take out: per game, its copies less the one kept.
     pub copies: u64,
-    /// Of those, the copies stored otherwise than every other (per game, its spellings less
-    /// one: another export of one lichess game), which the inputs' fingerprints do not see.
-    pub by_id: u64,
     books: Vec<Book>,
     /// Holds the scratch books until the merge is done.
     _dir: tempfile::TempDir,
@@ -68,11 +64,6 @@ impl SharedCopies {
     }
 }
 
-/// Which copy of a game a merge keeps: the one whose file keeps the most facets.
-fn keep_rank(f: FacetSet) -> (u32, u8) {
-    (f.0.count_ones(), f.0)
-}
-
 /// The records of `bucket` (one date and id) partitioned into games ([`OneGame::same`], an
 /// equivalence), each as its records' places in `bucket`.
 fn classes(bucket: &[(usize, StoredGame)], rule: OneGame) -> Vec<Vec<usize>> {
@@ -84,40 +75,6 @@ fn classes(bucket: &[(usize, StoredGame)], rule: OneGame) -> Vec<Vec<usize>> {
         }
     }
     out
-}
-
-/// The fields a game's fingerprint covers (`ops::pgn::game_fingerprint`: the roster tags, the
-/// result, the starting position and the moves), as a stored record holds them.
-const FINGERPRINTED: [usize; 9] = [
-    gamefields::EVENT_FIELD,
-    gamefields::SITE_FIELD,
-    gamefields::DATE_FIELD,
-    gamefields::ROUND_FIELD,
-    gamefields::WHITE_FIELD,
-    gamefields::BLACK_FIELD,
-    gamefields::RESULT_FIELD,
-    gamefields::FEN_FIELD,
-    gamefields::MOVES_FIELD,
-];
-
-/// How many ways the records `class` of one game are written, as far as a fingerprint tells:
-/// records alike in [`FINGERPRINTED`] are one spelling (the inputs' fingerprint tables count
-/// their copies), each other spelling adds copies only their ids reveal.
-fn spellings(bucket: &[(usize, StoredGame)], class: &[usize]) -> u64 {
-    let key = |j: usize| -> Vec<&[u8]> {
-        FINGERPRINTED
-            .iter()
-            .map(|&f| bucket[j].1.fields.get(f).map_or(&[][..], |v| &v[..]))
-            .collect()
-    };
-    let mut seen: Vec<Vec<&[u8]>> = Vec::new();
-    for &j in class {
-        let k = key(j);
-        if !seen.contains(&k) {
-            seen.push(k);
-        }
-    }
-    seen.len() as u64
 }
 
 /// The prefix of the scratch directories of a merge into `out`: `.NAME.merge-shared-`.
@@ -149,7 +106,6 @@ fn remove_stale(dir_of: &Path, prefix: &str) {
 pub(crate) struct Copies {
     games: u64,
     copies: u64,
-    by_id: u64,
     /// Per facet set (its bits): the PGN file and its games.
     pgns: Vec<(u8, PathBuf, u64)>,
     dir: tempfile::TempDir,
@@ -188,7 +144,7 @@ pub(crate) fn collect(books: &[Book], out: &Path) -> Result<Option<Copies>> {
     let rule = OneGame::of(Game::Chess.codec().as_ref());
     let mut outputs: BTreeMap<u8, (PathBuf, std::io::BufWriter<std::fs::File>, u64)> =
         BTreeMap::new();
-    let (mut games, mut copies, mut by_id) = (0u64, 0u64, 0u64);
+    let (mut games, mut copies) = (0u64, 0u64);
     // The records of one date and id, from every file: (file, record).
     let mut bucket: Vec<(usize, StoredGame)> = Vec::new();
     while let Some(least) = heads
@@ -211,19 +167,14 @@ pub(crate) fn collect(books: &[Book], out: &Path) -> Result<Option<Copies>> {
             if class.len() < 2 {
                 continue;
             }
-            // The record the merged store keeps, then the copy whose file keeps the most
-            // facets (the same record in files of other facets counted other cells).
+            // The copy the merged store keeps (`OneGame::prefer`, with its file's facets).
+            let with_rank = |j: usize| (&bucket[j].1, facet_rank(streams[bucket[j].0].0));
             let keep = class
                 .iter()
                 .copied()
-                .max_by(|&x, &y| {
-                    rule.prefer(&bucket[x].1, &bucket[y].1).then_with(|| {
-                        keep_rank(streams[bucket[x].0].0).cmp(&keep_rank(streams[bucket[y].0].0))
-                    })
-                })
+                .max_by(|&x, &y| rule.prefer(with_rank(x), with_rank(y)))
                 .unwrap_or(class[0]);
             games += 1;
-            by_id += spellings(&bucket, &class) - 1;
             for &j in class.iter().filter(|&&j| j != keep) {
                 let (i, g) = &bucket[j];
                 let facets = streams[*i].0;
@@ -262,7 +213,6 @@ pub(crate) fn collect(books: &[Book], out: &Path) -> Result<Option<Copies>> {
     Ok(Some(Copies {
         games,
         copies,
-        by_id,
         pgns,
         dir,
     }))
@@ -302,7 +252,6 @@ impl Copies {
         Ok(SharedCopies {
             games: self.games,
             copies: self.copies,
-            by_id: self.by_id,
             books: scratch,
             _dir: self.dir,
         })

@@ -5,13 +5,15 @@
 //! mainline as moves: the same lichess game exported by two tools, its tags re-spelled or
 //! re-ordered, its ratings or clock tags added, is one game), or, for a codec that names none,
 //! are equal but for the plies they counted. Of one game's records a merge keeps the deepest
-//! (the most plies counted), then the one with the most fields filled, then the first in the
-//! store's order: the same record whatever the order of the inputs, in the counts (`ops::shared_games`) and in the store
+//! (the most plies counted), then the one whose file keeps the most facets, then the one with
+//! the most fields filled, then the first in the store's order: the same record whatever the
+//! order of the inputs, in the counts (`ops::shared_games`) and in the store
 //! (`book::games::MergeGames`).
 
 use std::cmp::Ordering;
 
 use super::PositionCodec;
+use super::facet::FacetSet;
 use super::gameblock::{StoredGame, counted_plies_of, date_key, same_game_but_plies, store_order};
 
 /// The codec's rule for one game's records.
@@ -66,17 +68,28 @@ impl OneGame {
         self.plies.map_or(0, |p| counted_plies_of(g, p))
     }
 
-    /// Which of two records of one game a merge keeps: `Greater` when `a` is kept over `b`:
-    /// it counted more plies; or as many, and it knows more (more fields filled: the export
-    /// with the ratings, clock and `UTCDate` tags over a bare one); or as much, and it comes
-    /// first in the store's order.
-    pub fn prefer(&self, a: &StoredGame, b: &StoredGame) -> Ordering {
+    /// Which of two records of one game a merge keeps, each with the [`facet_rank`] of the
+    /// file holding it: `Greater` when `a` is kept over `b`: it counted more plies; or as many,
+    /// and its file keeps more facets (its counts have the cells the other copy's lack); or as
+    /// many, and it knows more (more fields filled: the export with the ratings, clock and
+    /// `UTCDate` tags over a bare one); or as much, and it comes first in the store's order.
+    pub fn prefer(&self, a: (&StoredGame, FacetRank), b: (&StoredGame, FacetRank)) -> Ordering {
         let filled = |g: &StoredGame| g.fields.iter().filter(|f| !f.is_empty()).count();
-        self.plies(a)
-            .cmp(&self.plies(b))
-            .then_with(|| filled(a).cmp(&filled(b)))
-            .then_with(|| store_order(b, a))
+        self.plies(a.0)
+            .cmp(&self.plies(b.0))
+            .then_with(|| a.1.cmp(&b.1))
+            .then_with(|| filled(a.0).cmp(&filled(b.0)))
+            .then_with(|| store_order(b.0, a.0))
     }
+}
+
+/// How much a file's facets tell of its games' cells: the facets it keeps, then their bits
+/// (a total order, so that the copy kept does not depend on the order of the inputs).
+pub type FacetRank = (u32, u8);
+
+/// The [`FacetRank`] of a file keeping `f`.
+pub fn facet_rank(f: FacetSet) -> FacetRank {
+    (f.0.count_ones(), f.0)
 }
 
 #[cfg(test)]
@@ -131,15 +144,25 @@ mod tests {
         let r = rule();
         let shallow = g(7, "A", "2020.01.02", &[1], 30);
         let deep = g(7, "B", "2020.01.02", &[1], 40);
-        assert_eq!(r.prefer(&deep, &shallow), Ordering::Greater);
-        assert_eq!(r.prefer(&shallow, &deep), Ordering::Less);
+        let (none, all) = (facet_rank(FacetSet::NONE), facet_rank(FacetSet::ALL));
+        let p = |a: &StoredGame, ra, b: &StoredGame, rb| r.prefer((a, ra), (b, rb));
+        assert_eq!(p(&deep, none, &shallow, all), Ordering::Greater);
+        assert_eq!(p(&shallow, all, &deep, none), Ordering::Less);
         let first = g(7, "A", "2020.01.02", &[1], 40);
-        assert_eq!(r.prefer(&first, &deep), Ordering::Greater);
-        assert_eq!(r.prefer(&deep, &first), Ordering::Less);
-        assert_eq!(r.prefer(&deep, &deep), Ordering::Equal);
+        assert_eq!(p(&first, none, &deep, none), Ordering::Greater);
+        assert_eq!(p(&deep, none, &first, none), Ordering::Less);
+        assert_eq!(p(&deep, none, &deep, none), Ordering::Equal);
         // As deep, a record with a field more is kept over one first in the store's order.
         let bare = g(7, "", "2020.01.02", &[1], 40);
-        assert_eq!(r.prefer(&deep, &bare), Ordering::Greater);
-        assert_eq!(r.prefer(&bare, &deep), Ordering::Less);
+        assert_eq!(p(&deep, none, &bare, none), Ordering::Greater);
+        assert_eq!(p(&bare, none, &deep, none), Ordering::Less);
+        // As deep, the copy in a file of more facets is kept over a record with more fields;
+        // the same record in two files: the one of more facets.
+        assert_eq!(p(&bare, all, &deep, none), Ordering::Greater);
+        assert_eq!(p(&deep, none, &bare, all), Ordering::Less);
+        assert_eq!(p(&deep, all, &deep, none), Ordering::Greater);
+        let month = facet_rank(FacetSet(FacetSet::MONTH));
+        let mode = facet_rank(FacetSet(FacetSet::MODE));
+        assert_eq!(p(&deep, mode, &deep, month), Ordering::Greater);
     }
 }

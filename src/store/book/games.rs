@@ -11,7 +11,7 @@ use super::open::GameTables;
 use super::*;
 use crate::store::error::{Error, Result};
 use crate::store::gameblock::{self, StoredGame, store_order};
-use crate::store::onegame::OneGame;
+use crate::store::onegame::{FacetRank, OneGame, facet_rank};
 
 /// Games per block written, and the raw bytes past which a block is closed early: a game read
 /// by number decodes its whole block, so blocks stay small enough for an explorer answer
@@ -401,7 +401,10 @@ impl GameCarry {
             ));
         }
         let mut parts: Vec<GameStream<'static>> = Vec::new();
+        // Each part's file's facets, which copy of a game a merge keeps weighs.
+        let mut ranks: Vec<FacetRank> = Vec::new();
         for f in &carried {
+            ranks.push(facet_rank(f.facets));
             let games = f.games_iter()?;
             if f.format_version() == FORMAT_VERSION {
                 parts.push(games);
@@ -426,7 +429,9 @@ impl GameCarry {
             super::refs::RefBuilder::new(ctx.clone()),
             ctx.codec.game_head_fields(),
         )?;
-        let rule = self.once.then(|| OneGame::of(ctx.codec.as_ref()));
+        // New games and sorted streams are in no carried file: they weigh nothing.
+        ranks.resize(parts.len(), facet_rank(crate::store::facet::FacetSet::NONE));
+        let rule = self.once.then(|| (OneGame::of(ctx.codec.as_ref()), ranks));
         for g in MergeGames::new(parts, rule) {
             out.push(g?)?;
         }
@@ -574,15 +579,16 @@ struct MergeGames {
     ended: Vec<bool>,
     /// The last game taken from the heads (the order is checked against it).
     last: Option<StoredGame>,
-    /// `once`: the records of one date and id read so far, and the kept ones to give, in
-    /// the store's order.
-    bucket: Vec<StoredGame>,
+    /// `once`: the records of one date and id read so far (with their part), and the kept
+    /// ones to give, in the store's order.
+    bucket: Vec<(usize, StoredGame)>,
     ready: std::collections::VecDeque<StoredGame>,
-    rule: Option<OneGame>,
+    /// `once`: the rule, and each part's file's [`FacetRank`].
+    rule: Option<(OneGame, Vec<FacetRank>)>,
 }
 
 impl MergeGames {
-    fn new(parts: Vec<GameStream<'static>>, rule: Option<OneGame>) -> Self {
+    fn new(parts: Vec<GameStream<'static>>, rule: Option<(OneGame, Vec<FacetRank>)>) -> Self {
         let n = parts.len();
         MergeGames {
             parts,
@@ -608,8 +614,9 @@ impl MergeGames {
         Ok(())
     }
 
-    /// The least head, taken, in the store's order; `None` when every stream ended.
-    fn take_least(&mut self) -> Result<Option<StoredGame>> {
+    /// The least head, taken, in the store's order, with its part; `None` when every stream
+    /// ended.
+    fn take_least(&mut self) -> Result<Option<(usize, StoredGame)>> {
         self.fill()?;
         let mut least: Option<usize> = None;
         for (i, h) in self.heads.iter().enumerate() {
@@ -622,7 +629,7 @@ impl MergeGames {
                 least = Some(i);
             }
         }
-        let Some(g) = least.and_then(|l| self.heads[l].take()) else {
+        let Some((part, g)) = least.and_then(|l| Some((l, self.heads[l].take()?))) else {
             return Ok(None);
         };
         if let Some(l) = &self.last
@@ -634,50 +641,54 @@ impl MergeGames {
             )));
         }
         self.last = Some(g.clone());
-        Ok(Some(g))
+        Ok(Some((part, g)))
     }
 
     /// The records of one date and id (`bucket`), each game's kept record once, in the
     /// store's order, onto `ready`.
-    fn settle(&mut self, rule: OneGame) {
-        let mut kept: Vec<StoredGame> = Vec::with_capacity(self.bucket.len());
-        for g in self.bucket.drain(..) {
-            match kept.iter_mut().find(|k| rule.same(k, &g)) {
+    fn settle(&mut self) {
+        let Some((rule, ranks)) = &self.rule else {
+            return;
+        };
+        let rank = |part: usize| ranks.get(part).copied().unwrap_or_default();
+        let mut kept: Vec<(usize, StoredGame)> = Vec::with_capacity(self.bucket.len());
+        for (part, g) in self.bucket.drain(..) {
+            match kept.iter_mut().find(|k| rule.same(&k.1, &g)) {
                 Some(k) => {
-                    if rule.prefer(&g, k) == Ordering::Greater {
-                        *k = g;
+                    if rule.prefer((&g, rank(part)), (&k.1, rank(k.0))) == Ordering::Greater {
+                        *k = (part, g);
                     }
                 }
-                None => kept.push(g),
+                None => kept.push((part, g)),
             }
         }
-        kept.sort_by(store_order);
-        self.ready.extend(kept);
+        kept.sort_by(|a, b| store_order(&a.1, &b.1));
+        self.ready.extend(kept.into_iter().map(|k| k.1));
     }
 
     fn next_game(&mut self) -> Result<Option<StoredGame>> {
-        let Some(rule) = self.rule else {
-            return self.take_least();
-        };
+        if self.rule.is_none() {
+            return Ok(self.take_least()?.map(|(_, g)| g));
+        }
         loop {
             if let Some(g) = self.ready.pop_front() {
                 return Ok(Some(g));
             }
-            let Some(g) = self.take_least()? else {
+            let Some((part, g)) = self.take_least()? else {
                 if self.bucket.is_empty() {
                     return Ok(None);
                 }
-                self.settle(rule);
+                self.settle();
                 continue;
             };
             if self
                 .bucket
                 .first()
-                .is_some_and(|b| !OneGame::same_key(b, &g))
+                .is_some_and(|b| !OneGame::same_key(&b.1, &g))
             {
-                self.settle(rule);
+                self.settle();
             }
-            self.bucket.push(g);
+            self.bucket.push((part, g));
         }
     }
 }
