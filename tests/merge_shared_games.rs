@@ -47,6 +47,17 @@ fn merge(
     )
 }
 
+/// The named counts of a merge's summary.
+fn counts(summary: &serde_json::Value, keys: &[&str]) -> Vec<u64> {
+    keys.iter()
+        .map(|k| {
+            summary[*k]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{k}: {summary}"))
+        })
+        .collect()
+}
+
 /// Every count, cell by cell.
 fn dump_cells(book: &Path) -> String {
     bookdb(["dump", "--facets", "--book", s(book)]).ok()
@@ -233,15 +244,17 @@ fn games_counted_to_another_max_ply_count_once_as_the_deeper_copy() {
     let (want, _, _) = merge(d, "want", &[&a_only, &b]);
     for (name, inputs) in [("ab", [a.as_path(), &b]), ("ba", [b.as_path(), &a])] {
         let (out, m, err) = merge(d, name, &inputs);
-        let n = |k: &str| m[k].as_u64().unwrap();
         assert_eq!(
-            (
-                n("shared_games"),
-                n("shared_games_subtracted"),
-                n("copies_subtracted"),
-                n("copies_still_counted")
+            counts(
+                &m,
+                &[
+                    "shared_games",
+                    "shared_games_subtracted",
+                    "copies_subtracted",
+                    "copies_still_counted"
+                ]
             ),
-            (200, 200, 200, 0),
+            [200, 200, 200, 0],
             "{m}"
         );
         assert!(!err.contains("warning"), "{err}");
@@ -376,6 +389,11 @@ fn lichess_export(sample: &[Vec<u8>], i: usize, rich: bool, moves_of: usize) -> 
     out.into_bytes()
 }
 
+/// Games `range` of the sample as [`lichess_export`]s of one kind.
+fn exports(sample: &[Vec<u8>], range: std::ops::Range<usize>, rich: bool) -> Vec<Vec<u8>> {
+    range.map(|i| lichess_export(sample, i, rich, i)).collect()
+}
+
 /// One lichess game stored from two exports (other tags, SAN spelled otherwise: two
 /// fingerprints, one id, result and moves) counts once in a merge, as an import of the second
 /// export into the first's book counts it once: the richer record kept, its cells, whatever
@@ -385,12 +403,8 @@ fn one_lichess_game_from_two_exports_counts_once() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     let sample = common::games_of(&common::sample_pgn());
-    let rich: Vec<Vec<u8>> = (0..60)
-        .map(|i| lichess_export(&sample, i, true, i))
-        .collect();
-    let mut bare: Vec<Vec<u8>> = (30..90)
-        .map(|i| lichess_export(&sample, i, false, i))
-        .collect();
+    let rich = exports(&sample, 0..60, true);
+    let mut bare = exports(&sample, 30..90, false);
     // An id clash: game 120's moves under game 5's id and date (another game).
     let clash = lichess_export(&sample, 5, false, 120);
     bare.push(clash.clone());
@@ -404,17 +418,19 @@ fn one_lichess_game_from_two_exports_counts_once() {
     assert_eq!(stats(&want)["games"], 91);
     for (name, inputs) in [("ab", [a.as_path(), &b]), ("ba", [b.as_path(), &a])] {
         let (out, m, err) = merge(d, name, &inputs);
-        let n = |k: &str| m[k].as_u64().unwrap();
         assert_eq!(
-            (
-                n("shared_games"),
-                n("shared_games_subtracted"),
-                n("copies_subtracted"),
-                n("copies_by_id"),
-                n("copies_still_counted"),
-                n("subtraction_clamped"),
+            counts(
+                &m,
+                &[
+                    "shared_games",
+                    "shared_games_subtracted",
+                    "copies_subtracted",
+                    "copies_by_id",
+                    "copies_still_counted",
+                    "subtraction_clamped",
+                ]
             ),
-            (0, 30, 30, 30, 0, 0),
+            [0, 30, 30, 30, 0, 0],
             "{name}: {m}"
         );
         assert!(!err.contains("warning"), "{name}: {err}");
@@ -532,12 +548,8 @@ fn the_export_in_the_book_of_more_facets_is_kept() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     let sample = common::games_of(&common::sample_pgn());
-    let rich: Vec<Vec<u8>> = (0..40)
-        .map(|i| lichess_export(&sample, i, true, i))
-        .collect();
-    let bare: Vec<Vec<u8>> = (0..40)
-        .map(|i| lichess_export(&sample, i, false, i))
-        .collect();
+    let rich = exports(&sample, 0..40, true);
+    let bare = exports(&sample, 0..40, false);
     let a = import(&rich, d, "a", &["--facets", "none"]);
     let b = import(&bare, d, "b", &[]);
     let want = import(&bare, d, "want", &[]);
