@@ -119,3 +119,30 @@ fn skips_in_a_carriage_return_file_name_their_lines() {
     assert!(report.contains("m.pgn:1\tillegal-move\t"), "{report}");
     assert!(report.contains("m.pgn:6\tunreadable\t"), "{report}");
 }
+
+/// A file whose first 64 KiB end lines with LF and whose rest ends them with a lone CR (an old
+/// Mac file joined after another) is read as an LF file: its CR part reads as one line, which
+/// is skipped with a reason that names the carriage returns and what to do.
+#[test]
+fn a_carriage_return_tail_after_lf_lines_is_skipped_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = std::fs::read(sample_pgn()).unwrap();
+    let lf_games = text.len();
+    text.extend_from_slice(
+        b"\n[Event \"mac\"]\r[Result \"1-0\"]\r\r1. e4 e5 1-0\r\r[Event \"mac2\"]\r[Result \"*\"]\r\r1. d4 *\r",
+    );
+    assert!(lf_games > 64 << 10);
+    let pgn = dir.path().join("joined.pgn");
+    std::fs::write(&pgn, text).unwrap();
+    let book = dir.path().join("j.book");
+    let report = dir.path().join("j.report");
+    let r = Bookdb::import(&[&pgn], &book)
+        .args(["--json", "--report", s(&report)])
+        .json();
+    assert_eq!(r["games_imported"], 200, "{r}");
+    let report = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        report.contains("lone carriage return") && report.contains("tr '\\r' '\\n'"),
+        "{report}"
+    );
+}
