@@ -42,7 +42,7 @@ impl OneGame {
 
     /// Whether `a` and `b` share their date and id ([`Self::key`]).
     pub fn same_key(a: &StoredGame, b: &StoredGame) -> bool {
-        a.id == b.id && date_key(a) == date_key(b)
+        Self::key(a) == Self::key(b)
     }
 
     /// Whether `a` and `b` are records of one game.
