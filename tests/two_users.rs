@@ -239,3 +239,98 @@ fn the_documented_two_user_setup_works_for_both_users() {
     }
     assert_eq!(common::dump(&book), common::dump(&refb));
 }
+
+const OTHER: u32 = 47_103;
+
+/// The test directory `root` (0755) holding `books/` with `mode`, owned by root and `GROUP`,
+/// and the sample's halves in `pgn/`; `None` (after printing why) when this cannot run.
+fn setup(root: &Path, books_mode: u32) -> Option<(PathBuf, PathBuf, PathBuf)> {
+    chmod(root, 0o755);
+    let inputs = root.join("pgn");
+    std::fs::create_dir(&inputs).unwrap();
+    let (first, second) = sample_halves(&inputs);
+    for p in [&inputs, &first, &second] {
+        chmod(p, if p.is_dir() { 0o755 } else { 0o644 });
+    }
+    if let Some(why) = cannot_run(&inputs) {
+        eprintln!("SKIP: {why}");
+        return None;
+    }
+    let books = root.join("books");
+    std::fs::create_dir(&books).unwrap();
+    chown(&books, 0, GROUP);
+    chmod(&books, books_mode);
+    Some((books, first, second))
+}
+
+#[test]
+fn another_users_refused_import_leaves_nothing_the_owner_cannot_remove() {
+    // A sticky, world-writable directory (as /tmp): the owner's book, another user's import.
+    let tmp = tempfile::tempdir().unwrap();
+    let Some((books, first, second)) = setup(tmp.path(), 0o1777) else {
+        return;
+    };
+    let book = books.join("games.book");
+    let args = ["import", s(&first), "--book", s(&book)];
+    must(writer(&args), "writer", &args);
+    let other = ["import", s(&second), "--book", s(&book)];
+    let o = as_user(OTHER, OTHER, None, &other, &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success(),
+        "the other user's import was not refused"
+    );
+    assert!(
+        err.contains("sticky") && err.contains("nothing was written"),
+        "{err}"
+    );
+    // Refused before anything was written: no staging area, no file of the other user.
+    assert!(
+        listing(&books).iter().all(|(_, _, uid, _)| *uid != OTHER),
+        "{:?}",
+        listing(&books)
+    );
+    // The owner still imports the same input (same import id) into the book.
+    let args = ["import", s(&second), "--book", s(&book)];
+    must(writer(&args), "writer", &args);
+    assert!(!books.join("games.book.staging").exists());
+}
+
+#[test]
+fn a_lock_made_before_the_book_was_shared_follows_the_book_at_the_owners_next_write() {
+    // The book made under umask 077 (its lock file 0600), then opened to the group as
+    // OPERATIONS.md says; the owner writes once more, then the group member imports.
+    let tmp = tempfile::tempdir().unwrap();
+    let Some((books, first, second)) = setup(tmp.path(), 0o755) else {
+        return;
+    };
+    chown(&books, WRITER, GROUP);
+    let book = books.join("games.book");
+    let mut c = Command::new("setpriv");
+    c.arg(format!("--reuid={WRITER}"))
+        .arg(format!("--regid={GROUP}"))
+        .args(["--clear-groups", "--", "/bin/sh", "-c"])
+        .arg("umask 077 && exec \"$0\" \"$@\"")
+        .arg(bin())
+        .args(["import", s(&first), "--book", s(&book)]);
+    assert!(c.output().unwrap().status.success());
+    assert_eq!(
+        std::fs::metadata(books.join("games.book.lock"))
+            .unwrap()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    chmod(&books, 0o770);
+    chmod(&book, 0o660);
+    let args = ["stats", "--book", s(&book)];
+    must(
+        writer(&["import", s(&first), "--book", s(&book)]),
+        "writer",
+        &args,
+    );
+    let lock = std::fs::metadata(books.join("games.book.lock")).unwrap();
+    assert_eq!((lock.mode() & 0o777, lock.gid()), (0o660, GROUP));
+    let args = ["import", s(&second), "--book", s(&book)];
+    must(server(&args), "server", &args);
+}

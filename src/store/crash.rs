@@ -10,8 +10,10 @@ pub const CRASH_POINTS: &[&str] = &[
     "lock-taken",
     // Any writer of a book file (base, segment, fold): the temporary file exists.
     "writer-created",
-    // Publishing (FORMAT §10.3): the new file synced, renamed, the manifest written.
+    // Publishing (FORMAT §10.3): the new file synced, a segment's marker written, the file
+    // renamed, the manifest written.
     "file-synced",
+    "publishing-marked",
     "base-renamed",
     "segment-renamed",
     "manifest-write",

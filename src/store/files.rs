@@ -9,72 +9,6 @@ pub(crate) use super::crash::crash_point;
 
 use crate::store::error::{Error, Result};
 
-/// How long a writer waits for another writer's lock on the same book (`--wait[=SECONDS]`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum LockWait {
-    /// Fail at once with [`Error::Busy`] (the default).
-    #[default]
-    No,
-    /// Wait up to this long, then fail with [`Error::Busy`].
-    For(std::time::Duration),
-    /// Wait as long as it takes.
-    Forever,
-}
-
-/// How often a waiting writer tries the lock again.
-const LOCK_POLL: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// Exclusive writer lock on a book (`<book>.lock`), held while importing, merging or compacting.
-pub(crate) struct WriterLock {
-    _file: std::fs::File,
-}
-
-impl WriterLock {
-    /// Takes the lock, waiting for another writer to release it as `wait` allows (polling).
-    pub(crate) fn acquire(book: &Path, wait: LockWait) -> Result<WriterLock> {
-        let path = sidecar(book, "lock");
-        let file = open_lock_file(book, &path)?;
-        let start = std::time::Instant::now();
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(WriterLock { _file: file }),
-                Err(std::fs::TryLockError::WouldBlock) => {
-                    let waited = start.elapsed();
-                    let nap = match wait {
-                        LockWait::No => None,
-                        LockWait::For(d) if waited >= d => None,
-                        LockWait::For(d) => Some(LOCK_POLL.min(d - waited)),
-                        LockWait::Forever => Some(LOCK_POLL),
-                    };
-                    let Some(nap) = nap else {
-                        let hint = match wait {
-                            LockWait::No => {
-                                "wait for it to finish, or pass --wait[=SECONDS] to wait for it"
-                                    .to_string()
-                            }
-                            _ => format!(
-                                "gave up after waiting {:.1}s; try again later or wait longer",
-                                waited.as_secs_f64()
-                            ),
-                        };
-                        return Err(Error::Busy {
-                            path: book.to_path_buf(),
-                            what: format!(
-                                "another bookdb process is writing this book (lock {} held); {hint}",
-                                path.display()
-                            ),
-                        });
-                    };
-                    std::thread::sleep(nap.max(std::time::Duration::from_millis(1)));
-                }
-                Err(std::fs::TryLockError::Error(e)) => {
-                    return Err(Error::io(format!("locking {}", path.display()), e));
-                }
-            }
-        }
-    }
-}
-
 /// Gives `new_file` (a new version of the book at `existing`, before it is renamed over it)
 /// the existing file's permission bits, owner and group, so that a rewrite under another
 /// umask or by another user does not lock out the book's readers. Nothing is done if
@@ -87,7 +21,7 @@ pub(crate) fn inherit_metadata(existing: &Path, new_file: &std::fs::File) -> Res
 
 /// How the mode of a file bookdb creates follows the file or directory it takes it from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Like {
+pub(super) enum Like {
     /// The same permission bits (a new version of the book).
     Same,
     /// A plain file beside or inside: the read and write bits (no execute, no set-id bits).
@@ -97,7 +31,7 @@ enum Like {
 }
 
 /// The permission bits `like` gives a new file whose model has `mode`.
-fn mode_like(mode: u32, like: Like) -> u32 {
+pub(super) fn mode_like(mode: u32, like: Like) -> u32 {
     match like {
         Like::Same => mode & 0o7777,
         Like::File => mode & 0o666,
@@ -111,7 +45,12 @@ fn mode_like(mode: u32, like: Like) -> u32 {
 /// Gives `new_file` (just created by this process) the owner (where permitted), group and
 /// mode of `model`, the mode as `like` says. `strict`: a group that cannot be kept is an error
 /// (the book's own files); otherwise the mode alone is set.
-fn copy_access(model: &Path, new_file: &std::fs::File, like: Like, strict: bool) -> Result<()> {
+pub(super) fn copy_access(
+    model: &Path,
+    new_file: &std::fs::File,
+    like: Like,
+    strict: bool,
+) -> Result<()> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt, fchown};
     let old = match std::fs::metadata(model) {
         Ok(m) => m,
@@ -193,56 +132,6 @@ pub(crate) fn create_temp(tmp: &Path) -> Result<std::fs::File> {
 /// for the group.
 pub(crate) fn adopt_dir_access(f: &std::fs::File, path: &Path) -> Result<()> {
     copy_access(dir_of(path), f, Like::File, false)
-}
-
-/// The writer lock's file, opened without following a symlink and without blocking on a FIFO:
-/// an existing one is opened read-only (`flock` needs no more, and a lock file another user
-/// created is readable by the book's group); a new one is created with the book's group and
-/// mode (its read and write bits), so that every user who may write the book may take it.
-fn open_lock_file(book: &Path, path: &Path) -> Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    for _ in 0..8 {
-        let existing = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(path);
-        let file = match existing {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match create_new_file(path) {
-                Ok(f) => {
-                    copy_access(book, &f, Like::File, false)?;
-                    f
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    return Err(Error::io(
-                        format!("creating lock file {}", path.display()),
-                        e,
-                    ));
-                }
-            },
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                return Err(foreign(path, "a symbolic link", "the writer lock"));
-            }
-            Err(e) => {
-                return Err(Error::io(
-                    format!("opening lock file {}", path.display()),
-                    e,
-                ));
-            }
-        };
-        let m = file
-            .metadata()
-            .map_err(|e| Error::io(format!("opening lock file {}", path.display()), e))?;
-        if !m.is_file() {
-            return Err(foreign(path, "not a regular file", "the writer lock"));
-        }
-        return Ok(file);
-    }
-    Err(Error::Busy {
-        path: path.to_path_buf(),
-        what: "the lock file kept appearing and disappearing; try again".into(),
-    })
 }
 
 /// The error for a name in the book's namespace that holds something bookdb did not make.
@@ -637,8 +526,9 @@ pub(crate) fn sync_dir(path: &Path) {
 }
 
 /// Removes temporary files left by interrupted writers of `book` (the caller holds the lock):
-/// `.<book>.tmp-<pid>` (a new base), `.<book>.seg-<g>.tmp-<pid>` (a new segment) and
-/// `.<book>.live.tmp-<pid>` (a new manifest), all made by [`temp_sibling`].
+/// `.<book>.tmp-<pid>` (a new base), `.<book>.seg-<g>.tmp-<pid>` (a new segment),
+/// `.<book>.live.tmp-<pid>` (a new manifest) and `.<book>.publishing.tmp-<pid>` (a publishing
+/// marker), all made by [`temp_sibling`].
 pub(crate) fn remove_stale_temp_books(book: &Path) {
     let name = book.file_name().unwrap_or_default().to_string_lossy();
     // Only the book's own temporary files: a base, a segment, the manifest (not, say, an
@@ -647,6 +537,7 @@ pub(crate) fn remove_stale_temp_books(book: &Path) {
         format!(".{name}.tmp-"),
         format!(".{name}.seg-"),
         format!(".{name}.live.tmp-"),
+        format!(".{name}.publishing.tmp-"),
     ];
     let staging_tmp = format!(".{name}.staging.tmp-");
     if let Ok(rd) = std::fs::read_dir(dir_of(book)) {

@@ -20,6 +20,7 @@ pub mod gamerefs;
 pub mod gamerun;
 pub mod idchunk;
 pub(crate) mod keyhash;
+pub(crate) mod lock;
 pub mod onegame;
 pub(crate) mod rangecoder;
 pub(crate) mod record;
@@ -42,7 +43,7 @@ pub use book::{Book, BookCompression, BookMeta, BookWriter, CacheSizes, LiveBook
 #[doc(hidden)]
 pub use crash::{CRASH_POINTS, HAS_CRASH_POINTS};
 pub use entry::{Entry, MoveExtra, MoveRec};
-pub use files::LockWait;
+pub use lock::LockWait;
 
 /// The book format versions this build writes, and the oldest it reads (through
 /// `bookdb migrate`; every other command reads only the version it writes).

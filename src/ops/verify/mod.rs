@@ -74,6 +74,9 @@ pub fn verify_with(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport> {
     // Verify reads through read-only handles; redb's check_integrity needs a writable one and
     // may repair what it checks, so it runs on private copies (BookFile::redb_integrity).
     if !path.exists() {
+        if let Some(e) = crate::store::book::missing_base(path) {
+            return Err(e.into());
+        }
         return Err(StoreError::BookNotFound {
             path: path.to_path_buf(),
         }
@@ -101,6 +104,10 @@ pub fn verify_with(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport> {
     let manifest = crate::store::book::Manifest::path_of(path);
     if manifest.exists() {
         report.manifest = Some(file_name(&manifest));
+    }
+    // Segment files newer than the state read (a restore's), which the book's answers lack.
+    if let Some(e) = crate::store::book::unknown_segments_problem(path, book.base().generation()) {
+        report.problem(e.to_string());
     }
     let (checked, skipped): (Vec<_>, Vec<_>) = book
         .files()

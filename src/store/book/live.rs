@@ -13,9 +13,10 @@ use super::BookMeta;
 
 use crate::store::error::{Corruption, Error, Result};
 use crate::store::files::{
-    LockWait, WriterLock, crash_point, create_temp, inherit_metadata, remove_stale_temp_books,
-    sidecar, sync_dir, temp_sibling,
+    crash_point, create_temp, inherit_metadata, remove_stale_temp_books, sidecar, sync_dir,
+    temp_sibling,
 };
+use crate::store::lock::{LockWait, WriterLock};
 
 /// First line of a manifest: magic and manifest version.
 const MANIFEST_HEADER: &str = "bookdb-live 1";
@@ -251,6 +252,12 @@ pub(crate) fn publish(
         .map_err(|e| Error::io(format!("fsync of new book file {}", tmp.display()), e))?;
     drop(f);
     crash_point("file-synced");
+    if let Publication::Segment { book, manifest } = target
+        && let Err(e) = mark_publishing(book, manifest.generation)
+    {
+        let _ = std::fs::remove_file(tmp);
+        return Err(e);
+    }
     if let Err(e) = std::fs::rename(tmp, final_path) {
         let _ = std::fs::remove_file(tmp);
         return Err(Error::io(
@@ -278,9 +285,154 @@ pub(crate) fn publish(
             crash_point("segment-renamed");
             manifest.publish(book)?;
             remove_segments_except(book, &manifest.segments);
+            clear_publishing(book);
         }
     }
     Ok(())
+}
+
+/// First line of the publishing marker.
+const PUBLISHING_HEADER: &str = "bookdb-publishing 1";
+
+/// `<book>.publishing`: the generation of the delta segment a writer is publishing, written
+/// (durably) before the segment's rename and removed after its manifest (docs/FORMAT.md §10.3).
+/// It is what tells a killed writer's unpublished segment from a segment the manifest does
+/// not know for another reason (a restore that lost the manifest or brought back an older one),
+/// which nothing may remove.
+pub(crate) fn publishing_path(book: &Path) -> PathBuf {
+    sidecar(book, "publishing")
+}
+
+/// Writes the publishing marker naming `generation` (temporary sibling, synced, renamed,
+/// directory synced): the segment's rename comes after it.
+fn mark_publishing(book: &Path, generation: u64) -> Result<()> {
+    let path = publishing_path(book);
+    let tmp = temp_sibling(&path)?;
+    let ctx = |e| Error::io(format!("writing {}", path.display()), e);
+    let written = (|| -> Result<()> {
+        let mut f = create_temp(&tmp)?;
+        let text = format!("{PUBLISHING_HEADER}\ngeneration {generation}\n");
+        std::io::Write::write_all(&mut f, text.as_bytes()).map_err(ctx)?;
+        inherit_metadata(book, &f)?;
+        f.sync_all().map_err(ctx)?;
+        drop(f);
+        std::fs::rename(&tmp, &path).map_err(ctx)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    sync_dir(&path);
+    crash_point("publishing-marked");
+    Ok(())
+}
+
+/// The generation the publishing marker of `book` names; `None` without a marker, or with
+/// one that does not read as one (then no unlisted segment is taken for a killed writer's).
+pub(crate) fn read_publishing(book: &Path) -> Option<u64> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOFOLLOW)
+        .open(publishing_path(book))
+        .ok()?;
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let mut text = String::new();
+    f.take(256).read_to_string(&mut text).ok()?;
+    let rest = text
+        .strip_prefix(PUBLISHING_HEADER)?
+        .strip_prefix("\ngeneration ")?;
+    let digits = rest.strip_suffix('\n')?;
+    (!digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+/// Removes the publishing marker of `book`, if any.
+fn clear_publishing(book: &Path) {
+    if std::fs::remove_file(publishing_path(book)).is_ok() {
+        sync_dir(book);
+    }
+}
+
+/// The segment files beside `book` that are newer than its state (the manifest's generation,
+/// or the base's when newer) and are not the one the publishing marker names: no killed
+/// writer leaves those (a writer publishes one segment at a time, marked first), so they are
+/// a restore's (the manifest lost, or an older one brought back beside newer segments) or
+/// another book's, and hold what the book's state may not. Writers refuse to touch them;
+/// `verify` reports them.
+pub(crate) fn unknown_newer_segments(
+    book: &Path,
+    manifest: Option<&Manifest>,
+    base_generation: u64,
+) -> Vec<(u64, PathBuf)> {
+    let top = manifest.map_or(0, |m| m.generation).max(base_generation);
+    let marked = read_publishing(book);
+    segment_files(book)
+        .into_iter()
+        .filter(|(g, _)| *g > top && Some(*g) != marked)
+        .collect()
+}
+
+/// For readers that check the whole book (`verify`; no lock held): the error describing the
+/// [`unknown_newer_segments`] of `book` over a base of `base_generation`, if any — unless the
+/// manifest changed while they were looked for (a writer publishing meanwhile).
+pub(crate) fn unknown_segments_problem(book: &Path, base_generation: u64) -> Option<Error> {
+    let manifest = Manifest::read(book).ok()?;
+    let unknown = unknown_newer_segments(book, manifest.as_ref(), base_generation);
+    if unknown.is_empty() || Manifest::read(book).ok()? != manifest {
+        return None;
+    }
+    Some(unknown_segments_error(
+        book,
+        manifest.as_ref(),
+        base_generation,
+        &unknown,
+    ))
+}
+
+/// The refusal of a writer (or `verify`'s finding) for [`unknown_newer_segments`].
+pub(crate) fn unknown_segments_error(
+    book: &Path,
+    manifest: Option<&Manifest>,
+    base_generation: u64,
+    unknown: &[(u64, PathBuf)],
+) -> Error {
+    let names: Vec<String> = unknown
+        .iter()
+        .map(|(_, p)| p.display().to_string())
+        .collect();
+    let state = match manifest {
+        Some(m) => format!(
+            "the manifest {} names generation {} and lists segments {:?}",
+            manifest_path(book).display(),
+            m.generation,
+            m.segments
+        ),
+        None => format!(
+            "there is no manifest {} (the base alone, generation {base_generation})",
+            manifest_path(book).display()
+        ),
+    };
+    Error::CorruptFile {
+        path: book.to_path_buf(),
+        corruption: Corruption::Manifest(format!(
+            "{} {} newer than the book's state, and no writer was publishing {}: {state}. \
+             A restore that lost the manifest or brought back an older one beside newer \
+             segments? The book as read now lacks what they hold, and nothing was changed. \
+             Restore the base, manifest and segments of one backup together; or, to keep the \
+             book as it reads now, move these files away",
+            if names.len() == 1 {
+                "segment file"
+            } else {
+                "segment files"
+            },
+            names.join(", "),
+            if names.len() == 1 { "it" } else { "them" },
+        )),
+    }
 }
 
 /// `<book>.live`: the manifest.
@@ -335,6 +487,15 @@ pub(crate) fn recover(book: &Path, base_generation: u64) -> Result<()> {
     if let Some(m) = &manifest {
         check_base_matches(book, m, base_generation)?;
     }
+    let unknown = unknown_newer_segments(book, manifest.as_ref(), base_generation);
+    if !unknown.is_empty() {
+        return Err(unknown_segments_error(
+            book,
+            manifest.as_ref(),
+            base_generation,
+            &unknown,
+        ));
+    }
     let live: Vec<u64> = match &manifest {
         Some(m) if m.base == base_generation => m.segments.clone(),
         _ => Vec::new(),
@@ -351,6 +512,7 @@ pub(crate) fn recover(book: &Path, base_generation: u64) -> Result<()> {
         .publish(book)?;
     }
     remove_segments_except(book, &live);
+    clear_publishing(book);
     Ok(())
 }
 
@@ -401,29 +563,38 @@ pub(crate) fn lock_for_writing(book: &Path, wait: LockWait) -> Result<WriterLock
         None if std::fs::symlink_metadata(book).is_err() => {
             // No base. A book that never had one has nothing beside it; a manifest or segments
             // without their base are a book whose base was lost or moved: refuse, keep them.
-            let manifest = manifest_path(book);
-            let segments = segment_files(book);
-            if manifest.exists() || !segments.is_empty() {
-                let mut names: Vec<String> = Vec::new();
-                if manifest.exists() {
-                    names.push(manifest.display().to_string());
-                }
-                names.extend(segments.iter().map(|(_, p)| p.display().to_string()));
-                return Err(Error::CorruptFile {
-                    path: book.to_path_buf(),
-                    corruption: Corruption::Manifest(format!(
-                        "the base file is missing but {} remain: the book's base was removed \
-                         or moved; nothing was changed. Restore the base (with the manifest and \
-                         segments of the same backup), or, to start a new book here, remove \
-                         these files",
-                        names.join(", ")
-                    )),
-                });
+            if let Some(e) = missing_base(book) {
+                return Err(e);
             }
         }
         None => {}
     }
     Ok(lock)
+}
+
+/// When `book` has no base file but a manifest or segment files remain beside it (its base
+/// removed or moved, or a restore without it): the corruption every command reports, writers
+/// and readers alike; `None` otherwise (no book there at all).
+pub(crate) fn missing_base(book: &Path) -> Option<Error> {
+    let manifest = manifest_path(book);
+    let segments = segment_files(book);
+    if !manifest.exists() && segments.is_empty() {
+        return None;
+    }
+    let mut names: Vec<String> = Vec::new();
+    if manifest.exists() {
+        names.push(manifest.display().to_string());
+    }
+    names.extend(segments.iter().map(|(_, p)| p.display().to_string()));
+    Some(Error::CorruptFile {
+        path: book.to_path_buf(),
+        corruption: Corruption::Manifest(format!(
+            "the base file is missing but {} remain: the book's base was removed or moved; \
+             nothing was changed. Restore the base (with the manifest and segments of the same \
+             backup), or, to start a new book here, remove these files",
+            names.join(", ")
+        )),
+    })
 }
 
 /// Removes the segment files of `book` whose generation is not in `keep` (readers that still

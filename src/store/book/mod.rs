@@ -55,7 +55,10 @@ pub(crate) use identity::FileId;
 pub(crate) use iter::FOLD_WINDOW_PER_THREAD;
 pub use keptgames::{ChosenRef, FileChoice, GamesQuestion, KeptGames};
 pub use live::Manifest;
-pub(crate) use live::{Publication, current_generation, lock_for_writing, publish, segment_path};
+pub(crate) use live::{
+    Publication, current_generation, lock_for_writing, missing_base, publish, segment_path,
+    unknown_segments_problem,
+};
 pub(crate) use open::looks_like_damaged_book;
 pub use options::WriterOptions;
 pub use overlap::{SharedFingerprints, shared_game_fingerprints, shared_game_ids};

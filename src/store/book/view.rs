@@ -173,6 +173,10 @@ impl Book {
         // than the manifest read here is recognised below, never a manifest newer than the base.
         let manifest = Manifest::read(path)?;
         let Some(id) = FileId::at(path)? else {
+            // A manifest or segments without their base: a lost base, not a missing book.
+            if let Some(e) = super::live::missing_base(path) {
+                return Err(e);
+            }
             return Err(Error::BookNotFound {
                 path: path.to_path_buf(),
             });
@@ -247,7 +251,11 @@ impl Book {
                                     path: sp.clone(),
                                     corruption: Corruption::Manifest(format!(
                                         "the manifest lists the delta segment of generation {g}, \
-                                         but its file does not exist"
+                                         but its file does not exist (a restore without it, or \
+                                         removed by hand?). Restore it from the backup the \
+                                         manifest {} came from (the base, manifest and segments \
+                                         of one backup together)",
+                                        super::live::manifest_path(path).display()
                                     )),
                                 });
                             }

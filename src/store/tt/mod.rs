@@ -33,7 +33,8 @@ use state::{OpenSizes, State};
 
 use crate::store::book::{Manifest, lock_for_writing};
 use crate::store::error::{Error, Result};
-use crate::store::files::{LockWait, WriterLock, resolve_book};
+use crate::store::files::resolve_book;
+use crate::store::lock::{LockWait, WriterLock};
 
 /// A position a table can key: its game's name (stored in the table, checked on open), its
 /// 64-bit key and its exact bytes (docs/FORMAT.md §14.1).
