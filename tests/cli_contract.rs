@@ -111,6 +111,50 @@ fn a_closed_stdout_ends_a_command_quietly_with_0() {
 }
 
 #[test]
+fn an_export_cut_off_by_its_reader_says_what_went_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let book = chess_book(tmp.path());
+    let args = [
+        "export",
+        "--book",
+        s(&book),
+        "--format",
+        "jsonl",
+        "--out",
+        "-",
+        "--json",
+    ];
+    let (code, stderr, line) = first_line_then_close(&args);
+    assert!(line.starts_with('{'), "{line}");
+    assert_eq!(code, Some(0), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(stderr.trim()).unwrap();
+    assert_eq!(summary["format"], "jsonl", "{stderr}");
+    assert_eq!(summary["reader_closed"], true, "{stderr}");
+    // Whole lines went out before the reader left, at least the one it read.
+    let (keys, bytes) = (
+        summary["keys"].as_u64().unwrap(),
+        summary["bytes"].as_u64().unwrap(),
+    );
+    assert!(keys >= 1 && bytes > keys, "{stderr}");
+}
+
+#[test]
+fn a_completion_script_that_cannot_be_written_is_an_error_not_a_crash() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("SKIP: no /dev/full here");
+        return;
+    };
+    let out = std::process::Command::new(common::bin())
+        .args(["completions", "bash"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(101), "it panicked: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
 fn othello_errors_are_othello_errors_in_the_callers_words() {
     let tmp = tempfile::tempdir().unwrap();
     let book = othello_book(tmp.path());

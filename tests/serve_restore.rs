@@ -217,3 +217,30 @@ impl Manifest {
         ))
     }
 }
+
+#[test]
+fn a_symlink_repointed_at_another_book_is_followed() {
+    // The blue/green switch: `serve --book current.book`, a symlink; a new book is built beside
+    // the old one and the link re-pointed (`ln -sfn`: a new link renamed over the old). The
+    // server serves the book the link leads to, as `stats --book current.book` does.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (blue, green) = (dir.join("blue.book"), dir.join("green.book"));
+    bookdb(["import", s(&sample_pgn()), "--book", s(&blue)]).ok();
+    let some = dir.join("some.pgn");
+    write_games(&some, &games_of(&sample_pgn())[..20]);
+    bookdb(["import", s(&some), "--book", s(&green)]).ok();
+    let current = dir.join("current.book");
+    std::os::unix::fs::symlink("blue.book", &current).unwrap();
+    let srv = Server::start(&current, &[]);
+    follows(&srv, &blue, "the link's first book");
+    let next = dir.join("current.book.next");
+    std::os::unix::fs::symlink("green.book", &next).unwrap();
+    std::fs::rename(&next, &current).unwrap();
+    follows(&srv, &green, "the re-pointed link");
+    // Writes through the link reach the book it leads to, and the server shows them.
+    let more = dir.join("more.pgn");
+    write_games(&more, &games_of(&sample_pgn())[150..160]);
+    import_segment(&more, &current);
+    follows(&srv, &green, "an import through the link");
+}

@@ -121,6 +121,12 @@ impl Args {
             for f in &summary.failed_inputs {
                 eprintln!("bookdb: error: {}", f.error);
             }
+            for name in &summary.empty_inputs {
+                eprintln!(
+                    "bookdb: warning: {name} held no game (empty?); it is recorded as imported. \
+                     If it came through a pipe, check the command that fed it"
+                );
+            }
         }
         self.job.output.print(&summary)?;
         Ok(if summary.failed_inputs.is_empty() {

@@ -659,7 +659,7 @@ mod tests {
             staging: dir.path(),
             txs: to_workers,
             rx,
-            logs: PendingLogs::new(file("skipped.jsonl"), file("games.fp")),
+            logs: PendingLogs::new(dir.path(), file("skipped.jsonl"), file("games.fp")),
             full: false,
             next_worker: 0,
             checkpoints: 0,

@@ -35,8 +35,15 @@ pub(super) struct BookNeed {
     pub(super) base_bytes: u64,
 }
 
-fn gib(n: u64) -> String {
-    format!("{:.2} GiB", n as f64 / f64::from(1u32 << 30))
+/// `n` bytes in the unit that shows them best (KiB, MiB or GiB; two significant decimals).
+fn amount(n: u64) -> String {
+    let x = n as f64;
+    match n {
+        0..1024 => format!("{n} bytes"),
+        1024..0x10_0000 => format!("{:.1} KiB", x / 1024.0),
+        0x10_0000..0x4000_0000 => format!("{:.1} MiB", x / f64::from(1u32 << 20)),
+        _ => format!("{:.2} GiB", x / f64::from(1u32 << 30)),
+    }
 }
 
 /// Refuses with ENOSPC, saying what is needed and what is free, if `need` bytes (plus the
@@ -56,8 +63,8 @@ fn check_free(dir: &Path, need: u64, detail: impl FnOnce() -> String) -> Result<
              free space, or import fewer games at a time, then run the same import again: it \
              resumes from its last checkpoint",
             dir.display(),
-            gib(need),
-            gib(free),
+            amount(need),
+            amount(free),
             detail()
         ),
         e,
@@ -84,10 +91,10 @@ pub(super) fn check_read(
         format!(
             "{} of runs staged for {:.1}% of the input, about {} to come; about {} for the book \
              file it writes",
-            gib(staged),
+            amount(staged),
             100.0 * read as f64 / total as f64,
-            gib(more_runs),
-            gib(file)
+            amount(more_runs),
+            amount(file)
         )
     })
 }
@@ -98,8 +105,8 @@ pub(super) fn check_apply(dir: &Path, staged: u64, book: BookNeed) -> Result<()>
     check_free(dir, file, || {
         format!(
             "{} of runs staged; the book file it writes needs about {}",
-            gib(staged),
-            gib(file)
+            amount(staged),
+            amount(file)
         )
     })
 }
@@ -108,7 +115,7 @@ pub(super) fn check_apply(dir: &Path, staged: u64, book: BookNeed) -> Result<()>
 /// deleted only once it is recorded.
 pub(super) fn check_pass(dir: &Path, group_bytes: u64) -> Result<()> {
     check_free(dir, group_bytes, || {
-        format!("a merge pass of {} of runs", gib(group_bytes))
+        format!("a merge pass of {} of runs", amount(group_bytes))
     })
 }
 
@@ -146,6 +153,15 @@ pub(super) fn staged_bytes<'a>(dir: &Path, runs: impl IntoIterator<Item = &'a st
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn amounts_are_shown_in_a_unit_that_tells_them_apart() {
+        assert_eq!(amount(0), "0 bytes");
+        assert_eq!(amount(1023), "1023 bytes");
+        assert_eq!(amount(1536), "1.5 KiB");
+        assert_eq!(amount(3 << 20), "3.0 MiB");
+        assert_eq!(amount(5 << 30), "5.00 GiB");
+    }
 
     #[test]
     fn projections_refuse_only_what_cannot_fit() {

@@ -139,8 +139,23 @@ fn import_fitted(
     let t_read = Instant::now();
     let mut read = coordinator::ReadOutcome::default();
     if !state.read_complete {
-        read =
-            coordinator::read_phase(book_path, &plan, staging.dir(), &mut state, opts, &progress)?;
+        read = match coordinator::read_phase(
+            book_path,
+            &plan,
+            staging.dir(),
+            &mut state,
+            opts,
+            &progress,
+        ) {
+            Ok(r) => r,
+            // An import that reads a stream never resumes (its bytes are gone): what it
+            // staged before failing (say, stdin that is not PGN) is of no use to anyone.
+            Err(e) if has_stdin => {
+                staging.remove();
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         summary.dedupe_spilled = read.dedupe_spilled;
     }
     summary.read_secs = t_read.elapsed().as_secs_f64();
@@ -160,6 +175,12 @@ fn import_fitted(
         }
     }
     add_counts(&mut summary, &state);
+    summary.empty_inputs = plan
+        .iter()
+        .zip(&state.per_input)
+        .filter(|(_, c)| c.read == 0)
+        .map(|(p, _)| p.name.clone())
+        .collect();
     let report = collect_skipped(Some(&staging.path(SKIPPED_LOG)), &mut summary, opts)?;
 
     // Apply: merge the runs into the book with the import records, atomically.

@@ -123,6 +123,11 @@ pub struct ImportSummary {
     /// Inputs left out because they are not PGN text: not counted, not recorded (the
     /// command exits non-zero).
     pub failed_inputs: Vec<FailedInput>,
+    /// Inputs this import read and recorded that held no game at all (empty, or blank): not
+    /// an error, but what a failed producer feeding a pipe looks like (`zstd -dc missing.zst
+    /// | bookdb import -`), so it is said on stderr.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub empty_inputs: Vec<String>,
     /// True if this run continued an interrupted import.
     pub resumed: bool,
     /// Sorted runs spilled to staging.

@@ -274,6 +274,8 @@ pub(super) struct PendingLogs {
     pub(super) games: Vec<u128>,
     skipped_file: std::fs::File,
     games_file: std::fs::File,
+    /// The staging area holding both (named in errors).
+    staging: std::path::PathBuf,
 }
 
 impl PendingLogs {
@@ -291,16 +293,26 @@ impl PendingLogs {
                 e,
             )
         })?;
-        Ok(PendingLogs::new(skipped_file, games_file))
+        Ok(PendingLogs::new(staging, skipped_file, games_file))
     }
 
-    pub(super) fn new(skipped_file: std::fs::File, games_file: std::fs::File) -> PendingLogs {
+    pub(super) fn new(
+        staging: &Path,
+        skipped_file: std::fs::File,
+        games_file: std::fs::File,
+    ) -> PendingLogs {
         PendingLogs {
             skips: Vec::new(),
             games: Vec::new(),
             skipped_file,
             games_file,
+            staging: staging.to_path_buf(),
         }
+    }
+
+    /// "writing <the log's path>", for errors.
+    fn writing(&self, log: &str) -> String {
+        format!("writing {}", self.staging.join(log).display())
     }
 
     /// Appends the skipped games and the counted games' fingerprints gathered since the last
@@ -322,7 +334,7 @@ impl PendingLogs {
                     Ok(())
                 }
             })
-            .map_err(|e| Error::io("writing skipped-games log", e))?;
+            .map_err(|e| Error::io(self.writing(SKIPPED_LOG), e))?;
         let bytes: Vec<u8> = self.games.drain(..).flat_map(u128::to_le_bytes).collect();
         self.games_file
             .write_all(&bytes)
@@ -333,7 +345,7 @@ impl PendingLogs {
                     Ok(())
                 }
             })
-            .map_err(|e| Error::io("writing game fingerprints", e))
+            .map_err(|e| Error::io(self.writing(GAMES_LOG), e))
     }
 
     /// Keeps the pending lists short whatever the input: with most games skipped (say by
@@ -351,12 +363,12 @@ impl PendingLogs {
         state.skipped_log_bytes = self
             .skipped_file
             .metadata()
-            .map_err(|e| Error::io("skipped-games log", e))?
+            .map_err(|e| Error::io(self.writing(SKIPPED_LOG), e))?
             .len();
         state.games_log_bytes = self
             .games_file
             .metadata()
-            .map_err(|e| Error::io("game fingerprints", e))?
+            .map_err(|e| Error::io(self.writing(GAMES_LOG), e))?
             .len();
         Ok(())
     }

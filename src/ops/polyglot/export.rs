@@ -32,11 +32,28 @@ pub struct ExportSummary {
     /// Moves left out, by reason: `min_games`, `zero_score`, `min_score`, `side`, `no_data`.
     pub(crate) dropped: BTreeMap<String, u64>,
     pub(crate) bytes: u64,
+    /// The reader of stdout closed it before the export was done (`| head`): `bytes` went
+    /// out, `keys` counts the whole lines of a text format among them and `entries` the whole
+    /// entries of a Polyglot book; the other counts are unknown (0).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) reader_closed: bool,
     pub(crate) elapsed_secs: f64,
 }
 
 impl std::fmt::Display for ExportSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.reader_closed {
+            let (n, what) = match self.format.as_str() {
+                "polyglot" => (self.entries, "entries"),
+                _ => (self.keys, "lines"),
+            };
+            return write!(
+                f,
+                "{}: the reader closed it after {n} whole {what} ({} bytes) of {}; the export \
+                 stopped there ({:.2}s)",
+                self.out, self.bytes, self.format, self.elapsed_secs
+            );
+        }
         if self.format != "polyglot" {
             return write!(
                 f,
@@ -177,6 +194,18 @@ pub enum ExportFormat {
     Evals,
 }
 
+impl ExportFormat {
+    /// The name a summary gives the format.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExportFormat::Polyglot => "polyglot",
+            ExportFormat::Jsonl => "jsonl",
+            ExportFormat::Epd => "epd",
+            ExportFormat::Evals => "evals",
+        }
+    }
+}
+
 impl std::str::FromStr for ExportFormat {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
@@ -197,12 +226,15 @@ fn is_broken_pipe(e: &Error) -> bool {
 struct Counting<W> {
     inner: W,
     bytes: u64,
+    /// Line ends among them (the lines of a text format that went out whole).
+    lines: u64,
 }
 
 impl<W: Write> Write for Counting<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.inner.write(buf)?;
         self.bytes += n as u64;
+        self.lines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
         Ok(n)
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -266,10 +298,11 @@ pub fn export(
         }
     };
     // Runs the export into `sink`, flushed; returns the summary and the bytes `sink` took.
-    let write_to = |sink: &mut dyn Write, what: &str| -> (Result<ExportSummary>, u64) {
+    let write_to = |sink: &mut dyn Write, what: &str| -> (Result<ExportSummary>, u64, u64) {
         let mut counted = Counting {
             inner: sink,
             bytes: 0,
+            lines: 0,
         };
         let res = {
             let mut w = BufWriter::new(&mut counted);
@@ -279,18 +312,26 @@ pub fn export(
                 .map_err(|e| Error::io(format!("writing {what}"), e));
             res.and_then(|s| flushed.map(|()| s))
         };
-        (res, counted.bytes)
+        (res, counted.bytes, counted.lines)
     };
     let mut summary = if out == "-" {
         let stdout = std::io::stdout();
         let mut lock = stdout.lock();
-        let (res, bytes) = write_to(&mut lock, "to stdout");
+        let (res, bytes, lines) = write_to(&mut lock, "to stdout");
         match res {
-            // The reader went away (`| head`): what it took is what was written.
-            Err(e) if is_broken_pipe(&e) => ExportSummary {
-                bytes,
-                ..Default::default()
-            },
+            // The reader went away (`| head`): what it took is what was written — whole
+            // lines of a text format, whole 16-byte entries of a Polyglot book.
+            Err(e) if is_broken_pipe(&e) => {
+                let polyglot = format == ExportFormat::Polyglot;
+                ExportSummary {
+                    format: format.name().into(),
+                    keys: if polyglot { 0 } else { lines },
+                    entries: if polyglot { bytes / 16 } else { 0 },
+                    bytes,
+                    reader_closed: true,
+                    ..Default::default()
+                }
+            }
             r => ExportSummary { bytes, ..r? },
         }
     } else {
@@ -302,7 +343,7 @@ pub fn export(
 }
 
 /// The export's writer, run into a sink: the summary and the bytes the sink took.
-type WriteTo<'a> = dyn Fn(&mut dyn Write, &str) -> (Result<ExportSummary>, u64) + 'a;
+type WriteTo<'a> = dyn Fn(&mut dyn Write, &str) -> (Result<ExportSummary>, u64, u64) + 'a;
 
 /// Writes the export to the file `path`: through it if it is an existing file that is not a
 /// regular one (FIFO, device), else atomically (temporary beside the real file, renamed).
@@ -323,7 +364,7 @@ fn write_file(path: &Path, write_to: &WriteTo<'_>) -> Result<ExportSummary> {
                 .custom_flags(libc::O_CLOEXEC)
                 .open(path)
                 .map_err(|e| Error::io(format!("opening {out}"), e))?;
-            let (res, bytes) = write_to(&mut f, &out);
+            let (res, bytes, _) = write_to(&mut f, &out);
             return Ok(ExportSummary { bytes, ..res? });
         }
         _ => {}
@@ -333,7 +374,7 @@ fn write_file(path: &Path, write_to: &WriteTo<'_>) -> Result<ExportSummary> {
     let tmp = crate::store::files::temp_sibling(&target)?;
     let res = (|| -> Result<ExportSummary> {
         let mut f = crate::store::files::create_temp(&tmp)?;
-        let (res, bytes) = write_to(&mut f, &out);
+        let (res, bytes, _) = write_to(&mut f, &out);
         let s = res?;
         f.sync_all()
             .map_err(|e| Error::io(format!("writing {out}"), e))?;

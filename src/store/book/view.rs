@@ -23,7 +23,11 @@ const OPEN_ATTEMPTS: u32 = 50;
 /// it is held, whatever writers do meanwhile; [`Book::refresh`] (or a [`LiveBook`]) moves to
 /// the newest state.
 pub struct Book {
+    /// The base's path (a symlink given resolved: the manifest and segments are beside it).
     path: PathBuf,
+    /// The path as it was given: a symlink re-pointed at another book is a change
+    /// ([`Book::changed`]), so a server follows `ln -sfn new.book current.book`.
+    given: PathBuf,
     /// The base first, then the delta segments by ascending generation.
     files: Vec<Arc<BookFile>>,
     /// The manifest when the book was opened (`None`: no manifest). Compared whole: a backup
@@ -142,13 +146,15 @@ impl Book {
         older: bool,
     ) -> Result<Book> {
         // Through a symlink, the manifest and segments are beside the real file.
+        let given = path.to_path_buf();
         let resolved = crate::store::files::resolve_book(path)?;
         let path = resolved.as_path();
         for attempt in 0..OPEN_ATTEMPTS {
             if attempt > 0 {
                 std::thread::sleep(std::time::Duration::from_millis(u64::from(attempt.min(20))));
             }
-            if let Some(book) = Self::try_open(path, codec, prior, caches, older)? {
+            if let Some(mut book) = Self::try_open(path, codec, prior, caches, older)? {
+                book.given = given;
                 return Ok(book);
             }
         }
@@ -300,6 +306,7 @@ impl Book {
             .max(segments.last().copied().unwrap_or(0));
         Ok(Some(Book {
             path: path.to_path_buf(),
+            given: path.to_path_buf(),
             files,
             manifest,
             generation,
@@ -314,8 +321,12 @@ impl Book {
     ///
     /// The files' identities and the whole manifest are compared: a backup restored
     /// in place (files overwritten, a generation number brought back with other content) is
-    /// a change too, and the refresh opens the restored files.
+    /// a change too, and the refresh opens the restored files. A book opened through a
+    /// symlink has changed when the link leads elsewhere (one `readlink` more).
     pub fn changed(&self) -> Result<bool> {
+        if self.given != self.path && crate::store::files::resolve_book(&self.given)? != self.path {
+            return Ok(true);
+        }
         if FileId::at(&self.path)? != Some(self.files[0].id) {
             return Ok(true);
         }
@@ -338,7 +349,7 @@ impl Book {
             return Ok(None);
         }
         let codec = self.files[0].codec.clone();
-        Self::open_view(&self.path, &codec, Some(self), self.caches, false).map(Some)
+        Self::open_view(&self.given, &codec, Some(self), self.caches, false).map(Some)
     }
 
     /// The cache sizes the book was opened with.
