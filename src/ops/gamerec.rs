@@ -198,7 +198,13 @@ fn pgn_of(g: &StoredGame, plies: Option<usize>) -> Result<String, String> {
         if v.is_empty() && !roster {
             continue;
         }
-        let v = if v.is_empty() { "?".to_string() } else { v };
+        // The seven-tag roster's unknowns as the PGN standard spells them (§8.1.1).
+        let v = match (v.is_empty(), *name) {
+            (false, _) => v,
+            (true, "Date") => "????.??.??".to_string(),
+            (true, "Result") => "*".to_string(),
+            (true, _) => "?".to_string(),
+        };
         out.push_str(&format!(
             "[{name} \"{}\"]\n",
             v.replace('\\', "\\\\").replace('"', "\\\"")
@@ -311,6 +317,24 @@ mod tests {
         let again = raw(&back);
         assert_eq!(again.kept, g.kept.to_vec());
         assert_eq!(game_fingerprint(&again), game_fingerprint(&g));
+    }
+
+    #[test]
+    fn the_rosters_unknown_tags_are_spelled_as_the_pgn_standard_says() {
+        let g = raw("[White \"W\"]\n\n1. e4 e5 *\n");
+        let rec = record(&g, &Chess::default(), 50, game_fingerprint(&g)).unwrap();
+        let back = to_pgn(&rec).unwrap();
+        for tag in [
+            "[Event \"?\"]",
+            "[Site \"?\"]",
+            "[Date \"????.??.??\"]",
+            "[Round \"?\"]",
+            "[White \"W\"]",
+            "[Black \"?\"]",
+            "[Result \"*\"]",
+        ] {
+            assert!(back.contains(tag), "{tag} in {back}");
+        }
     }
 
     #[test]
