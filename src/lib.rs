@@ -16,6 +16,19 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+/// `eprintln!` that never panics: a line on stderr, or nothing when stderr is gone (its reader
+/// closed it, `2>&1 | head -1`, or it is a full disk). `eprintln!` panics then, and a panic
+/// printing the panic aborts (exit 134): a command's outcome (its exit code, the state it leaves)
+/// must not depend on whether anyone reads its messages. Every message of the library and the
+/// binary goes through it (tests may use `eprintln!`).
+#[macro_export]
+macro_rules! stderr_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod chess;
 pub mod error;
 pub mod ops;

@@ -76,7 +76,7 @@ fn install_panic_hook() {
         if bookdb::store::book::in_shield() && std::env::var_os("BOOKDB_DEBUG").is_none() {
             return;
         }
-        eprintln!("bookdb: internal error (please report it with the lines below)");
+        bookdb::stderr_line!("bookdb: internal error (please report it with the lines below)");
         default_hook(info);
     }));
 }
@@ -100,7 +100,7 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         "message": first,
         "exit_code": 2,
     }});
-    eprintln!("{j}");
+    bookdb::stderr_line!("{j}");
     ExitCode::from(2)
 }
 
@@ -129,11 +129,11 @@ fn report(e: &anyhow::Error, json: bool) -> ExitCode {
         if let Some(h) = hint {
             j["error"]["hint"] = h.into();
         }
-        eprintln!("{j}");
+        bookdb::stderr_line!("{j}");
     } else {
-        eprintln!("bookdb: error: {message}");
+        bookdb::stderr_line!("bookdb: error: {message}");
         if let Some(h) = hint {
-            eprintln!("bookdb: {h}");
+            bookdb::stderr_line!("bookdb: {h}");
         }
     }
     ExitCode::from(code)

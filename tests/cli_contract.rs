@@ -155,6 +155,42 @@ fn a_completion_script_that_cannot_be_written_is_an_error_not_a_crash() {
 }
 
 #[test]
+fn a_closed_stderr_changes_no_exit_code() {
+    // `bookdb … 2>&1 | head -1`: the reader of stderr may leave after the first line. Writing
+    // a message then must not crash the command (eprintln! panics, and the panic's own message
+    // aborts it: exit 134).
+    let tmp = tempfile::tempdir().unwrap();
+    let pgn = tmp.path().join("skips.pgn");
+    let mut text = std::fs::read_to_string(sample_pgn()).unwrap();
+    for i in 0..40 {
+        text.push_str(&format!("\n[Event \"no moves {i}\"]\n\n*\n"));
+    }
+    std::fs::write(&pgn, text).unwrap();
+    let book = tmp.path().join("b.book");
+    let closed = || {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        writer
+    };
+    let run = |args: &[&str]| {
+        std::process::Command::new(common::bin())
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(closed())
+            .output()
+            .unwrap()
+    };
+    // 40 skipped games are reported on stderr; the import succeeds all the same.
+    let o = run(&["import", s(&pgn), "--book", s(&book)]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("40 skipped"));
+    bookdb(["verify", "--book", s(&book)]).ok();
+    // An error is still its exit code.
+    let o = run(&["probe", "--book", s(&tmp.path().join("missing.book"))]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
 fn othello_errors_are_othello_errors_in_the_callers_words() {
     let tmp = tempfile::tempdir().unwrap();
     let book = othello_book(tmp.path());

@@ -164,7 +164,7 @@ impl RewriteMemoryArg {
 /// Prints a rewrite's warnings (a capped budget) on stderr, whatever the output format.
 pub(crate) fn print_warnings(memory: &bookdb::ops::rewrite::RewriteMemory) {
     for w in &memory.warnings {
-        eprintln!("warning: {w}");
+        bookdb::stderr_line!("warning: {w}");
     }
 }
 

@@ -119,10 +119,10 @@ impl Args {
         // with --quiet, and the exit code is 1.
         if !self.job.output.json {
             for f in &summary.failed_inputs {
-                eprintln!("bookdb: error: {}", f.error);
+                bookdb::stderr_line!("bookdb: error: {}", f.error);
             }
             for name in &summary.empty_inputs {
-                eprintln!(
+                bookdb::stderr_line!(
                     "bookdb: warning: {name} held no game (empty?); it is recorded as imported. \
                      If it came through a pipe, check the command that fed it"
                 );
@@ -139,10 +139,10 @@ impl Args {
     /// Prints the first skipped games on stderr (the library wrote the report file).
     fn report_skipped(&self, summary: &ImportSummary) {
         for s in summary.skipped.iter().take(SHOWN_SKIPPED) {
-            eprintln!("skipped {}:{}: {}", s.file, s.line, s.detail);
+            bookdb::stderr_line!("skipped {}:{}: {}", s.file, s.line, s.detail);
         }
         if summary.games_skipped as usize > SHOWN_SKIPPED {
-            eprintln!(
+            bookdb::stderr_line!(
                 "… {} more skipped game(s){}",
                 summary.games_skipped as usize - SHOWN_SKIPPED,
                 match &self.report {

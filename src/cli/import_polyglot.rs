@@ -35,7 +35,7 @@ impl Args {
         if !self.output.quiet && !self.output.json {
             for f in &summary.files {
                 for w in &f.warnings {
-                    eprintln!("warning: {}: {w}", f.file);
+                    bookdb::stderr_line!("warning: {}: {w}", f.file);
                 }
             }
         }

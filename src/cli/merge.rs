@@ -30,19 +30,19 @@ impl Args {
             // the identical copies out); books that record none cannot.
             if summary.shared_games == 0 || summary.copies_still_counted > 0 {
                 for fp in &summary.overlapping_imports {
-                    eprintln!(
+                    bookdb::stderr_line!(
                         "warning: input with fingerprint {fp} was imported into more than one of the merged books; its games are counted more than once unless the books stored them"
                     );
                 }
             }
             if summary.copies_still_counted > 0 {
-                eprintln!(
+                bookdb::stderr_line!(
                     "warning: {} copies of games counted by more than one of the merged books are still counted: a book records them by fingerprint only (--no-games --dedupe), or stores them under another UTCDate; the game store keeps each record",
                     summary.copies_still_counted
                 );
             }
             if summary.subtraction_clamped > 0 {
-                eprintln!(
+                bookdb::stderr_line!(
                     "warning: {} positions held fewer games than the copies of shared games taken out of them (an input pruned by compact --min-games or re-faceted by migrate --facets); their counts were clamped at zero",
                     summary.subtraction_clamped
                 );

@@ -58,7 +58,7 @@ impl Args {
             Ok(())
         })?;
         for given in &missing {
-            eprintln!(
+            bookdb::stderr_line!(
                 "bookdb: no game {given} in {} (it stores {} games)",
                 self.book.book.display(),
                 book.games_stored()

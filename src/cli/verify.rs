@@ -44,13 +44,13 @@ impl Args {
         if !self.output.json {
             // In the JSON report otherwise; --quiet keeps warnings (args.rs).
             for w in &report.warnings {
-                eprintln!("warning: {w}");
+                bookdb::stderr_line!("warning: {w}");
             }
             for p in &report.problems {
-                eprintln!("FAIL {p}");
+                bookdb::stderr_line!("FAIL {p}");
             }
             if report.problems_total as usize > report.problems.len() {
-                eprintln!(
+                bookdb::stderr_line!(
                     "… {} more problem(s)",
                     report.problems_total as usize - report.problems.len()
                 );

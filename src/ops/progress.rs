@@ -77,7 +77,7 @@ impl Ticker {
                         if *stopped {
                             return;
                         }
-                        eprintln!("{}", plain_line(&bar, bytes.load(Ordering::Relaxed)));
+                        crate::stderr_line!("{}", plain_line(&bar, bytes.load(Ordering::Relaxed)));
                     }
                 })
                 .ok()
@@ -320,7 +320,7 @@ impl Trace {
                 let (rss, peak) = memory_mib();
                 let wall = last.elapsed().as_secs_f64();
                 last = std::time::Instant::now();
-                eprintln!(
+                crate::stderr_line!(
                     "trace: {line} (wall {wall:.2}s since the last, rss {rss} MiB peak {peak} MiB)"
                 )
             });
@@ -333,7 +333,7 @@ impl Trace {
         }
         let cpu = process_cpu_secs();
         let (rss, peak) = memory_mib();
-        eprintln!(
+        crate::stderr_line!(
             "trace: {label}: wall {:.2}s cpu {:.2}s rss {rss} MiB peak {peak} MiB",
             self.wall.elapsed().as_secs_f64(),
             cpu - self.cpu,

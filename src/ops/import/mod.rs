@@ -51,7 +51,7 @@ pub fn import(book_path: &Path, inputs: &[String], opts: &ImportOptions) -> Resu
     if let Some(w) = &memory_warning
         && opts.progress != crate::ops::progress::ProgressMode::None
     {
-        eprintln!("bookdb: warning: {w}");
+        crate::stderr_line!("bookdb: warning: {w}");
     }
     // Othello games carry no tags: only chess books store games. A book that stores games
     // counts each game once whatever `--dedupe` says (brief §9): the same game (same
