@@ -165,21 +165,7 @@ impl Manifest {
     pub(crate) fn publish(&self, book: &Path) -> Result<()> {
         crash_point("manifest-write");
         let path = manifest_path(book);
-        let tmp = temp_sibling(&path)?;
-        let ctx = |e| Error::io(format!("writing {}", path.display()), e);
-        let written = (|| -> Result<()> {
-            let mut f = create_temp(&tmp)?;
-            std::io::Write::write_all(&mut f, &self.encode()).map_err(ctx)?;
-            inherit_metadata(book, &f)?;
-            f.sync_all().map_err(ctx)?;
-            drop(f);
-            std::fs::rename(&tmp, &path).map_err(ctx)
-        })();
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
-        sync_dir(&path);
+        write_sidecar(book, &path, &self.encode())?;
         crash_point("manifest-published");
         Ok(())
     }
@@ -306,24 +292,31 @@ pub(crate) fn publishing_path(book: &Path) -> PathBuf {
 /// Writes the publishing marker naming `generation` (temporary sibling, synced, renamed,
 /// directory synced): the segment's rename comes after it.
 fn mark_publishing(book: &Path, generation: u64) -> Result<()> {
-    let path = publishing_path(book);
-    let tmp = temp_sibling(&path)?;
+    let text = format!("{PUBLISHING_HEADER}\ngeneration {generation}\n");
+    write_sidecar(book, &publishing_path(book), text.as_bytes())?;
+    crash_point("publishing-marked");
+    Ok(())
+}
+
+/// Writes `bytes` as the book's file `path` (the manifest, the publishing marker): under a
+/// temporary name beside it, with the book's mode, owner and group, synced, renamed into
+/// place, the directory synced.
+fn write_sidecar(book: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = temp_sibling(path)?;
     let ctx = |e| Error::io(format!("writing {}", path.display()), e);
     let written = (|| -> Result<()> {
         let mut f = create_temp(&tmp)?;
-        let text = format!("{PUBLISHING_HEADER}\ngeneration {generation}\n");
-        std::io::Write::write_all(&mut f, text.as_bytes()).map_err(ctx)?;
+        std::io::Write::write_all(&mut f, bytes).map_err(ctx)?;
         inherit_metadata(book, &f)?;
         f.sync_all().map_err(ctx)?;
         drop(f);
-        std::fs::rename(&tmp, &path).map_err(ctx)
+        std::fs::rename(&tmp, path).map_err(ctx)
     })();
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
-    sync_dir(&path);
-    crash_point("publishing-marked");
+    sync_dir(path);
     Ok(())
 }
 
