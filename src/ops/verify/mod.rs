@@ -138,7 +138,7 @@ pub fn verify_with(path: &Path, opts: &VerifyOptions) -> Result<VerifyReport> {
                 let window = budget.window_blocks(f.meta(), report.threads);
                 Ok((
                     file_name(f.path()),
-                    verify_file(f, game, report.threads, window)?,
+                    verify_file(f, game, report.threads, window, budget.refs_bytes())?,
                 ))
             })
             .collect();
@@ -241,13 +241,16 @@ struct BlockSum {
     shapes: Option<Vec<(u64, Vec<u16>)>>,
 }
 
-/// Memory for sorting the references verify rebuilds (past it, sorted runs are spilled to the
-/// temporary directory).
-const REFS_BUDGET: usize = 64 << 20;
-
 /// Checks one file of a book: block checksums and headers, every entry decodes, keys recompute
-/// to the stored fragments, order, legality, and the file's own counters.
-fn verify_file(file: &BookFile, game: Game, threads: usize, window: usize) -> Result<VerifyReport> {
+/// to the stored fragments, order, legality, and the file's own counters; then its references,
+/// sorted within `refs_bytes` (past it, sorted runs are spilled to the temporary directory).
+fn verify_file(
+    file: &BookFile,
+    game: Game,
+    threads: usize,
+    window: usize,
+    refs_bytes: usize,
+) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
     let mut counted = BookMeta::default();
     let mut last: Option<(u64, Pos)> = None;
@@ -316,7 +319,7 @@ fn verify_file(file: &BookFile, game: Game, threads: usize, window: usize) -> Re
         Ok(n) => report.stored_games += n,
         Err(e) => report.problem(e.to_string()),
     }
-    match file.check_game_refs_with(REFS_BUDGET, shapes.finish()) {
+    match file.check_game_refs_with(refs_bytes, shapes.finish()) {
         Ok(n) => report.game_ref_positions += n,
         Err(e) => report.problem(e.to_string()),
     }
