@@ -121,7 +121,7 @@ pub fn export_polyglot(
     opts: &PolyglotExportOptions,
 ) -> Result<ExportSummary> {
     let mut summary = ExportSummary {
-        format: "polyglot".into(),
+        format: ExportFormat::Polyglot.name().into(),
         ..Default::default()
     };
     let mut group: Vec<Entry> = Vec::new();
@@ -281,7 +281,7 @@ pub fn export(
             ExportFormat::Jsonl => {
                 let lines = export_jsonl(&book, w, &opts.filter)?;
                 Ok(ExportSummary {
-                    format: "jsonl".into(),
+                    format: format.name().into(),
                     keys: lines,
                     ..Default::default()
                 })
@@ -290,7 +290,7 @@ pub fn export(
                 let lichess = format == ExportFormat::Evals;
                 let lines = crate::ops::evals::export::export_evals(&book, w, lichess)?;
                 Ok(ExportSummary {
-                    format: if lichess { "evals" } else { "epd" }.into(),
+                    format: format.name().into(),
                     keys: lines,
                     ..Default::default()
                 })
