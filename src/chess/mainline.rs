@@ -136,22 +136,36 @@ pub fn decode_mainline(start: &Chess, ranks: &[u8]) -> Result<Vec<Move>, Mainlin
     let mut last_to = None;
     let mut keys = Vec::with_capacity(64);
     for (ply, &rank) in ranks.iter().enumerate() {
-        score::sort_keys(&pos, last_to, &mut keys);
-        let legal = keys.len();
-        if usize::from(rank) >= legal {
-            return Err(MainlineError::RankOutOfRange { ply, rank, legal });
-        }
-        let code = *keys.select_nth_unstable(usize::from(rank)).1 as u16;
-        // Both give only legal moves: playing one needs no second check.
-        let m = match plain_move(&pos, code) {
-            Some(m) => m,
-            None => legal_move(&pos, code).ok_or(MainlineError::Illegal { ply })?,
-        };
+        let (m, to) = decode_move(&pos, last_to, rank, ply, &mut keys)?;
         out.push(m);
         pos.play_unchecked(m);
-        last_to = Some(to_square(code));
+        last_to = Some(to);
     }
     Ok(out)
+}
+
+/// One step of [`decode_mainline`]: the move of rank `rank` at ply `ply` in `pos` (the
+/// previous move went to `last_to`), legal there, and the square it goes to (the next step's
+/// `last_to`). `keys` is scratch space, reused between steps.
+pub(crate) fn decode_move(
+    pos: &Chess,
+    last_to: Option<Square>,
+    rank: u8,
+    ply: usize,
+    keys: &mut Vec<u64>,
+) -> Result<(Move, Square), MainlineError> {
+    score::sort_keys(pos, last_to, keys);
+    let legal = keys.len();
+    if usize::from(rank) >= legal {
+        return Err(MainlineError::RankOutOfRange { ply, rank, legal });
+    }
+    let code = *keys.select_nth_unstable(usize::from(rank)).1 as u16;
+    // Both give only legal moves: playing one needs no second check.
+    let m = match plain_move(pos, code) {
+        Some(m) => m,
+        None => legal_move(pos, code).ok_or(MainlineError::Illegal { ply })?,
+    };
+    Ok((m, to_square(code)))
 }
 
 #[cfg(test)]

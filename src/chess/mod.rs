@@ -68,6 +68,12 @@ impl PositionCodec for ChessCodec {
     ) -> Result<Option<crate::store::gamerefs::GameFacts>, CodecError> {
         gameindex::index_game(game, pairs)
     }
+    fn index_games(
+        &self,
+        games: &[crate::store::gameblock::StoredGame],
+    ) -> Vec<gameindex::Indexed> {
+        gameindex::index_games(games)
+    }
     fn upgrade_game(&self, game: &mut crate::store::gameblock::StoredGame) {
         gamefields::upgrade(game);
     }

@@ -119,6 +119,22 @@ pub trait PositionCodec: Send + Sync {
         pairs.clear();
         Ok(None)
     }
+    /// [`PositionCodec::index_game`] of each of `games`, in order: the facts and pairs of
+    /// each, or why it does not decode. A codec may share work between games (the chess codec
+    /// replays the plies games have in common once).
+    #[allow(clippy::type_complexity)]
+    fn index_games(
+        &self,
+        games: &[gameblock::StoredGame],
+    ) -> Vec<Result<(Option<gamerefs::GameFacts>, Vec<(u64, u16)>), CodecError>> {
+        games
+            .iter()
+            .map(|g| {
+                let mut pairs = Vec::new();
+                self.index_game(g, &mut pairs).map(|f| (f, pairs))
+            })
+            .collect()
+    }
     /// Brings a game stored by an older format version to the layout this build writes
     /// (docs/FORMAT.md §15.2); nothing for a game already in it.
     fn upgrade_game(&self, _game: &mut gameblock::StoredGame) {}

@@ -90,15 +90,10 @@ type IndexJob = (Arc<dyn PositionCodec>, Vec<StoredGame>);
 
 /// Indexes `games` (a part of a batch) on a worker thread.
 fn index_games((codec, games): IndexJob) -> Vec<Indexed> {
-    games
-        .iter()
-        .map(|g| {
-            let mut pairs = Vec::new();
-            codec
-                .index_game(g, &mut pairs)
-                .map(|f| (f, pairs))
-                .map_err(|e| e.to_string())
-        })
+    codec
+        .index_games(&games)
+        .into_iter()
+        .map(|r| r.map_err(|e| e.to_string()))
         .collect()
 }
 
