@@ -90,11 +90,15 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         e.exit();
     }
     let message = e.render().to_string();
+    // The error and its detail (what is missing, what was found), up to clap's usage line.
     let first = message
         .lines()
-        .next()
-        .unwrap_or("")
-        .trim_start_matches("error: ");
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let first = first.trim_start_matches("error: ");
     let j = serde_json::json!({ "error": {
         "kind": "usage",
         "message": first,

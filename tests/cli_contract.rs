@@ -344,6 +344,19 @@ fn usage_errors_under_json_are_json_with_exit_code_2() {
             .contains("--max-ply"),
         "{j}"
     );
+    // A message whose detail is on clap's next lines keeps it: which argument is missing.
+    let mut probe = bookdb(["probe", "--json"]).command();
+    let r = probe.env_remove("BOOKDB_BOOK").output().unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    let line = String::from_utf8_lossy(&r.stderr);
+    let j: serde_json::Value =
+        serde_json::from_str(line.trim()).unwrap_or_else(|e| panic!("{e}: {line}"));
+    let message = j["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("not provided") && message.contains("--book"),
+        "{j}"
+    );
+    assert!(!message.contains("Usage:"), "{j}");
     // Without --json, clap's own text.
     let r = bookdb(["import", "x.pgn", "--book", "b.book", "--max-ply", "many"]).output();
     assert_eq!(r.status.code(), Some(2));

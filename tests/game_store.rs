@@ -698,3 +698,39 @@ fn many_games_of_one_id_are_told_apart_by_their_moves() {
         .count();
     assert_eq!(stored as u64, counted);
 }
+
+#[test]
+fn latin1_names_come_back_as_their_letters() {
+    // ISO 8859-1 (the PGN standard's character set) and a Windows-1252 dash: stored as the
+    // file has them, given back as UTF-8 text by `pgn`, `games --json` and the server.
+    let dir = tempfile::tempdir().unwrap();
+    let pgn = dir.path().join("latin1.pgn");
+    std::fs::write(
+        &pgn,
+        b"[Event \"Open \x96 1998\"]\n[Site \"K\xf6ln\"]\n[Date \"1998.05.01\"]\n[Round \"1\"]\n\
+          [White \"M\xfcller, J\xfcrgen\"]\n[Black \"Fran\xe7ois, Ren\xe9\"]\n[Result \"1-0\"]\n\
+          [WhiteElo \"2400\"]\n[BlackElo \"2300\"]\n\n1. e4 e5 2. Nf3 1-0\n\n",
+    )
+    .unwrap();
+    let book = dir.path().join("l.book");
+    import(&[&pgn], &book, &[]);
+    let text = all_pgn(&book);
+    for want in [
+        "[White \"Müller, Jürgen\"]",
+        "[Black \"François, René\"]",
+        "[Site \"Köln\"]",
+        "[Event \"Open – 1998\"]",
+    ] {
+        assert!(text.contains(want), "{want} in {text}");
+    }
+    assert!(!text.contains('\u{FFFD}'), "{text}");
+    let games = bookdb(["games", "--book", s(&book), "--json"]).ok();
+    assert!(
+        games.contains("Müller, Jürgen") && games.contains("François, René"),
+        "{games}"
+    );
+    let srv = Server::start(&book, &[]);
+    let answer = srv.get("/masters").body;
+    assert!(answer.contains("Müller, Jürgen"), "{answer}");
+    assert_eq!(srv.stop().code(), Some(0));
+}

@@ -89,6 +89,9 @@ fn refused_request_heads_get_a_json_error_and_the_documented_status() {
     for garbage in [
         &b"HELLO THERE\r\n\r\n"[..],
         b"GET / HTTP/1.1\r\nBad Header Without Colon\r\n\r\n",
+        // An HTTP/2 client's preface with prior knowledge, and its first frame: hyper closed
+        // the connection without an answer.
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00",
     ] {
         let r = raw(&srv, garbage);
         assert_json_error(&r, 400, &String::from_utf8_lossy(garbage));

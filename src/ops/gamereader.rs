@@ -55,6 +55,25 @@ enum Checked {
     BrokenTag(usize),
 }
 
+/// The longest tag line always read (bytes; one up to twice this reads when the input fills
+/// the reader's buffer, which is twice this): a longer one (a 600 KB `Annotator`) makes its
+/// game unreadable, said so ([`unreadable_reason`]).
+pub const MAX_TAG_LINE: usize = 256 * 1024;
+
+/// What a reading error of the PGN reader means to a user.
+pub fn unreadable_reason(e: &io::Error) -> String {
+    let text = e.to_string();
+    if text == "unterminated tag" {
+        format!(
+            "unterminated tag (a tag pair without its closing quote and bracket, or a tag line \
+             longer than {} KiB)",
+            MAX_TAG_LINE / 1024
+        )
+    } else {
+        text
+    }
+}
+
 impl<R: Read> GameReader<R> {
     #[doc(hidden)]
     pub fn new(inner: R) -> Self {
@@ -63,7 +82,7 @@ impl<R: Read> GameReader<R> {
             inner,
             tail: tail.clone(),
         })
-        .set_supported_tag_line_length(4096)
+        .set_supported_tag_line_length(MAX_TAG_LINE)
         .finish();
         GameReader {
             reader,
@@ -209,7 +228,7 @@ impl<R: Read> GameReader<R> {
                 Ok(Some((
                     RawGame {
                         line,
-                        error: Some(e.to_string()),
+                        error: Some(unreadable_reason(&e)),
                         ..Default::default()
                     },
                     Checked::Done,
@@ -273,6 +292,32 @@ mod tests {
         );
         assert_eq!((games[1].line, games[1].sans.len()), (4, 1));
         assert!(games[1].error.is_none());
+    }
+
+    #[test]
+    fn long_tag_lines_are_read_up_to_the_limit_and_named_past_it() {
+        let game = |white: &str| format!("[Event \"e\"]\n[White \"{white}\"]\n\n1. e4 e5 *\n\n");
+        // A 100,000-character name (python-chess reads it) is a game like any other.
+        let long = "n".repeat(100_000);
+        let text = game(&long) + &game("after");
+        let games = all(&text);
+        assert_eq!(games.len(), 2);
+        assert!(games[0].error.is_none(), "{:?}", games[0].error);
+        assert_eq!(games[0].sans.len(), 2);
+        assert!(
+            games[0]
+                .kept
+                .windows(long.len())
+                .any(|w| w == long.as_bytes())
+        );
+        // Past the reader's buffer (twice the limit: a line up to it reads when the input
+        // fills the buffer): that game is unreadable, said why; the next is read.
+        let text = game(&"n".repeat(2 * MAX_TAG_LINE + 10)) + &game("after");
+        let games = all(&text);
+        let e = games[0].error.as_deref().unwrap_or_default();
+        assert!(e.contains("256 KiB"), "{e}");
+        let last = games.last().unwrap();
+        assert!(last.error.is_none() && last.sans.len() == 2, "{games:?}");
     }
 
     proptest::proptest! {

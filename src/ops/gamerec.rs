@@ -181,7 +181,7 @@ fn pgn_of(g: &StoredGame, plies: Option<usize>) -> Result<String, String> {
             g.fields.len()
         ));
     }
-    let tag = |i: usize| String::from_utf8_lossy(&g.fields[i]).into_owned();
+    let tag = |i: usize| crate::store::tags::tag_text(&g.fields[i]).into_owned();
     let fen = tag(FEN_FIELD);
     let start: Chess = if fen.is_empty() {
         Chess::default()

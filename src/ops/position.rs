@@ -73,9 +73,17 @@ pub fn chess_line(q: &PositionQuery) -> Result<Vec<Chess>> {
     if q.board.is_some() {
         return Err(wrong_game(q.names.board, "Othello", Game::Chess, q.names).into());
     }
-    let start = match q.fen.map(str::trim).filter(|f| !f.is_empty()) {
+    let start = match q.fen {
+        // A FEN given empty is a mistake (an unset variable in `--fen "$FEN"`), not the start.
+        Some(f) if f.replace('_', " ").trim().is_empty() => {
+            return Err(QueryError::Start {
+                param: q.names.fen,
+                reason: "the FEN is empty (leave it out for the start position)".to_string(),
+            }
+            .into());
+        }
         // lichess allows `_` for the spaces of a FEN in a URL.
-        Some(f) => parse_fen(&f.replace('_', " ")).map_err(|e| QueryError::Start {
+        Some(f) => parse_fen(f.trim().replace('_', " ").trim()).map_err(|e| QueryError::Start {
             param: q.names.fen,
             reason: e.to_string(),
         })?,
@@ -295,16 +303,19 @@ mod tests {
         );
         let castled = chess_line(&q(None, "e4 e5 Nf3 Nc6 Bc4 Nf6 O-O", Names::CLI)).unwrap();
         assert_eq!(castled.len(), 8);
-        // `_` for spaces in a FEN, as lichess URLs give it; an empty FEN is the start.
+        // `_` for spaces in a FEN, as lichess URLs give it.
         let start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR_w_KQkq_-_0_1";
         assert_eq!(
             chess_line(&q(Some(start), "", Names::HTTP)).unwrap().len(),
             1
         );
-        assert_eq!(
-            chess_line(&q(Some(" "), "e4", Names::HTTP)).unwrap().len(),
-            2
-        );
+        // A FEN given empty is refused (a script's unset variable), not read as the start.
+        for (fen, names) in [("", Names::CLI), (" ", Names::HTTP), ("__", Names::HTTP)] {
+            let e = chess_line(&q(Some(fen), "e4", names))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("empty"), "{fen:?}: {e}");
+        }
     }
 
     #[test]

@@ -303,7 +303,7 @@ pub fn object(g: &StoredGame, mv: u16, masters: bool) -> GameObject {
     let f = |i: usize| -> String {
         g.fields
             .get(i)
-            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .map(|v| crate::store::tags::tag_text(v).into_owned())
             .unwrap_or_default()
     };
     let facts = game_facts(g);

@@ -106,7 +106,7 @@ pub async fn openings(uri: Uri) -> Result<Response, ApiError> {
             _ => {}
         }
     }
-    let Some(q) = q else {
+    let Some(q) = q.filter(|q| !q.trim().is_empty()) else {
         return Err(ApiError::bad_request(
             "give q: words of an opening's name or an ECO code (/v1/openings?q=najdorf)"
                 .to_string(),

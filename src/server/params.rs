@@ -101,10 +101,14 @@ fn decode(query: &str, known: &[&str]) -> Result<BTreeMap<String, String>, ApiEr
 }
 
 fn number(name: &str, value: &str, max: u64) -> Result<u64, ApiError> {
+    number_in(name, value, 0, max)
+}
+
+fn number_in(name: &str, value: &str, min: u64, max: u64) -> Result<u64, ApiError> {
     match value.trim().parse::<u64>() {
-        Ok(n) if n <= max => Ok(n),
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
         _ => Err(ApiError::bad_request(format!(
-            "{name} must be a whole number from 0 to {max}, not {:?}",
+            "{name} must be a whole number from {min} to {max}, not {:?}",
             clip(value)
         ))),
     }
@@ -112,8 +116,9 @@ fn number(name: &str, value: &str, max: u64) -> Result<u64, ApiError> {
 
 fn boolean(name: &str, value: &str) -> Result<bool, ApiError> {
     match value.trim().to_ascii_lowercase().as_str() {
-        "" | "true" | "1" | "yes" => Ok(true),
-        "false" | "0" | "no" => Ok(false),
+        // A bare flag (`?history`, `force` of the admin import) is true.
+        "" | "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
         _ => Err(ApiError::bad_request(format!(
             "{name} must be true or false, not {:?}",
             clip(value)
@@ -233,6 +238,7 @@ pub fn position(query: &str) -> Result<PositionParams, ApiError> {
 }
 
 /// `/api/cloud-eval`: `fen` (required) and `multiPv` (default 1; 1 to 5).
+#[derive(Debug)]
 pub struct CloudEvalParams {
     pub fen: String,
     pub multi_pv: usize,
@@ -249,12 +255,18 @@ pub fn cloud_eval(query: &str) -> Result<CloudEvalParams, ApiError> {
             clip(v)
         )));
     }
+    // As lichess cleans it: `_` stands for a space (the answer gives the FEN back so).
     let fen = p
         .get("fen")
-        .cloned()
+        .map(|f| f.replace('_', " ").trim().to_string())
         .ok_or_else(|| ApiError::bad_request("fen is required".to_string()))?;
     let multi_pv = match p.get("multiPv") {
-        Some(v) => number("multiPv", v, crate::ops::evals::cloud::MAX_MULTI_PV as u64)?.max(1),
+        Some(v) => number_in(
+            "multiPv",
+            v,
+            1,
+            crate::ops::evals::cloud::MAX_MULTI_PV as u64,
+        )?,
         None => 1,
     };
     Ok(CloudEvalParams {
@@ -317,6 +329,10 @@ mod tests {
             ("variant=atomic", "variant"),
             ("modes=blind", "modes"),
             ("history=sometimes", "history"),
+            ("history=yes", "history"),
+            ("history=no", "history"),
+            ("ratings=4001", "ratings"),
+            ("ratings=99999", "ratings"),
             ("fen=a&fen=b", "twice"),
         ] {
             let e = explorer(q).unwrap_err();
@@ -325,6 +341,41 @@ mod tests {
         }
         let long = format!("fen={}", "a".repeat(MAX_QUERY));
         assert_eq!(explorer(&long).unwrap_err().status.as_u16(), 414);
+    }
+
+    #[test]
+    fn cloud_eval_parameters_as_lichess_takes_them() {
+        let p = cloud_eval("fen=rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR_w_KQkq_-").unwrap();
+        assert_eq!(
+            p.fen,
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq -"
+        );
+        assert_eq!(p.multi_pv, 1);
+        assert_eq!(
+            cloud_eval("fen=8/8/8/8/8/8/8/8&multiPv=5")
+                .unwrap()
+                .multi_pv,
+            5
+        );
+        for q in ["fen=x&multiPv=0", "fen=x&multiPv=6", "fen=x&multiPv=two"] {
+            let e = cloud_eval(q).unwrap_err();
+            assert!(e.message.contains("from 1 to 5"), "{q}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn booleans_are_true_false_1_0_or_a_bare_flag() {
+        for (q, v) in [
+            ("history=true", true),
+            ("history=True", true),
+            ("history=1", true),
+            ("history", true),
+            ("history=false", false),
+            ("history=FALSE", false),
+            ("history=0", false),
+        ] {
+            assert_eq!(explorer(q).unwrap().history, v, "{q}");
+        }
     }
 
     #[test]

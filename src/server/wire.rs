@@ -2,7 +2,9 @@
 //! a head over its buffer, too many header fields, an over-long URI): hyper answers those
 //! with a status and an empty body before any route runs. [`JsonRefusals`] wraps a
 //! connection and replaces such an answer by the same status with a JSON `{"error": …}` body,
-//! as every other refusal of the server has.
+//! as every other refusal of the server has. An HTTP/2 client's connection preface (h2c with
+//! prior knowledge), which hyper's HTTP/1 server closes without a word, is cut to its request
+//! line so that it gets the same 400.
 
 use std::io;
 use std::pin::Pin;
@@ -17,13 +19,20 @@ pub(super) struct JsonRefusals<T> {
     /// A replacement being written: its bytes, how many are written, the length of the
     /// buffer it replaces (reported written once the replacement is).
     pending: Option<(Vec<u8>, usize, usize)>,
+    /// Whether the connection's first bytes were read (only they can be a preface).
+    started: bool,
 }
+
+/// The connection preface of HTTP/2 (RFC 9113 §3.4), and the request line it begins with.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+const H2_REQUEST_LINE: &[u8] = b"PRI * HTTP/2.0\r\n\r\n";
 
 impl<T> JsonRefusals<T> {
     pub(super) fn new(inner: T) -> JsonRefusals<T> {
         JsonRefusals {
             inner,
             pending: None,
+            started: false,
         }
     }
 }
@@ -81,7 +90,18 @@ impl<T: AsyncRead + Unpin> AsyncRead for JsonRefusals<T> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut self.inner).poll_read(cx, buf))?;
+        if !self.started && buf.filled().len() > before {
+            self.started = true;
+            // hyper closes on the whole preface without an answer; its request line alone is
+            // a head it refuses with 400 (then a JSON one, above). What follows is dropped:
+            // the connection ends with that answer.
+            if buf.filled()[before..].starts_with(H2_PREFACE) {
+                buf.set_filled(before + H2_REQUEST_LINE.len());
+            }
+        }
+        Poll::Ready(Ok(()))
     }
 }
 

@@ -27,6 +27,8 @@ pub const SPEEDS: [&str; 6] = [
 pub const RATING_GROUPS: [u32; 9] = [0, 1000, 1200, 1400, 1600, 1800, 2000, 2200, 2500];
 /// Modes; index + 1 is the stored mode (0 = unknown).
 pub const MODES: [&str; 2] = ["rated", "casual"];
+/// The highest rating a `ratings` filter names (docs/SERVER.md): past it a value is a typo.
+pub const MAX_RATING_FILTER: u32 = 4000;
 /// The latest year a period can hold (later years are undated).
 pub const MAX_YEAR: u16 = 5000;
 
@@ -357,13 +359,21 @@ impl CellFilter {
         Ok(bits)
     }
 
-    /// Parses a comma list of ratings, each selecting the group it falls in.
+    /// Parses a comma list of ratings (0 to [`MAX_RATING_FILTER`]), each selecting the group
+    /// it falls in.
     pub fn parse_ratings(s: &str) -> Result<u16, String> {
         let mut bits = 0u16;
         for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let r: u32 = p
                 .parse()
-                .map_err(|_| format!("rating {p:?} is not a whole number (e.g. 2200)"))?;
+                .ok()
+                .filter(|&r| r <= MAX_RATING_FILTER)
+                .ok_or_else(|| {
+                    format!(
+                        "rating {p:?} is not a whole number from 0 to {MAX_RATING_FILTER} \
+                         (a rating group's lower bound, e.g. 2200)"
+                    )
+                })?;
             bits |= 1 << Cell::group_of(r);
         }
         Ok(bits)

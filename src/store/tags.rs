@@ -1,9 +1,36 @@
 //! The facet rules of docs/FORMAT.md §12 on PGN tag values: a date's period (`UTCDate`,
 //! `Date`), a `TimeControl`'s speed, an `Event`'s mode and an Elo. Game-independent text rules,
 //! shared by the import (which reads tags as they arrive) and by the game store's references
-//! (which read them back from stored games).
+//! (which read them back from stored games); and a stored tag value as text.
 
 use super::facet::{MAX_YEAR, Period};
+
+/// Windows-1252's characters for the bytes 0x80–0x9F (its five unassigned bytes are taken
+/// as the Latin-1 control characters of the same number).
+const CP1252_HIGH: [char; 32] = [
+    '\u{20AC}', '\u{0081}', '\u{201A}', '\u{0192}', '\u{201E}', '\u{2026}', '\u{2020}', '\u{2021}',
+    '\u{02C6}', '\u{2030}', '\u{0160}', '\u{2039}', '\u{0152}', '\u{008D}', '\u{017D}', '\u{008F}',
+    '\u{0090}', '\u{2018}', '\u{2019}', '\u{201C}', '\u{201D}', '\u{2022}', '\u{2013}', '\u{2014}',
+    '\u{02DC}', '\u{2122}', '\u{0161}', '\u{203A}', '\u{0153}', '\u{009D}', '\u{017E}', '\u{0178}',
+];
+
+/// A tag value as text: as UTF-8 when it is, else as Windows-1252 (a superset of ISO 8859-1,
+/// the PGN standard's character set, in which older files and tools write names such as
+/// `Müller`). The store keeps a value's bytes as the file had them; this reads them back
+/// without losing a letter.
+pub fn tag_text(v: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(v) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => std::borrow::Cow::Owned(
+            v.iter()
+                .map(|&b| match b {
+                    0x80..=0x9f => CP1252_HIGH[usize::from(b - 0x80)],
+                    _ => char::from(b),
+                })
+                .collect(),
+        ),
+    }
+}
 
 /// An Elo as the book counts it: a positive integer below 5000; `None` otherwise.
 pub fn parse_elo(v: &[u8]) -> Option<u32> {
@@ -99,5 +126,30 @@ pub fn parse_mode(v: &[u8]) -> u8 {
         2
     } else {
         0
+    }
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::tag_text;
+    use proptest::prelude::*;
+
+    #[test]
+    fn latin1_and_windows_1252_values_read_as_their_letters() {
+        assert_eq!(tag_text(b"M\xfcller"), "Müller");
+        assert_eq!(tag_text(b"Fran\xe7ois \x96 \x80"), "François – €");
+        assert_eq!(tag_text("Caruana, Fabiano".as_bytes()), "Caruana, Fabiano");
+        assert_eq!(tag_text("Ткачёв".as_bytes()), "Ткачёв");
+    }
+
+    proptest! {
+        #[test]
+        fn utf8_is_kept_and_any_bytes_give_one_char_each(s in ".*", b in proptest::collection::vec(any::<u8>(), 0..64)) {
+            prop_assert_eq!(tag_text(s.as_bytes()), s.as_str());
+            let t = tag_text(&b);
+            if std::str::from_utf8(&b).is_err() {
+                prop_assert_eq!(t.chars().count(), b.len());
+            }
+        }
     }
 }

@@ -154,7 +154,10 @@ fn each_game(
                 // Reading from memory fails only on unparsable text; count it as one
                 // unreadable game and drop the rest of the chunk's text.
                 read += 1;
-                f(Err((first_line, SkipReason::Unreadable(e.to_string()))));
+                f(Err((
+                    first_line,
+                    SkipReason::Unreadable(crate::ops::gamereader::unreadable_reason(&e)),
+                )));
                 break;
             }
         }
