@@ -340,8 +340,24 @@ fn a_held_lock_is_busy_exit_75_and_wait_waits_for_it() {
     let more = dir.path().join("more.pgn");
     std::fs::write(&more, "[Event \"w\"]\n\n1. e4 c5 *\n").unwrap();
     bookdb(["import", "--wait", s(&more), "--book", s(&book), "--quiet"]).ok();
-    // A bad --wait value is a usage error.
+    // A bad --wait value is a usage error: a word, and seconds past what a duration holds
+    // (they panicked: exit 101).
     bookdb(["compact", "--book", s(&book), "--wait=soon"]).fails_with(2);
+    for huge in ["1e30", "18446744073709551616"] {
+        let e = bookdb(["compact", "--book", s(&book), &format!("--wait={huge}")]).fails_with(2);
+        assert!(e.contains("forever"), "{e}");
+    }
+    let r = bookdb(["analyse", "--book", s(&book), "--timeout", "1e30"]).output();
+    assert!(
+        !matches!(r.status.code(), Some(0 | 101) | None),
+        "{:?} {}",
+        r.status,
+        String::from_utf8_lossy(&r.stderr)
+    );
+    // Nor does a progress interval past it panic.
+    bookdb(["compact", "--book", s(&book), "--progress", "plain"])
+        .env(bookdb::ops::progress::PLAIN_INTERVAL_ENV, "1e30")
+        .ok();
 }
 
 #[test]

@@ -185,6 +185,16 @@ fn refusal_table() {
             vec!["import", "--game", "othello", s(&txt), "--book", s(&chess)],
             "holds chess positions",
         ),
+        // PGN given as Othello input: refused, not read as damaged transcripts and recorded
+        // as imported (the second time it is refused again, not "already imported").
+        (
+            vec!["import", "--game", "othello", s(&pgn), "--book", s(&oth)],
+            "this book holds Othello",
+        ),
+        (
+            vec!["import", "--game", "othello", s(&pgn), "--book", s(&oth)],
+            "this book holds Othello",
+        ),
         (
             vec![
                 "import",
@@ -645,4 +655,31 @@ fn the_identity_model_fixture_reads_as_it_was_written() {
     verify(&book);
     let after = std::fs::metadata(&book).unwrap().len();
     assert!(after < before, "retrained {after} B, identity {before} B");
+}
+
+/// A WTHOR file cut between records reads as whole records; its header's game count tells it
+/// is truncated: the import fails and records nothing (the whole file, imported later, counts
+/// every game once), as a truncated compressed input does.
+#[test]
+fn a_wthor_file_cut_between_records_is_refused_by_its_header_count() {
+    let Some(src) = data_file("othello/wthor/WTH_1977.wtb") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let whole = copy_in(&src, tmp.path());
+    let bytes = std::fs::read(&whole).unwrap();
+    let declared = u32::from_le_bytes(bytes[4..8].try_into().unwrap()) as usize;
+    assert!(declared > 5 && bytes.len() == 16 + 68 * declared);
+    let cut = tmp.path().join("cut.wtb");
+    std::fs::write(&cut, &bytes[..16 + 68 * 5]).unwrap();
+    let book = tmp.path().join("w.book");
+    let run = |f: &Path| bookdb(["import", "--game", "othello", "--book", s(&book), s(f)]);
+    let err = run(&cut).fails_with(1);
+    assert!(
+        err.contains("cut.wtb") && err.contains(&format!("counts {declared} games")),
+        "{err}"
+    );
+    assert!(!book.exists(), "a refused first import made a book");
+    run(&whole).arg("--quiet").ok();
+    assert_eq!(stats(&book)["games"].as_u64(), Some(declared as u64));
 }

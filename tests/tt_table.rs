@@ -404,6 +404,57 @@ fn damaged_table_files_are_errors_never_panics() {
     assert!(corrupt >= 1 && step > 30);
 }
 
+/// Damage inside an entry's exact position bytes (which its checksum does not cover) left the
+/// entry unreachable, counted as a collision, and `tt verify` passed: each key is now checked
+/// against its position's, for Othello positions and for opaque states.
+#[test]
+fn damaged_position_bytes_are_found_by_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let othello = dir.path().join("o.tt");
+    let bs = boards(500, 11);
+    let mut t = Table::open(&othello, Board::GAME, &opts()).unwrap();
+    for (i, b) in bs.iter().enumerate() {
+        t.store(b, entry(5, i as i32, Bound::Exact, 1)).unwrap();
+    }
+    t.close().unwrap();
+    let mut exact = [0u8; 64];
+    let n = bs[321].tt_exact(&mut exact);
+    let opaque = dir.path().join("s.tt");
+    let o = TableOptions {
+        hash: KeyHash::Xxh3,
+        ..opts()
+    };
+    let mut t = Table::open(&opaque, bookdb::tt::OPAQUE, &o).unwrap();
+    for i in 0..500 {
+        t.store_state(
+            format!("state-{i:05}").as_bytes(),
+            entry(5, i, Bound::Exact, 1),
+        )
+        .unwrap();
+    }
+    t.close().unwrap();
+    for (path, needle) in [
+        (&othello, exact[..n].to_vec()),
+        (&opaque, b"state-00321".to_vec()),
+    ] {
+        let p = path.to_str().unwrap();
+        common::bookdb(["tt", "verify", "--table", p]).ok();
+        let mut bytes = std::fs::read(path).unwrap();
+        let at = bytes
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .expect("the position's bytes are in the file");
+        // A bit of the first disc bitboard / of the state's text.
+        bytes[at + 1] ^= 0x04;
+        std::fs::write(path, &bytes).unwrap();
+        let err = common::bookdb(["tt", "verify", "--table", p]).fails_with(3);
+        assert!(
+            err.contains("position bytes are") && err.contains("damaged"),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn the_cli_reads_checks_and_compacts_a_table_and_a_book_command_refuses_it() {
     let dir = tempfile::tempdir().unwrap();

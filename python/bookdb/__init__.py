@@ -230,10 +230,12 @@ class Reader:
             and not (excluded and e.uci in excluded)
         ]
 
-    def find(self, board: PositionLike, *, minimum_weight: int = 0,
+    def find(self, board: PositionLike, *, minimum_weight: int = 1,
              exclude_moves: Container[Any] = (), **filters: Any) -> Entry:
-        """The main entry of the position: the heaviest (the most played among weightless
-        ones). Raises ``IndexError`` if the book has no move there."""
+        """The main entry of the position: the heaviest of those with at least
+        ``minimum_weight`` (1, as python-chess: a move the ``.bin`` leaves out, such as one that
+        lost every game, is never the book's move; 0 also takes those, the most played first).
+        Raises ``IndexError`` if the book has no such move there."""
         found = self._find(board, filters.pop("minimum_games", 1), minimum_weight,
                            exclude_moves, **_filters(filters))
         if not found:
@@ -241,7 +243,7 @@ class Reader:
         return found[0]
 
     def get(self, board: PositionLike, default: Optional[Entry] = None, *,
-            minimum_weight: int = 0, exclude_moves: Container[Any] = (),
+            minimum_weight: int = 1, exclude_moves: Container[Any] = (),
             **filters: Any) -> Optional[Entry]:
         """``find``, or ``default`` when the book has no move there."""
         try:

@@ -529,8 +529,25 @@ fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     canon::decode(py, data)
 }
 
+/// redb panics on some damaged files; the library catches those (`store::book::shield`) and
+/// raises `CorruptBook`, so Python's stderr gets no Rust panic message for them (as the
+/// command line prints none). Every other panic goes to the hook that was installed.
+fn quiet_shielded_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if bookdb::store::book::in_shield() && std::env::var_os("BOOKDB_DEBUG").is_none() {
+                return;
+            }
+            previous(info);
+        }));
+    });
+}
+
 #[pymodule]
 fn _bookdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    quiet_shielded_panics();
     m.add_class::<PyBook>()?;
     m.add_class::<Entries>()?;
     m.add_class::<table::PyTable>()?;

@@ -47,6 +47,15 @@ def test_same_moves_and_weights_as_python_chess_on_the_export(chess_book, polygl
             # By FEN, by key and by the line of moves the answer is the same.
             assert [e[:2] for e in ours] == [
                 (e.move, e.weight) for e in book.find_all(board.fen(), minimum_weight=1)]
+            # The book's move: python-chess's `get` and `find` on the .bin (a position whose
+            # moves all lost has none: `get` is None, as there).
+            theirs_main = pg.get(board)
+            ours_main = book.get(board)
+            assert (ours_main and (ours_main.move, ours_main.weight)) == (
+                theirs_main and (theirs_main.move, theirs_main.weight)), board.fen()
+            if theirs_main is None:
+                with pytest.raises(IndexError):
+                    book.find(board)
             key = chess.polyglot.zobrist_hash(board)
             assert book.key(board) == key
             assert [(e.raw_move, e.weight) for e in pg.find_all(key)] == [

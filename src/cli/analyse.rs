@@ -57,8 +57,10 @@ impl Args {
             (_, _, Some(ms)) => Limit::MoveTime(ms),
             (d, _, _) => Limit::Depth(d.unwrap_or(20)),
         };
-        if !(self.timeout.is_finite() && self.timeout > 0.0) {
-            anyhow::bail!("--timeout takes a positive number of seconds");
+        if !(self.timeout.is_finite() && self.timeout > 0.0)
+            || Duration::try_from_secs_f64(self.timeout).is_err()
+        {
+            anyhow::bail!("--timeout takes a positive number of seconds (at most 10^18)");
         }
         let rewrite = self.job.rewrite_options();
         let opts = AnalyseOptions {
@@ -72,7 +74,7 @@ impl Args {
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
             hash_mib: self.hash,
             limit_positions: self.limit,
-            timeout: Duration::from_secs_f64(self.timeout),
+            timeout: Duration::try_from_secs_f64(self.timeout).unwrap_or(Duration::MAX),
             progress: rewrite.progress,
             lock_wait: rewrite.lock_wait,
             writer: rewrite.writer,

@@ -71,7 +71,12 @@ pub(crate) fn parse_wait(s: &str) -> Result<LockWait, String> {
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!("--wait takes a number of seconds, not {s:?}"));
     }
-    Ok(LockWait::For(std::time::Duration::from_secs_f64(secs)))
+    // Past what a duration holds (~585 billion years) is not a wait: `forever` is.
+    std::time::Duration::try_from_secs_f64(secs)
+        .map(LockWait::For)
+        .map_err(|_| {
+            format!("--wait {s}: too many seconds; give `--wait=forever` to wait without end")
+        })
 }
 
 /// `--progress MODE`, for the jobs that can take minutes.

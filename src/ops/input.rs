@@ -493,6 +493,22 @@ pub(crate) fn read_error(name: &str, e: std::io::Error) -> Error {
     Error::io(format!("reading {name}"), e)
 }
 
+/// Why `head`, the first bytes of an input given to an Othello book that is not a WTHOR file,
+/// is not Othello transcripts: `Some` when it holds a PGN tag pair (chess games, which the
+/// transcript reader would skip line by line as damaged records and record as imported).
+pub(crate) fn check_not_chess(name: &str, head: &[u8]) -> Option<Error> {
+    let text = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+    // Only whole lines: the last may be cut.
+    let whole = memchr::memrchr(b'\n', text).map_or(text, |i| &text[..i]);
+    has_tag_pair(whole).then(|| {
+        Error::Input(format!(
+            "{name}: PGN (chess games: it holds a tag pair such as [Event \"…\"]), and this \
+             book holds Othello; it was not imported (give WTHOR files or Othello transcripts, \
+             or import the games into a chess book)"
+        ))
+    })
+}
+
 pub(crate) fn not_pgn(name: &str, why: &str) -> Error {
     Error::Input(format!(
         "{name}: {why}; it was not imported (give PGN text, plain or compressed with zstd, gzip, bzip2 or xz)"

@@ -47,7 +47,8 @@ fn plain_interval() -> Duration {
         .ok()
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s > 0.0)
-        .map_or(PLAIN_INTERVAL, Duration::from_secs_f64)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .unwrap_or(PLAIN_INTERVAL)
 }
 
 /// The thread that prints plain progress lines, and how to stop it.

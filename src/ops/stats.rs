@@ -123,7 +123,12 @@ impl fmt::Display for Stats {
         )?;
         writeln!(f, "dictionary        {} bytes", s.dictionary_bytes)?;
         writeln!(f, "--dedupe games    {}", s.dedupe_games)?;
-        writeln!(f, "evaluations       {} rows", s.evaluation_rows)?;
+        writeln!(
+            f,
+            "evaluations       {} rows (a position once per file holding its results: a \
+             re-import adds rows until a compaction folds them)",
+            s.evaluation_rows
+        )?;
         writeln!(f, "stored games      {}", s.stored_games)?;
         if s.stored_games > 0 {
             let g = &s.game_bytes;

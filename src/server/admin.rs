@@ -45,6 +45,27 @@ pub async fn import(
             return Err(refused);
         }
     };
+    // The upload is received and imported by a task of its own: hyper drops this request's
+    // future when the client closes its side (a client that sends the whole body and goes
+    // away), and a body received whole must still be imported, as one cut short must not.
+    tokio::spawn(receive_and_import(s, p, guard, body))
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("import task: {e}"),
+            )
+        })?
+}
+
+/// Receives an admitted upload beside the book and imports it (holding the admin import's
+/// `guard` to the end); the answer.
+async fn receive_and_import(
+    s: Arc<AppState>,
+    p: params::ImportParams,
+    guard: tokio::sync::OwnedMutexGuard<()>,
+    body: Body,
+) -> std::result::Result<Response, ApiError> {
     let (dir, file) = receive(&s.path, body, s.max_upload).await?;
     let book = s.path.clone();
     let mut opts = ImportOptions {
@@ -90,13 +111,15 @@ pub async fn import(
             f.error
         )));
     }
-    // The client learns what happened to its body, not where the server stored it.
+    // The client learns what happened to its body, not where the server stored it: every
+    // name of it (already imported, empty, a warning's) is "the upload".
     let mut summary = summary;
     for input in &mut summary.already_imported {
-        *input = UPLOAD_NAME.into();
+        *input = super::redact::UPLOAD_NAME.into();
     }
     let body = serde_json::to_string(&summary)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let body = super::redact::redact_paths(&body, &s.path);
     Ok(json_ok(body, Some(s.live.snapshot().generation())).into_response())
 }
 
@@ -131,9 +154,6 @@ fn admit(
     };
     Ok((p, guard))
 }
-
-/// What answers call the request's body instead of the path it was stored at.
-pub(crate) const UPLOAD_NAME: &str = "the upload";
 
 fn expects_continue(headers: &HeaderMap) -> bool {
     headers

@@ -70,6 +70,10 @@ pub(super) async fn run(state: Arc<AppState>, opts: &ServeOptions) -> Result<()>
         // Flat writes: hyper's own refusals are then one write each, which JsonRefusals
         // gives a JSON body.
         .writev(false)
+        // A client that sends its request and closes its side (or goes away at once) still
+        // has the request run to its end, instead of hyper dropping it at the EOF: an admin
+        // upload received whole is imported, and a half-closed client gets its answer.
+        .half_close(true)
         .keep_alive(true);
     tokio::pin!(shutdown);
     loop {

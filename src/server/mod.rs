@@ -13,6 +13,7 @@ mod openings;
 mod options;
 pub mod page;
 pub mod params;
+mod redact;
 pub mod routes;
 pub mod state;
 pub mod token;

@@ -281,7 +281,7 @@ pub fn import(query: &str) -> Result<ImportParams, ApiError> {
     Ok(ImportParams {
         max_ply: p
             .get("maxPly")
-            .map(|v| number("maxPly", v, 10_000).map(|n| n as u32))
+            .map(|v| number_in("maxPly", v, 1, 10_000).map(|n| n as u32))
             .transpose()?,
         min_rating: p
             .get("minRating")
@@ -388,6 +388,14 @@ mod tests {
         assert_eq!(i.max_ply, Some(40));
         assert!(i.dedupe && i.force);
         assert!(import("dedupe=maybe").is_err());
+        // In the route's words, not the CLI's `--max-ply`.
+        let e = import("maxPly=0").unwrap_err();
+        assert!(
+            e.message
+                .contains("maxPly must be a whole number from 1 to"),
+            "{}",
+            e.message
+        );
         assert!(import("minRating=-3").is_err());
     }
 

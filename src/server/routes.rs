@@ -158,40 +158,10 @@ async fn without_paths(resp: Response, book: &std::path::Path) -> Response {
     let Ok(text) = std::str::from_utf8(&bytes) else {
         return Response::from_parts(parts, axum::body::Body::from(bytes));
     };
-    let cleaned = redact_paths(text, book);
+    let cleaned = super::redact::redact_paths(text, book);
     let mut parts = parts;
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, axum::body::Body::from(cleaned))
-}
-
-/// `text` without the directory of `book` (as given and canonical) and with upload paths
-/// (`.bookdb-upload-XXXX/upload`) said as "the upload".
-pub(crate) fn redact_paths(text: &str, book: &std::path::Path) -> String {
-    let mut out = text.to_string();
-    let dir = crate::store::files::dir_of(book);
-    let mut dirs = vec![dir.to_path_buf()];
-    if let Ok(c) = std::fs::canonicalize(dir) {
-        dirs.push(c);
-    }
-    for d in dirs {
-        let d = d.display().to_string();
-        if !d.is_empty() && d != "." {
-            // As JSON escapes it too (a path inside an error's JSON string).
-            for form in [format!("{d}/"), format!("{}/", d.replace('/', "\\/"))] {
-                out = out.replace(&form, "");
-            }
-        }
-    }
-    while let Some(start) = out.find(".bookdb-upload-") {
-        let tail = &out[start..];
-        let end = tail
-            .find("/upload")
-            .map(|i| i + "/upload".len())
-            .filter(|&i| !tail[..i].contains([' ', '"', '\'']))
-            .unwrap_or_else(|| tail.find([' ', '"', '\'', ':']).unwrap_or(tail.len()));
-        out.replace_range(start..start + end, super::admin::UPLOAD_NAME);
-    }
-    out
 }
 
 async fn not_found(uri: Uri) -> ApiError {

@@ -21,7 +21,10 @@ use super::worker::{self, Msg, Reply};
 use crate::error::{Error, Result};
 use crate::ops::game::Game;
 use crate::ops::input;
-use crate::ops::othello::games::{WTHOR_HEADER, is_wthor_header};
+use crate::ops::othello::games::{WTHOR_HEADER, WTHOR_RECORD, is_wthor_header};
+
+/// The first bytes of an Othello input looked at: a WTHOR header, or PGN tag pairs (chess).
+const OTHELLO_SNIFF_BYTES: usize = 4096;
 use crate::ops::progress::Progress;
 use crate::store::fpset::{self, FingerprintSet};
 use crate::store::run::RunModels;
@@ -363,14 +366,20 @@ impl Coordinator<'_> {
         progress.start_input(&inp.name, inp.raw_size);
         let raw_read = inp.raw_read.clone();
         let mut reader = std::mem::replace(&mut inp.reader, Box::new(std::io::empty()));
-        // An Othello input is a WTHOR file or transcripts, by its first bytes (put back).
+        let mut wthor_games = None;
+        // An Othello input is a WTHOR file or transcripts, by its first bytes (put back); a
+        // PGN file given to an Othello book is refused as the reverse is.
         let kind = if self.game.is_othello() {
-            let mut head = Vec::with_capacity(WTHOR_HEADER);
-            Read::take(&mut reader, WTHOR_HEADER as u64)
+            let mut head = Vec::with_capacity(OTHELLO_SNIFF_BYTES);
+            Read::take(&mut reader, OTHELLO_SNIFF_BYTES as u64)
                 .read_to_end(&mut head)
                 .map_err(|e| input::read_error(&p.name, e))?;
-            let kind = if is_wthor_header(&head) {
+            let kind = if is_wthor_header(&head[..head.len().min(WTHOR_HEADER)]) {
+                // The games the header counts (u32 at offset 4), checked at the end.
+                wthor_games = Some(u32::from_le_bytes([head[4], head[5], head[6], head[7]]));
                 InputKind::Wthor
+            } else if let Some(e) = input::check_not_chess(&p.name, &head) {
+                return Err(e);
             } else {
                 InputKind::OthelloLines
             };
@@ -428,6 +437,20 @@ impl Coordinator<'_> {
         drop(chunks);
         drop(reader);
         let fingerprint = inp.finish()?;
+        // A WTHOR file cut between records reads as whole records: only its header tells.
+        // Truncated, it fails as a truncated compressed input does (the import stops, the
+        // book unchanged): recorded, the whole file would later count its first games twice.
+        if let Some(declared) = wthor_games.filter(|&n| n > 0) {
+            let whole = offset.saturating_sub(WTHOR_HEADER as u64) / WTHOR_RECORD as u64;
+            if whole < u64::from(declared) {
+                return Err(crate::error::Error::Input(format!(
+                    "{}: its WTHOR header counts {declared} games but the file holds {whole} \
+                     whole records: it is truncated; copy or download it again (the import \
+                     stopped; the book is unchanged)",
+                    p.name
+                )));
+            }
+        }
         state.input_index = idx + 1;
         state.bytes_in_input = 0;
         state.line_in_input = 0;

@@ -13,6 +13,9 @@ use crate::store::error::{Corruption, Error, Result};
 use crate::store::files::create_temp;
 use crate::store::filter::KeyFilter;
 
+/// The key of a position from its exact bytes (`None`: the bytes are no position).
+pub type KeyOf<'a> = dyn Fn(&[u8]) -> Option<u64> + 'a;
+
 /// (key, exact position bytes) → coded [`Entry`] (§14.3).
 pub(crate) const TT: TableDefinition<(u64, &[u8]), &[u8]> = TableDefinition::new("tt");
 
@@ -380,8 +383,10 @@ impl TtFile {
     }
 
     /// Reads every entry of the file (checksums, coding, order), and checks the key filter
-    /// holds every key and the meta's count equals the rows. Returns the entries.
-    pub(crate) fn check(&self) -> Result<u64> {
+    /// holds every key, each key is the key of its entry's exact position bytes (`key_of`,
+    /// when the caller can tell: `None` from it means the bytes are no position) and the
+    /// meta's count equals the rows. Returns the entries.
+    pub(crate) fn check(&self, key_of: Option<&KeyOf<'_>>) -> Result<u64> {
         let corrupt = |what: String| corrupt_meta(&self.path, what);
         let filter = match &self.filter {
             Some(f) => f,
@@ -393,9 +398,30 @@ impl TtFile {
         };
         let mut n = 0u64;
         for item in self.items()? {
-            let (key, _, _) = item?;
+            let (key, exact, _) = item?;
             if !filter.may_contain(key) {
                 return Err(corrupt(format!("the key filter lacks key {key:016x}")));
+            }
+            // The entry's crc32 covers its value only: damaged position bytes would leave it
+            // unreachable (a lookup's key finds other bytes) and counted as a collision.
+            if let Some(key_of) = key_of {
+                let reason = match key_of(&exact) {
+                    Some(k) if k == key => None,
+                    Some(k) => Some(format!(
+                        "its position's key is {k:016x}: its position bytes are damaged"
+                    )),
+                    None => Some(format!(
+                        "its {} position bytes are no position of the table's game: they are \
+                         damaged",
+                        exact.len()
+                    )),
+                };
+                if let Some(reason) = reason {
+                    return Err(Error::CorruptFile {
+                        path: self.path.clone(),
+                        corruption: Corruption::TableEntry { key, reason },
+                    });
+                }
             }
             n += 1;
         }

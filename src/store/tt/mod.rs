@@ -24,7 +24,7 @@ pub use crate::store::filter::KeyFilter;
 pub use entry::{BestMove, Bound, Entry, EntryError, MAX_MOVE_BYTES};
 #[doc(hidden)]
 pub use entry::{decode as decode_entry, encode as encode_entry};
-pub use file::{MAGIC, TT_VERSION, TableKind};
+pub use file::{KeyOf, MAGIC, TT_VERSION, TableKind};
 pub use hash::{KeyHash, family_hash};
 
 use file::TtFile;
@@ -517,9 +517,22 @@ impl Table {
     }
 
     /// Checks every published file: each entry's checksum and coding, the order, the key
-    /// filters, the counts in the meta (docs/FORMAT.md §14.6). Returns the files and entries
-    /// checked.
+    /// filters, the counts in the meta (docs/FORMAT.md §14.6), and for a table of opaque
+    /// states that each key is its state's hash. Returns the files and entries checked.
     pub fn verify(&self) -> Result<TableCheck> {
+        self.verify_with(None)
+    }
+
+    /// [`Table::verify`], with `key_of` giving a position's key from its exact bytes for a
+    /// table of a game's positions (the layer above the store knows the games' keys): each
+    /// entry's key is checked against it. A table of opaque states uses its own hash.
+    pub fn verify_with(&self, key_of: Option<&KeyOf<'_>>) -> Result<TableCheck> {
+        let opaque = |state: &[u8]| Some(self.key_of_state(state));
+        let key_of: Option<&KeyOf<'_>> = if self.kind.game == OPAQUE {
+            Some(&opaque)
+        } else {
+            key_of
+        };
         let mut check = TableCheck::default();
         for f in &self.state.files {
             let (full, _) =
@@ -539,7 +552,7 @@ impl Table {
                     }
                     Err(e) => return Err(e),
                 };
-            check.entries += full.check()?;
+            check.entries += full.check(key_of)?;
             check.files += 1;
             check.bytes += std::fs::metadata(&f.path).map_or(0, |m| m.len());
         }
