@@ -114,7 +114,11 @@ fn killed_and_resumed_analysis_equals_an_uninterrupted_one() {
     let quarter_ms = (whole.as_millis() as u64 / 4).max(20);
     loop {
         let mut child = bookdb(analyse_args(&other, &sf)).command().spawn().unwrap();
-        std::thread::sleep(idle + Duration::from_millis(rng.below(quarter_ms)));
+        // Each kill lets the next run live a little longer (a 25th of a quarter run more), so
+        // that on a loaded machine, where starting takes longer than `idle` measured, runs
+        // still get past their start and one finishes.
+        let grown = quarter_ms * kills / 25;
+        std::thread::sleep(idle + Duration::from_millis(grown + rng.below(quarter_ms)));
         if child.try_wait().unwrap().is_some() {
             assert!(child.wait().unwrap().success());
             break;

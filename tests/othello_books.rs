@@ -683,3 +683,36 @@ fn a_wthor_file_cut_between_records_is_refused_by_its_header_count() {
     run(&whole).arg("--quiet").ok();
     assert_eq!(stats(&book)["games"].as_u64(), Some(declared as u64));
 }
+
+/// PGN among the inputs of an Othello import fails as that input alone (listed in
+/// `failed_inputs`, not recorded), as a non-PGN file among a chess import's inputs does: the
+/// transcripts beside it are imported.
+#[test]
+fn pgn_among_othello_inputs_fails_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let txt = transcript(tmp.path());
+    let pgn = copy_in(&sample_pgn(), tmp.path());
+    let book = tmp.path().join("o.book");
+    let out = bookdb([
+        "import",
+        "--game",
+        "othello",
+        "--json",
+        "--book",
+        s(&book),
+        s(&txt),
+        s(&pgn),
+    ])
+    .output();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let failed = j["failed_inputs"].to_string();
+    assert!(
+        failed.contains("sample.pgn") && failed.contains("holds Othello"),
+        "{j}"
+    );
+    assert!(j["games_imported"].as_u64().unwrap() > 0, "{j}");
+    let alone = tmp.path().join("alone.book");
+    let k = import(&[&txt], &alone, &[]);
+    assert_eq!(j["games_imported"], k["games_imported"]);
+}

@@ -452,6 +452,13 @@ pub(crate) fn open_with(path: &str, spec: OpenSpec) -> Result<Input> {
     {
         return Err(not_pgn(&name, &why));
     }
+    // PGN given to an Othello book fails as this input alone, as the reverse does.
+    if !spec.pgn
+        && !super::othello::games::is_wthor_header(&text)
+        && let Some(e) = check_not_chess(&name, &text)
+    {
+        return Err(e);
+    }
     // Old Mac files (lines ended by a carriage return alone) are read with those as line
     // feeds, as python-chess reads them (ops::lineends).
     let cr_only = spec.pgn && super::lineends::cr_only(&text);

@@ -50,12 +50,17 @@ pub async fn import(
     // away), and a body received whole must still be imported, as one cut short must not.
     tokio::spawn(receive_and_import(s, p, guard, body))
         .await
-        .map_err(|e| {
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("import task: {e}"),
-            )
-        })?
+        .map_err(task_failed)?
+}
+
+/// The answer when the admin import's task failed (a panic: its message goes to the log,
+/// never to the client, as for every other handler).
+fn task_failed(e: tokio::task::JoinError) -> ApiError {
+    tracing::error!(error = %e, "the admin import's task failed; answered 500, serving on");
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal error: this request failed (the server log says why); the server goes on",
+    )
 }
 
 /// Receives an admitted upload beside the book and imports it (holding the admin import's
@@ -94,12 +99,7 @@ async fn receive_and_import(
         r
     })
     .await
-    .map_err(|e| {
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("import task: {e}"),
-        )
-    })??;
+    .map_err(task_failed)??;
     tracing::info!(
         games = summary.games_imported,
         positions_added = summary.positions_added,

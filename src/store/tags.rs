@@ -14,22 +14,23 @@ const CP1252_HIGH: [char; 32] = [
     '\u{02DC}', '\u{2122}', '\u{0161}', '\u{203A}', '\u{0153}', '\u{009D}', '\u{017E}', '\u{0178}',
 ];
 
-/// A tag value as text: as UTF-8 when it is, else as Windows-1252 (a superset of ISO 8859-1,
-/// the PGN standard's character set, in which older files and tools write names such as
-/// `Müller`). The store keeps a value's bytes as the file had them; this reads them back
-/// without losing a letter.
+/// A tag value as text: its UTF-8 as it is, and each byte that is not part of UTF-8 as
+/// Windows-1252 (a superset of ISO 8859-1, the PGN standard's character set, in which older
+/// files and tools write names such as `Müller`; a file mixing both keeps both). The store
+/// keeps a value's bytes as the file had them; this reads them back without losing a letter.
 pub fn tag_text(v: &[u8]) -> std::borrow::Cow<'_, str> {
-    match std::str::from_utf8(v) {
-        Ok(s) => std::borrow::Cow::Borrowed(s),
-        Err(_) => std::borrow::Cow::Owned(
-            v.iter()
-                .map(|&b| match b {
-                    0x80..=0x9f => CP1252_HIGH[usize::from(b - 0x80)],
-                    _ => char::from(b),
-                })
-                .collect(),
-        ),
+    if let Ok(s) = std::str::from_utf8(v) {
+        return std::borrow::Cow::Borrowed(s);
     }
+    let mut out = String::with_capacity(v.len() + 8);
+    for chunk in v.utf8_chunks() {
+        out.push_str(chunk.valid());
+        out.extend(chunk.invalid().iter().map(|&b| match b {
+            0x80..=0x9f => CP1252_HIGH[usize::from(b - 0x80)],
+            _ => char::from(b),
+        }));
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// An Elo as the book counts it: a positive integer below 5000; `None` otherwise.
@@ -140,16 +141,24 @@ mod text_tests {
         assert_eq!(tag_text(b"Fran\xe7ois \x96 \x80"), "François – €");
         assert_eq!(tag_text("Caruana, Fabiano".as_bytes()), "Caruana, Fabiano");
         assert_eq!(tag_text("Ткачёв".as_bytes()), "Ткачёв");
+        // A file mixing encodings keeps both.
+        assert_eq!(
+            tag_text(&["Ткачёв, ".as_bytes(), &b"J\xfcrgen"[..]].concat()),
+            "Ткачёв, Jürgen"
+        );
     }
 
     proptest! {
         #[test]
         fn utf8_is_kept_and_any_bytes_give_one_char_each(s in ".*", b in proptest::collection::vec(any::<u8>(), 0..64)) {
             prop_assert_eq!(tag_text(s.as_bytes()), s.as_str());
+            // Every valid part kept, every other byte one character.
             let t = tag_text(&b);
-            if std::str::from_utf8(&b).is_err() {
-                prop_assert_eq!(t.chars().count(), b.len());
-            }
+            let want: usize = b
+                .utf8_chunks()
+                .map(|c| c.valid().chars().count() + c.invalid().len())
+                .sum();
+            prop_assert_eq!(t.chars().count(), want);
         }
     }
 }

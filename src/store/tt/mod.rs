@@ -312,6 +312,9 @@ impl Table {
     }
 
     /// Stores a result for (key, exact bytes) by the replacement rule; whether it was kept.
+    /// The key must be the one the table's game gives those bytes ([`TtPosition`]'s for
+    /// chess and Othello, the table's hash for opaque states): `verify` checks every key
+    /// against its bytes and reports any other as damage.
     pub fn store_raw(&mut self, key: u64, exact: &[u8], entry: Entry) -> Result<bool> {
         if let Mode::Reader = self.mode {
             return Err(Error::Usage(format!(
