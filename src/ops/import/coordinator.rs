@@ -22,9 +22,6 @@ use crate::error::{Error, Result};
 use crate::ops::game::Game;
 use crate::ops::input;
 use crate::ops::othello::games::{WTHOR_HEADER, WTHOR_RECORD, is_wthor_header};
-
-/// The first bytes of an Othello input looked at: a WTHOR header, or PGN tag pairs (chess).
-const OTHELLO_SNIFF_BYTES: usize = 4096;
 use crate::ops::progress::Progress;
 use crate::store::fpset::{self, FingerprintSet};
 use crate::store::run::RunModels;
@@ -367,19 +364,17 @@ impl Coordinator<'_> {
         let raw_read = inp.raw_read.clone();
         let mut reader = std::mem::replace(&mut inp.reader, Box::new(std::io::empty()));
         let mut wthor_games = None;
-        // An Othello input is a WTHOR file or transcripts, by its first bytes (put back); a
-        // PGN file given to an Othello book is refused as the reverse is.
+        // An Othello input is a WTHOR file or transcripts, by its first bytes (put back); PGN
+        // was refused when it was opened (`input::check_not_chess`).
         let kind = if self.game.is_othello() {
-            let mut head = Vec::with_capacity(OTHELLO_SNIFF_BYTES);
-            Read::take(&mut reader, OTHELLO_SNIFF_BYTES as u64)
+            let mut head = Vec::with_capacity(WTHOR_HEADER);
+            Read::take(&mut reader, WTHOR_HEADER as u64)
                 .read_to_end(&mut head)
                 .map_err(|e| input::read_error(&p.name, e))?;
-            let kind = if is_wthor_header(&head[..head.len().min(WTHOR_HEADER)]) {
+            let kind = if is_wthor_header(&head) {
                 // The games the header counts (u32 at offset 4), checked at the end.
                 wthor_games = Some(u32::from_le_bytes([head[4], head[5], head[6], head[7]]));
                 InputKind::Wthor
-            } else if let Some(e) = input::check_not_chess(&p.name, &head) {
-                return Err(e);
             } else {
                 InputKind::OthelloLines
             };
