@@ -22,7 +22,8 @@
 #   warm-up) and cold (the page cache dropped: `echo 3 > /proc/sys/vm/drop_caches`, root only;
 #   "-" and a printed reason otherwise; one pass, each position once); verify seconds; a
 #   10,000-game import (seed 7) into the book, seconds (the median of 3 runs when it is a
-#   delta: the segment is removed between runs, the base is unchanged) and its peak RSS; then
+#   delta: the segment is removed between runs, the base is unchanged), its peak RSS and, last
+#   column, one run before those with the page cache dropped (cold; "-" as for probes); then
 #   compact, seconds and peak RSS. At the end, each size's 10k import against the first size's.
 # Times are wall clock on whatever the machine is doing: read them beside the load average
 # printed with each row, and compare sizes measured in the same run.
@@ -82,26 +83,38 @@ drop_caches() {
   fi
 }
 
-# The 10k import into book $1: "seconds peak_KiB", the median of 3 runs when the import
-# publishes a delta segment (the base file untouched: removing the segment and the manifest
-# gives the book back), else the one run.
+# The 10k import into book $1: "seconds peak_KiB cold_seconds". When the import publishes a
+# delta segment (the base file untouched: removing the segment and the manifest gives the book
+# back), one run with the page cache dropped first (cold: "-" if it cannot be dropped), then
+# the median of 3 runs (warm: the pages the first run read are cached); else the one run.
 small_import() {
   base_before=$(stat -c %Y.%s "$1")
+  cold=-
   runs=""
-  for _ in 1 2 3; do
+  for i in 0 1 2 3; do
+    if [ "$i" = 0 ]; then
+      drop_caches 2>/dev/null || continue
+    fi
     r=$(timed "$BIN" import --quiet --max-ply 50 --memory "$MEMORY" --book "$1" small.pgn.zst)
-    runs="$runs$r
+    if [ "$i" = 0 ]; then
+      cold=${r% *}
+      first=$r
+    else
+      runs="$runs$r
 "
+    fi
     [ "$(stat -c %Y.%s "$1")" = "$base_before" ] && [ -f "$1.live" ] || break
     rm -f "$1.live" "$1".seg-*
   done
   # Leave the book with the import applied, as the rows before this change did.
   [ -f "$1.live" ] || [ "$(stat -c %Y.%s "$1")" != "$base_before" ] ||
     timed "$BIN" import --quiet --max-ply 50 --memory "$MEMORY" --book "$1" small.pgn.zst > /dev/null
-  printf '%s' "$runs" | sort -n | awk '{r[NR] = $0} END {print r[int((NR + 1) / 2)]}'
+  [ -n "$runs" ] || runs="$first
+"
+  printf '%s' "$runs" | sort -n | awk -v c="$cold" '{r[NR] = $0} END {print r[int((NR + 1) / 2)], c}'
 }
 
-printf 'games\timport_s\tgames_per_s\tpeak_mib\tstaging_peak\tbook_bytes\tpairs\tbytes_per_pair\topen_ms\twarm_p50_us\twarm_p99_us\tcold_p50_us\tcold_p99_us\tverify_s\timport_10k_s\tcompact_s\tcompact_peak_mib\tload\timport_10k_peak_mib\n' > scale.tsv
+printf 'games\timport_s\tgames_per_s\tpeak_mib\tstaging_peak\tbook_bytes\tpairs\tbytes_per_pair\topen_ms\twarm_p50_us\twarm_p99_us\tcold_p50_us\tcold_p99_us\tverify_s\timport_10k_s\tcompact_s\tcompact_peak_mib\tload\timport_10k_peak_mib\timport_10k_cold_s\n' > scale.tsv
 for n in $SIZES; do
   pgn=games-$n.pgn.zst
   book=book-$n.book
@@ -133,7 +146,7 @@ for n in $SIZES; do
   read -r verify_s _ <<EOF
 $(timed "$BIN" verify --quiet --book "$book")
 EOF
-  read -r small_s small_kib <<EOF
+  read -r small_s small_kib small_cold <<EOF
 $(small_import "$book")
 EOF
   read -r compact_s compact_kib <<EOF
@@ -143,17 +156,20 @@ EOF
   row=$(awk -v n="$n" -v is="$import_s" -v ik="$import_kib" -v st="$staging" -v by="$bytes" \
     -v pa="$pairs" -v om="$open_ms" -v w50="$(echo "$warm" | jq .p50_us)" \
     -v w99="$(echo "$warm" | jq .p99_us)" -v c50="$cold_p50" -v c99="$cold_p99" \
-    -v vs="$verify_s" -v ss="$small_s" -v cs="$compact_s" -v ck="$compact_kib" -v ld="$load" -v sk="$small_kib" \
-    'BEGIN {printf "%s\t%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%.0f\n",
-      n, is, n / is, ik / 1024, st, by, pa, by / pa, om, w50, w99, c50, c99, vs, ss, cs, ck / 1024, ld, sk / 1024}')
+    -v vs="$verify_s" -v ss="$small_s" -v cs="$compact_s" -v ck="$compact_kib" -v ld="$load" -v sk="$small_kib" -v sc="$small_cold" \
+    'BEGIN {printf "%s\t%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%.0f\t%s\n",
+      n, is, n / is, ik / 1024, st, by, pa, by / pa, om, w50, w99, c50, c99, vs, ss, cs, ck / 1024, ld, sk / 1024, sc}')
   echo "$row" >> scale.tsv
   echo "$row" | jq -R -c 'split("\t") | {games: .[0], import_s: .[1], games_per_s: .[2],
     peak_mib: .[3], staging_peak: .[4], book_bytes: .[5], pairs: .[6], bytes_per_pair: .[7],
     open_ms: .[8], warm_p50_us: .[9], warm_p99_us: .[10], cold_p50_us: .[11],
     cold_p99_us: .[12], verify_s: .[13], import_10k_s: .[14], compact_s: .[15],
-    compact_peak_mib: .[16], load: .[17], import_10k_peak_mib: .[18]}' | sed 's/^/RESULT /'
+    compact_peak_mib: .[16], load: .[17], import_10k_peak_mib: .[18], import_10k_cold_s: .[19]}' | sed 's/^/RESULT /'
   [ "$KEEP" = 1 ] || rm -rf "$pgn" "$book" "$book".*
 done
 column -t -s "$(printf '\t')" scale.tsv
 # Item 2 of issue 31: each 10k import against the first size's (target: within 1.5x).
-awk -F'\t' 'NR == 2 {first = $15; n0 = $1} NR > 1 {printf "10k import into %s games: %.2fx the import into %s\n", $1, $15 / first, n0}' scale.tsv
+awk -F'\t' 'NR == 2 {first = $15; c0 = $20; n0 = $1} NR > 1 {
+  printf "10k import into %s games: %.2fx the import into %s (warm)", $1, $15 / first, n0
+  if ($20 != "-" && c0 != "-") printf ", %.2fx (cold)", $20 / c0
+  printf "\n"}' scale.tsv

@@ -371,6 +371,7 @@ impl NewEntries {
 /// Applies the new entries and what comes with them to the book; returns how
 /// ([`Applied::Delta`] or [`Applied::Rewrite`]).
 fn apply(target: &Target<'_>, new: NewEntries, added: Additions) -> Result<Applied> {
+    let mut trace = crate::ops::progress::Trace::new();
     // A delta plan looks every new entry up in the book: caches within the budget's share.
     let old = if target.book_path.exists() {
         Some(Book::open_with_cache(
@@ -381,6 +382,7 @@ fn apply(target: &Target<'_>, new: NewEntries, added: Additions) -> Result<Appli
     } else {
         None
     };
+    trace.mark("apply: open the book");
     if let Some(book) = &old {
         let m = book.meta();
         // The folding policy (store::book::fold): a delta segment, unless these entries
@@ -400,10 +402,12 @@ fn apply(target: &Target<'_>, new: NewEntries, added: Additions) -> Result<Appli
                 target.game.codec(),
                 target.writer_opts,
             )?;
+            trace.mark("delta: look up the new entries, write and publish the segment");
             // The lookups' caches go before the fold opens its own.
             drop(old);
             if fold_due {
                 book::fold_book(target.book_path, target.game.codec(), target.writer_opts)?;
+                trace.mark("delta: fold segments");
             }
             return Ok(Applied::Delta);
         }

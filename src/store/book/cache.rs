@@ -516,7 +516,7 @@ pub struct CacheSizes {
     pub redb_bytes: usize,
     pub block_bytes: usize,
     /// Key-filter partitions each file keeps once read (past it a probe reads its partition,
-    /// kept until the next such read).
+    /// kept among the last few such reads).
     pub filter_bytes: usize,
     /// Checked game-fact chunks each file keeps (docs/FORMAT.md §15.4), read for the moves
     /// that keep their cells as their games' and for choices of games.

@@ -1,10 +1,11 @@
 //! A book file's key filter (docs/FORMAT.md §4.7): Bloom filters over the file's keys in
 //! partitions of [`PARTITION_KEYS`] consecutive distinct keys, built by the writer as entries
 //! stream in (memory: one partition), read by probes a partition at a time (held within a
-//! memory budget; past it read for the probe and kept until the next such read), and checked
+//! memory budget; past it read for the probe and kept among the last few such reads), and checked
 //! by `verify`. A probe of a key the file lacks then costs a few memory reads instead of a
 //! B-tree lookup and a block.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -173,10 +174,15 @@ pub(crate) struct FileFilter {
     parts: Vec<OnceLock<KeyFilter>>,
     held: AtomicUsize,
     budget: usize,
-    /// The last partition read past the budget: lookups in key order (an import's) probe
-    /// each partition several times in a row, and read it once.
-    last: Mutex<Option<(usize, Arc<KeyFilter>)>>,
+    /// The last partitions read past the budget, newest last (at most [`RECENT_PARTITIONS`]):
+    /// lookups in key order (an import's, each of its lookup threads in a range of keys of
+    /// its own) probe each partition several times in a row, and read it once.
+    recent: Mutex<VecDeque<(usize, Arc<KeyFilter>)>>,
 }
+
+/// Partitions read past the budget that a file's filter keeps (about 2 KB each): one for
+/// each of an import's lookup threads (`store::book::lookups`) with room to spare.
+pub(crate) const RECENT_PARTITIONS: usize = 32;
 
 /// What a probe learns from the filter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -195,14 +201,14 @@ impl FileFilter {
             parts,
             held: AtomicUsize::new(0),
             budget,
-            last: Mutex::new(None),
+            recent: Mutex::new(VecDeque::new()),
         }
     }
 
     /// Whether `key` may be in the file. `read` fetches partition `i`'s stored bytes (`None`:
     /// the row is missing); it is called only for a partition not yet held. A partition read
-    /// while the budget allows is held; past the budget it answers this probe and stays until
-    /// another partition is read past the budget.
+    /// while the budget allows is held; past the budget it answers this probe and stays among
+    /// the [`RECENT_PARTITIONS`] last read past the budget.
     pub(crate) fn probe(
         &self,
         key: u64,
@@ -222,11 +228,14 @@ impl FileFilter {
                 if self.held.load(Ordering::Relaxed) + size > self.budget {
                     // Past the budget the partition is read for this probe (one stored row of
                     // ~2 KB instead of a block search for a key the file may lack) and kept
-                    // until another is read.
+                    // among the last few read.
                     let loaded = Arc::new(loaded);
                     let probe = answer(&loaded, key);
-                    if let Ok(mut g) = self.last.lock() {
-                        *g = Some((i, loaded));
+                    if let Ok(mut g) = self.recent.lock() {
+                        if g.len() == RECENT_PARTITIONS {
+                            g.pop_front();
+                        }
+                        g.push_back((i, loaded));
                     }
                     return Ok(probe);
                 }
@@ -250,11 +259,12 @@ impl FileFilter {
         self.budget = bytes;
     }
 
-    /// Partition `i` if it is the one last read past the budget.
+    /// Partition `i` if it is among those last read past the budget.
     fn last_read(&self, i: usize) -> Option<Arc<KeyFilter>> {
-        let g = self.last.lock().ok()?;
-        g.as_ref()
-            .filter(|(at, _)| *at == i)
+        let g = self.recent.lock().ok()?;
+        g.iter()
+            .rev()
+            .find(|(at, _)| *at == i)
             .map(|(_, f)| f.clone())
     }
 
@@ -416,8 +426,8 @@ mod tests {
         assert_eq!(one.probe(far, read).unwrap(), Probe::Maybe);
         assert_eq!(
             reads.get(),
-            3,
-            "another partition read past the budget replaces it"
+            2,
+            "another partition read past the budget leaves it among the last read"
         );
         let past = (1_000_000..1_020_000u64)
             .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
@@ -436,5 +446,38 @@ mod tests {
         bad[3] ^= 4;
         let e = none.probe(far, |_| Ok(Some(bad))).unwrap_err();
         assert!(e.to_string().contains("checksum"), "{e}");
+    }
+
+    #[test]
+    fn partitions_past_the_budget_stay_among_the_last_read() {
+        let keys: Vec<u64> = {
+            let mut k: Vec<u64> = (0..(PARTITION_KEYS as u64) * (RECENT_PARTITIONS as u64 + 4))
+                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+                .collect();
+            k.sort_unstable();
+            k
+        };
+        let (rows, index) = build(&keys);
+        let rows: std::collections::HashMap<u32, Vec<u8>> = rows.into_iter().collect();
+        let f = FileFilter::new(index.unwrap(), 0);
+        let reads = std::cell::RefCell::new(Vec::new());
+        let read = |i: u32| {
+            reads.borrow_mut().push(i);
+            Ok(rows.get(&i).cloned())
+        };
+        let first = |p: usize| keys[p * PARTITION_KEYS];
+        // Lookup threads interleaved, each in its own partition: each partition is read once.
+        for _ in 0..3 {
+            for p in 0..RECENT_PARTITIONS {
+                assert_eq!(f.probe(first(p), read).unwrap(), Probe::Maybe);
+            }
+        }
+        let want: Vec<u32> = (0..RECENT_PARTITIONS as u32).collect();
+        assert_eq!(*reads.borrow(), want);
+        // One more pushes the oldest out; nothing is held within the (zero) budget.
+        f.probe(first(RECENT_PARTITIONS), read).unwrap();
+        f.probe(first(0), read).unwrap();
+        assert_eq!(reads.borrow().len(), RECENT_PARTITIONS + 2);
+        assert_eq!(f.held_bytes(), 0);
     }
 }

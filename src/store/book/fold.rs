@@ -22,7 +22,6 @@ use std::sync::Arc;
 use super::live::Manifest;
 use super::*;
 use crate::store::PositionCodec;
-use crate::store::cells::CellRead;
 use crate::store::entry::{Entry, MergeIter};
 use crate::store::error::Result;
 
@@ -117,36 +116,41 @@ pub(crate) fn publish_segment(
         w.keep_cells_as_games()?;
     }
     let mut prev_key: Option<u64> = None;
-    for e in new {
-        let e = e?;
-        // Only the old entry's moves matter here: its cells are passed over, not walked.
-        let old = match &e.pos {
-            Some(p) => book.lookup_read(p, CellRead::Skip)?,
-            None => book.get(e.key)?.into_iter().find(|x| x.pos.is_none()),
-        };
-        match &old {
-            Some(o) => {
-                // New entries read from runs may carry move indices; the book answers codes.
-                view.pairs += if e.moves.iter().any(|m| m.indexed) {
-                    o.moves_not_in(&e.clone().with_codes(codec.as_ref())?)
-                } else {
-                    o.moves_not_in(&e)
-                } as u64
-            }
-            None => {
-                view.pairs += e.moves.len() as u64;
-                if e.pos.is_some() {
-                    view.positions += 1;
-                } else {
-                    view.key_only += 1;
-                }
-                if prev_key == Some(e.key) || !book.get(e.key)?.is_empty() {
-                    view.collisions += 1;
-                }
-            }
+    let mut new = new.into_iter();
+    loop {
+        let batch = new
+            .by_ref()
+            .take(super::lookups::LOOKUP_BATCH)
+            .collect::<Result<Vec<Entry>>>()?;
+        if batch.is_empty() {
+            break;
         }
-        prev_key = Some(e.key);
-        w.push(e)?;
+        let found = super::lookups::lookup_batch(book, &batch)?;
+        for (e, found) in batch.into_iter().zip(found) {
+            match &found.old {
+                Some(o) => {
+                    // New entries read from runs may carry move indices; the book answers codes.
+                    view.pairs += if e.moves.iter().any(|m| m.indexed) {
+                        o.moves_not_in(&e.clone().with_codes(codec.as_ref())?)
+                    } else {
+                        o.moves_not_in(&e)
+                    } as u64
+                }
+                None => {
+                    view.pairs += e.moves.len() as u64;
+                    if e.pos.is_some() {
+                        view.positions += 1;
+                    } else {
+                        view.key_only += 1;
+                    }
+                    if prev_key == Some(e.key) || found.key_held {
+                        view.collisions += 1;
+                    }
+                }
+            }
+            prev_key = Some(e.key);
+            w.push(e)?;
+        }
     }
     w.set_view(view)?;
     w.finish()?;

@@ -23,6 +23,7 @@ mod idspill;
 mod iter;
 mod keptgames;
 mod live;
+mod lookups;
 mod open;
 mod options;
 mod overlap;

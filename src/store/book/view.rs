@@ -108,7 +108,7 @@ impl Book {
     /// 64 MiB a file: for an import's lookups, which must stay within its memory budget
     /// however many segments the book has. The lookups go in key order, so each file needs
     /// little more than its current block, and no key-filter partition is held beyond the
-    /// one last read (each is probed in one run of keys).
+    /// last few read (each is probed in one run of keys by one lookup thread).
     #[doc(hidden)]
     pub fn open_with_cache(
         path: &Path,
