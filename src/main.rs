@@ -68,17 +68,60 @@ fn tune_process() {
 }
 
 /// redb panics on some damaged files; the library catches those (`store::book::shield`) and
-/// reports a corrupt book, so they stay quiet here. Any other panic is a bug: it is reported as
-/// such, then by the default hook (so RUST_BACKTRACE works).
+/// reports a corrupt book, so they stay quiet here. A thread the system would not start (the
+/// standard library panics then) is the user's limit, not a bug: said so, exit code 1. Any
+/// other panic is a bug: it is reported as such, then by the default hook (so RUST_BACKTRACE
+/// works).
 fn install_panic_hook() {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         if bookdb::store::book::in_shield() && std::env::var_os("BOOKDB_DEBUG").is_none() {
             return;
         }
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied());
+        if let Some(cause) = text.and_then(|t| t.strip_prefix("failed to spawn thread: ")) {
+            thread_limit_exit(cause);
+        }
         bookdb::stderr_line!("bookdb: internal error (please report it with the lines below)");
         default_hook(info);
     }));
+}
+
+/// Ends the process when a thread could not be started (`cause`: the system's error as the
+/// standard library debug-prints it). What was written stays as the crash-safety rules leave a
+/// killed process's work: an import resumes, a book keeps its last publication.
+fn thread_limit_exit(cause: &str) -> ! {
+    // `Os { code: 11, kind: WouldBlock, message: "Resource temporarily unavailable" }`.
+    let field = |name: &str| {
+        let at = cause.find(name)? + name.len();
+        let rest = &cause[at..];
+        Some(&rest[..rest.find([',', '"', ' ', '}'])?])
+    };
+    let cause = match (field("message: \""), field("code: ")) {
+        (Some(m), Some(c)) => format!("{m}, os error {c}"),
+        _ => cause.to_string(),
+    };
+    let message = format!(
+        "the system refused to start a thread ({cause}): the user's or the system's limit on \
+         processes and threads is reached (ulimit -u, a cgroup's pids.max); raise it or stop \
+         other processes of this user, then run the command again (an interrupted import \
+         resumes where it stopped)"
+    );
+    if std::env::args_os().skip(1).any(|a| a == "--json") {
+        let j = serde_json::json!({ "error": {
+            "kind": "error",
+            "message": message,
+            "exit_code": 1,
+        }});
+        bookdb::stderr_line!("{j}");
+    } else {
+        bookdb::stderr_line!("bookdb: error: {message}");
+    }
+    std::process::exit(1)
 }
 
 /// Arguments clap cannot parse (exit code 2), or `--help`/`--version` (0). With `--json`

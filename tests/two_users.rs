@@ -334,3 +334,47 @@ fn a_lock_made_before_the_book_was_shared_follows_the_book_at_the_owners_next_wr
     let args = ["import", s(&second), "--book", s(&book)];
     must(server(&args), "server", &args);
 }
+
+/// A user at its limit on threads (`ulimit -u`, counted per user) gets an error that says so
+/// and exit code 1, not a panic reported as bookdb's bug; the book stays sound and the import
+/// runs once the limit allows.
+#[test]
+fn a_user_at_its_thread_limit_is_told_so_and_the_import_runs_later() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some((books, first, second)) = setup(tmp.path(), 0o1777) else {
+        return;
+    };
+    if Command::new("prlimit").arg("--version").output().is_err() {
+        eprintln!("SKIP: prlimit (util-linux) is not installed");
+        return;
+    }
+    let book = books.join("games.book");
+    let args = ["import", s(&first), "--book", s(&book)];
+    must(writer(&args), "writer", &args);
+    for json in [false, true] {
+        let mut c = Command::new("setpriv");
+        c.arg(format!("--reuid={WRITER}"))
+            .arg(format!("--regid={GROUP}"))
+            .args(["--clear-groups", "--", "prlimit", "--nproc=1", "--"])
+            .arg(bin())
+            .args(["import", s(&second), "--book", s(&book)]);
+        if json {
+            c.arg("--json");
+        }
+        let o = c.output().expect("run setpriv");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains("refused to start a thread"), "{err}");
+        assert!(err.contains("ulimit -u"), "{err}");
+        assert!(!err.contains("internal error"), "{err}");
+        if json {
+            let j: serde_json::Value = serde_json::from_str(err.trim()).unwrap();
+            assert_eq!(j["error"]["exit_code"], 1, "{j}");
+        }
+    }
+    let args = ["verify", "--book", s(&book)];
+    must(writer(&args), "writer", &args);
+    let args = ["import", s(&second), "--book", s(&book), "--json"];
+    let j: serde_json::Value = serde_json::from_str(&must(writer(&args), "writer", &args)).unwrap();
+    assert_eq!(j["games_imported"], 100, "{j}");
+}

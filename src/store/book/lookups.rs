@@ -43,23 +43,32 @@ pub(crate) fn lookup_batch(book: &Book, batch: &[Entry]) -> Result<Vec<Found>> {
         return batch.iter().map(|e| lookup(book, e)).collect();
     }
     let per = batch.len().div_ceil(threads);
+    let look = |part: &[Entry]| {
+        part.iter()
+            .map(|e| lookup(book, e))
+            .collect::<Result<Vec<_>>>()
+    };
     std::thread::scope(|s| {
+        // A range whose thread cannot be started (a process or user at its thread limit) is
+        // looked up here when its turn comes: slower, the same answers.
         let handles: Vec<_> = batch
             .chunks(per)
             .map(|part| {
-                s.spawn(move || {
-                    part.iter()
-                        .map(|e| lookup(book, e))
-                        .collect::<Result<Vec<_>>>()
-                })
+                let spawned = std::thread::Builder::new()
+                    .name("bookdb-lookup".into())
+                    .spawn_scoped(s, move || look(part));
+                (part, spawned.ok())
             })
             .collect();
         let mut found = Vec::with_capacity(batch.len());
-        for h in handles {
-            let part = h
-                .join()
-                .map_err(|_| Error::Internal("an import's lookup thread panicked".into()))??;
-            found.extend(part);
+        for (part, h) in handles {
+            let answers = match h {
+                Some(h) => h
+                    .join()
+                    .map_err(|_| Error::Internal("an import's lookup thread panicked".into()))??,
+                None => look(part)?,
+            };
+            found.extend(answers);
         }
         Ok(found)
     })
