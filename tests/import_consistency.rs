@@ -93,14 +93,7 @@ fn a_large_delta_import_counts_as_a_clean_build() {
         }
     };
     let text = std::fs::read(&pgn).unwrap();
-    let starts: Vec<usize> = std::iter::once(0)
-        .chain(
-            text.windows(8)
-                .enumerate()
-                .filter(|(_, w)| *w == b"\n[Event ")
-                .map(|(i, _)| i + 1),
-        )
-        .collect();
+    let starts = common::game_starts(&text);
     let cut = starts[starts.len() / 4];
     let (a, b) = (dir.path().join("a.pgn"), dir.path().join("b.pgn"));
     std::fs::write(&a, &text[..cut]).unwrap();

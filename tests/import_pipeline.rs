@@ -53,18 +53,6 @@ fn halves(pgn: &Path, dir: &Path) -> (PathBuf, PathBuf) {
     (a, b)
 }
 
-/// Byte offsets where the games of a PGN text start.
-fn game_starts(text: &[u8]) -> Vec<usize> {
-    std::iter::once(0)
-        .chain(
-            text.windows(8)
-                .enumerate()
-                .filter(|(_, w)| *w == b"\n[Event ")
-                .map(|(i, _)| i + 1),
-        )
-        .collect()
-}
-
 /// A copy of the shared 10k-game PGN in `dir`, or `None` (after a SKIP line) if it is absent.
 fn medium_in(dir: &Path) -> Option<PathBuf> {
     data_file("pgn/medium-10k.pgn").map(|p| copy_in(&p, dir))

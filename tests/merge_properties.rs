@@ -214,14 +214,7 @@ fn passing_coded_positions_through_writes_the_same_file_as_coding_them_again() {
     };
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read(medium).unwrap();
-    let starts: Vec<usize> = std::iter::once(0)
-        .chain(
-            text.windows(8)
-                .enumerate()
-                .filter(|(_, w)| *w == b"\n[Event ")
-                .map(|(i, _)| i + 1),
-        )
-        .collect();
+    let starts = common::game_starts(&text);
     let (base, more) = (dir.path().join("base.pgn"), dir.path().join("more.pgn"));
     std::fs::write(&base, &text[..starts[3000]]).unwrap();
     std::fs::write(&more, &text[starts[3000]..starts[3020]]).unwrap();

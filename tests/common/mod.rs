@@ -290,3 +290,15 @@ pub mod fens {
     /// 1.e4 e5 2.Nf3 Nc6 3.Bc4 Bc5: white may castle (lichess writes it e1h1).
     pub const ITALIAN: &str = "r1bqk1nr/pppp1ppp/2n5/2b1p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq -";
 }
+
+/// Byte offsets where the games of a PGN text start.
+pub fn game_starts(text: &[u8]) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(
+            text.windows(8)
+                .enumerate()
+                .filter(|(_, w)| *w == b"\n[Event ")
+                .map(|(i, _)| i + 1),
+        )
+        .collect()
+}
