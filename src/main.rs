@@ -65,6 +65,12 @@ fn tune_process() {
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
+    // A write past the file-size limit (`ulimit -f`, systemd `LimitFSIZE=`) fails with EFBIG,
+    // reported with what to do, instead of SIGXFSZ killing the process without a word.
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
 }
 
 /// redb panics on some damaged files; the library catches those (`store::book::shield`) and

@@ -498,3 +498,50 @@ fn a_small_open_file_limit_with_the_most_segments() {
     }
     eprintln!("64 open files, 8 segments: worked: {worked:?}");
 }
+
+/// A file-size limit (`ulimit -f`, systemd `LimitFSIZE=`) reached by a writer: an error that
+/// says so (EFBIG and its hint, with `--json` the error object), not SIGXFSZ killing the process
+/// without a word; the book is as it was and the import runs once the limit allows.
+#[test]
+fn a_file_size_limit_fails_clearly_and_keeps_the_book() {
+    let work = tempfile::tempdir().unwrap();
+    let g = games(work.path());
+    let book = work.path().join("fs.book");
+    let (first, second) = (work.path().join("a.pgn"), work.path().join("b.pgn"));
+    write_games(&first, &g[..g.len() / 2]);
+    write_games(&second, &g[g.len() / 2..]);
+    Bookdb::import(&[&first], &book).arg("--quiet").ok();
+    let before = dump(&book);
+    let mut cmd = bookdb(["import", "--json", "--book", s(&book), s(&second)]).command();
+    // SAFETY: setrlimit between fork and exec touches no shared state.
+    unsafe {
+        cmd.pre_exec(|| {
+            // 64 KiB: less than any file the import writes.
+            let lim = libc::rlimit {
+                rlim_cur: 64 << 10,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let o = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{:?}: {err}", o.status);
+    let j: serde_json::Value =
+        serde_json::from_str(err.trim()).unwrap_or_else(|e| panic!("{e}: {err}"));
+    assert!(
+        j["error"]["hint"]
+            .as_str()
+            .unwrap_or("")
+            .contains("ulimit -f"),
+        "{j}"
+    );
+    assert_eq!(dump(&book), before, "the book is as it was");
+    verify(&book);
+    Bookdb::import(&[&second], &book).arg("--quiet").ok();
+    assert_ne!(dump(&book), before);
+    verify(&book);
+}

@@ -378,3 +378,25 @@ fn a_user_at_its_thread_limit_is_told_so_and_the_import_runs_later() {
     let j: serde_json::Value = serde_json::from_str(&must(writer(&args), "writer", &args)).unwrap();
     assert_eq!(j["games_imported"], 100, "{j}");
 }
+
+/// The owner of a book whose files are read-only (0444, in a directory the owner writes in)
+/// imports into it as it compacts it: the staging directory the import makes is the owner's to
+/// write in, whatever the book's files allow.
+#[test]
+fn the_owner_imports_into_a_book_of_read_only_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some((books, first, second)) = setup(tmp.path(), 0o1777) else {
+        return;
+    };
+    let book = books.join("games.book");
+    let args = ["import", s(&first), "--book", s(&book)];
+    must(writer(&args), "writer", &args);
+    for e in std::fs::read_dir(&books).unwrap().flatten() {
+        chmod(&e.path(), 0o444);
+    }
+    let args = ["import", s(&second), "--book", s(&book), "--json"];
+    let j: serde_json::Value = serde_json::from_str(&must(writer(&args), "writer", &args)).unwrap();
+    assert_eq!(j["games_imported"], 100, "{j}");
+    let args = ["verify", "--book", s(&book)];
+    must(writer(&args), "writer", &args);
+}

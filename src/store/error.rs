@@ -228,6 +228,9 @@ pub fn system_fault_hint(e: &std::io::Error) -> Option<&'static str> {
         libc::EMFILE | libc::ENFILE => {
             "too many open files: raise the limit (`ulimit -n 1024`) and run the same command again"
         }
+        libc::EFBIG => {
+            "a file reached the size limit of this process (`ulimit -f`, systemd `LimitFSIZE=`): raise it and run the same command again; a book is changed only by a finished command, so it is as it was, and an interrupted import resumes from its last checkpoint"
+        }
         _ => return None,
     })
 }

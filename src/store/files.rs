@@ -35,9 +35,12 @@ pub(super) fn mode_like(mode: u32, like: Like) -> u32 {
     match like {
         Like::Same => mode & 0o7777,
         Like::File => mode & 0o666,
+        // Searchable where readable, and always the owner's to write in: a directory this
+        // process makes (a staging area) must take the files it is made for, whatever the
+        // book's own files allow (the owner's 0444 book is still imported into).
         Like::Dir => {
             let rw = mode & 0o666;
-            rw | ((rw & 0o444) >> 2)
+            rw | ((rw & 0o444) >> 2) | 0o700
         }
     }
 }
