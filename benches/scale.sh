@@ -109,8 +109,11 @@ small_import() {
   # Leave the book with the import applied, as the rows before this change did.
   [ -f "$1.live" ] || [ "$(stat -c %Y.%s "$1")" != "$base_before" ] ||
     timed "$BIN" import --quiet --max-ply 50 --memory "$MEMORY" --book "$1" small.pgn.zst > /dev/null
-  [ -n "$runs" ] || runs="$first
-"
+  # The cold run rewrote the base (no warm runs): warm "-".
+  if [ -z "$runs" ]; then
+    echo "- ${first#* } $cold"
+    return
+  fi
   printf '%s' "$runs" | sort -n | awk -v c="$cold" '{r[NR] = $0} END {print r[int((NR + 1) / 2)], c}'
 }
 
@@ -170,6 +173,7 @@ done
 column -t -s "$(printf '\t')" scale.tsv
 # Item 2 of issue 31: each 10k import against the first size's (target: within 1.5x).
 awk -F'\t' 'NR == 2 {first = $15; c0 = $20; n0 = $1} NR > 1 {
-  printf "10k import into %s games: %.2fx the import into %s (warm)", $1, $15 / first, n0
-  if ($20 != "-" && c0 != "-") printf ", %.2fx (cold)", $20 / c0
+  printf "10k import into %s games against the import into %s:", $1, n0
+  if ($15 != "-" && first != "-") printf " %.2fx (warm)", $15 / first
+  if ($20 != "-" && c0 != "-") printf " %.2fx (cold)", $20 / c0
   printf "\n"}' scale.tsv

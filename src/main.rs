@@ -43,11 +43,7 @@ fn main() -> ExitCode {
         Err(e) => return usage_error(&e),
     };
     let json = cmd.json();
-    match cmd.run() {
-        Ok(code) => code,
-        Err(e) if e.is::<cli::output::StdoutClosed>() => ExitCode::SUCCESS,
-        Err(e) => report(&e, json),
-    }
+    run(cmd, json)
 }
 
 /// Memory behaviour of the allocator and the kernel for long imports.
@@ -73,11 +69,16 @@ fn tune_process() {
     }
 }
 
+/// The first thread the system refused to start, as the standard library's panic names the
+/// cause (`Os { code: 11, kind: WouldBlock, message: "…" }`).
+static THREAD_REFUSED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 /// redb panics on some damaged files; the library catches those (`store::book::shield`) and
 /// reports a corrupt book, so they stay quiet here. A thread the system would not start (the
-/// standard library panics then) is the user's limit, not a bug: said so, exit code 1. Any
-/// other panic is a bug: it is reported as such, then by the default hook (so RUST_BACKTRACE
-/// works).
+/// standard library panics then) is the user's limit, not a bug: noted quietly, the panic
+/// unwinds as any other (a server's task answers 500 and the server goes on), and a command
+/// it ends says so ([`thread_refused`], exit code 1). Any other panic is a bug: it is reported
+/// as such, then by the default hook (so RUST_BACKTRACE works).
 fn install_panic_hook() {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -90,34 +91,56 @@ fn install_panic_hook() {
             .map(String::as_str)
             .or_else(|| info.payload().downcast_ref::<&str>().copied());
         if let Some(cause) = text.and_then(|t| t.strip_prefix("failed to spawn thread: ")) {
-            thread_limit_exit(cause);
+            let _ = THREAD_REFUSED.set(cause.to_string());
+            return;
         }
         bookdb::stderr_line!("bookdb: internal error (please report it with the lines below)");
         default_hook(info);
     }));
 }
 
-/// Ends the process when a thread could not be started (`cause`: the system's error as the
-/// standard library debug-prints it). What was written stays as the crash-safety rules leave a
-/// killed process's work: an import resumes, a book keeps its last publication.
-fn thread_limit_exit(cause: &str) -> ! {
-    // `Os { code: 11, kind: WouldBlock, message: "Resource temporarily unavailable" }`.
-    let field = |name: &str| {
-        let at = cause.find(name)? + name.len();
-        let rest = &cause[at..];
-        Some(&rest[..rest.find([',', '"', ' ', '}'])?])
+/// Runs the command; a panic that reaches here ends it with exit code 1 when it was a thread
+/// the system refused ([`thread_refused`]), else 101 (the hook has reported the bug). Nothing
+/// written is lost that a killed process would keep: an import resumes, a book keeps its last
+/// publication.
+fn run(cmd: cli::Cmd, json: bool) -> ExitCode {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cmd.run())) {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) if e.is::<cli::output::StdoutClosed>() => ExitCode::SUCCESS,
+        Ok(Err(e)) => report(&e, json),
+        Err(_) => match THREAD_REFUSED.get() {
+            Some(cause) => thread_refused(cause, json),
+            None => ExitCode::from(101),
+        },
+    }
+}
+
+/// The error of a command that could not start a thread (`cause`: the system's error as the
+/// standard library debug-prints it).
+fn thread_refused(cause: &str, json: bool) -> ExitCode {
+    let code = cause
+        .split_once("code: ")
+        .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|d| d.parse::<i32>().ok());
+    let what = match code {
+        Some(c) => std::io::Error::from_raw_os_error(c).to_string(),
+        None => cause.to_string(),
     };
-    let cause = match (field("message: \""), field("code: ")) {
-        (Some(m), Some(c)) => format!("{m}, os error {c}"),
-        _ => cause.to_string(),
+    let message = if code == Some(libc::EAGAIN) {
+        format!(
+            "the system refused to start a thread: {what}; the user's or the system's limit on \
+             processes and threads is reached (ulimit -u, a cgroup's pids.max); raise it or stop \
+             other processes of this user, then run the command again (an interrupted import \
+             resumes where it stopped)"
+        )
+    } else {
+        format!(
+            "the system refused to start a thread: {what}; free memory or raise the limits on \
+             processes and threads (ulimit -u, a cgroup's pids.max), then run the command again \
+             (an interrupted import resumes where it stopped)"
+        )
     };
-    let message = format!(
-        "the system refused to start a thread ({cause}): the user's or the system's limit on \
-         processes and threads is reached (ulimit -u, a cgroup's pids.max); raise it or stop \
-         other processes of this user, then run the command again (an interrupted import \
-         resumes where it stopped)"
-    );
-    if std::env::args_os().skip(1).any(|a| a == "--json") {
+    if json {
         let j = serde_json::json!({ "error": {
             "kind": "error",
             "message": message,
@@ -127,7 +150,7 @@ fn thread_limit_exit(cause: &str) -> ! {
     } else {
         bookdb::stderr_line!("bookdb: error: {message}");
     }
-    std::process::exit(1)
+    ExitCode::from(1)
 }
 
 /// Arguments clap cannot parse (exit code 2), or `--help`/`--version` (0). With `--json`

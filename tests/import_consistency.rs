@@ -126,4 +126,26 @@ fn a_large_delta_import_counts_as_a_clean_build() {
         "the delta book answers as the whole"
     );
     common::verify(&inc);
+    // Collisions, which PGN books lack: a Polyglot book's key-only entries under the keys of
+    // positions the delta brings (a delta keeps them apart, docs/FORMAT.md §4.3). Its counters
+    // against verify's recount of the merged view.
+    let Some(bin) = common::data_file("books/debian-gnuchess_smallbook.bin") else {
+        return;
+    };
+    let poly = dir.path().join("poly.book");
+    bookdb(["import-polyglot", s(&bin), "--book", s(&poly), "--quiet"]).ok();
+    let j = bookdb([
+        "import",
+        s(&b),
+        "--book",
+        s(&poly),
+        "--delta-min",
+        "1000000000",
+        "--json",
+    ])
+    .json();
+    assert_eq!(j["applied"], "delta", "{j}");
+    let st = bookdb(["stats", "--book", s(&poly), "--json"]).json();
+    assert!(st["collisions"].as_u64().unwrap() > 0, "{st}");
+    common::verify(&poly);
 }

@@ -5,6 +5,9 @@
 //! take the lock, resume an import the first was killed in, and publish, and every file of
 //! the book keeps the book's group and mode (docs/RELIABILITY.md "The book's namespace").
 //!
+//! Also, per user: a user at its limit on threads is told so (not a panic), and the owner
+//! of a book of read-only files imports into it.
+//!
 //! Needs root (to switch users with `setpriv`); skipped with a printed reason otherwise.
 
 mod common;
@@ -364,7 +367,12 @@ fn a_user_at_its_thread_limit_is_told_so_and_the_import_runs_later() {
         let o = c.output().expect("run setpriv");
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(1), "{err}");
-        assert!(err.contains("refused to start a thread"), "{err}");
+        assert!(
+            err.contains(
+                "refused to start a thread: Resource temporarily unavailable (os error 11)"
+            ),
+            "{err}"
+        );
         assert!(err.contains("ulimit -u"), "{err}");
         assert!(!err.contains("internal error"), "{err}");
         if json {

@@ -107,6 +107,10 @@ pub(super) fn apply_phase(
         game: opts.game,
         delta_min: opts.delta_min,
         writer_opts: &writer_opts,
+        lookup_threads: book::lookup_threads(match opts.jobs {
+            0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+            j => j,
+        }),
     };
     apply(&target, new, added)
 }
@@ -286,6 +290,8 @@ struct Target<'a> {
     /// before the base is rewritten instead.
     delta_min: u64,
     writer_opts: &'a WriterOptions,
+    /// Threads that look the new entries up in the book (a delta segment's publication).
+    lookup_threads: usize,
 }
 
 /// The entries an import adds, in (key, position) order per source: the workers' sorted
@@ -401,6 +407,7 @@ fn apply(target: &Target<'_>, new: NewEntries, added: Additions) -> Result<Appli
                 added,
                 target.game.codec(),
                 target.writer_opts,
+                target.lookup_threads,
             )?;
             trace.mark("delta: look up the new entries, write and publish the segment");
             // The lookups' caches go before the fold opens its own.

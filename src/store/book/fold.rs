@@ -101,6 +101,7 @@ pub(crate) fn publish_segment(
     added: Additions,
     codec: Arc<dyn PositionCodec>,
     opts: &WriterOptions,
+    lookup_threads: usize,
 ) -> Result<bool> {
     // The view counters are known only at the end; the writer takes them before `finish`.
     let mut view = book.meta().clone();
@@ -125,7 +126,7 @@ pub(crate) fn publish_segment(
         if batch.is_empty() {
             break;
         }
-        let found = super::lookups::lookup_batch(book, &batch)?;
+        let found = super::lookups::lookup_batch(book, &batch, lookup_threads)?;
         for (e, found) in batch.into_iter().zip(found) {
             match &found.old {
                 Some(o) => {

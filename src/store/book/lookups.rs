@@ -4,7 +4,7 @@
 //!
 //! The lookups of an import into a book the page cache does not hold wait on the disk: a key
 //! filter partition for every key, a block for each key the book has. One thread keeps one
-//! read in flight; [`LOOKUP_THREADS`] keep several, and on a warm book they decode blocks on
+//! read in flight; up to [`LOOKUP_THREADS`] keep several, and on a warm book they decode blocks on
 //! every core. Each thread's keys are consecutive, so it reads each filter partition and
 //! block once (the filter keeps the last partitions read, `filter::RECENT_PARTITIONS`, one or
 //! more per thread). Measured (docs/PERFORMANCE.md, "An import's lookups in threads"): a
@@ -17,8 +17,19 @@ use crate::store::error::{Error, Result};
 
 use super::Book;
 
-/// Threads that look up one batch's entries.
+/// The most threads that look up one batch's entries.
 pub(crate) const LOOKUP_THREADS: usize = 8;
+/// Lookup threads per import worker (`import --jobs`): the lookups mostly wait on the disk,
+/// so several share a core; an import given one worker (a server's admin import, which
+/// leaves the other cores to serving) looks up in this many.
+pub(crate) const LOOKUP_THREADS_PER_JOB: usize = 4;
+
+/// Lookup threads for an import of `jobs` workers.
+pub(crate) fn lookup_threads(jobs: usize) -> usize {
+    jobs.saturating_mul(LOOKUP_THREADS_PER_JOB)
+        .clamp(1, LOOKUP_THREADS)
+}
+
 /// Entries looked up together: the batch and what the book holds of them are in memory at
 /// once (an entry of an import is a few hundred bytes; the book's entry of a position, read
 /// without cells, about as much).
@@ -36,19 +47,20 @@ pub(crate) struct Found {
     pub(crate) key_held: bool,
 }
 
-/// Looks each of `batch` up in `book`; the answers in the batch's order.
-pub(crate) fn lookup_batch(book: &Book, batch: &[Entry]) -> Result<Vec<Found>> {
-    let threads = LOOKUP_THREADS.min(batch.len() / MIN_PER_THREAD).max(1);
-    if threads == 1 {
-        return batch.iter().map(|e| lookup(book, e)).collect();
-    }
-    let per = batch.len().div_ceil(threads);
+/// Looks each of `batch` up in `book` in up to `threads` threads; the answers in the batch's
+/// order, one per entry.
+pub(crate) fn lookup_batch(book: &Book, batch: &[Entry], threads: usize) -> Result<Vec<Found>> {
+    let threads = threads.min(batch.len() / MIN_PER_THREAD).max(1);
     let look = |part: &[Entry]| {
         part.iter()
             .map(|e| lookup(book, e))
             .collect::<Result<Vec<_>>>()
     };
-    std::thread::scope(|s| {
+    if threads == 1 {
+        return look(batch);
+    }
+    let per = batch.len().div_ceil(threads);
+    let parts = std::thread::scope(|s| {
         // A range whose thread cannot be started (a process or user at its thread limit) is
         // looked up here when its turn comes: slower, the same answers.
         let handles: Vec<_> = batch
@@ -60,18 +72,30 @@ pub(crate) fn lookup_batch(book: &Book, batch: &[Entry]) -> Result<Vec<Found>> {
                 (part, spawned.ok())
             })
             .collect();
-        let mut found = Vec::with_capacity(batch.len());
-        for (part, h) in handles {
-            let answers = match h {
-                Some(h) => h
-                    .join()
-                    .map_err(|_| Error::Internal("an import's lookup thread panicked".into()))??,
-                None => look(part)?,
-            };
-            found.extend(answers);
-        }
-        Ok(found)
-    })
+        // Every thread is joined before any error is returned (a panicked one left to the
+        // scope would panic again here).
+        handles
+            .into_iter()
+            .map(|(part, h)| match h {
+                Some(h) => h.join().unwrap_or_else(|_| {
+                    Err(Error::Internal("an import's lookup thread panicked".into()))
+                }),
+                None => look(part),
+            })
+            .collect::<Vec<_>>()
+    });
+    let mut found = Vec::with_capacity(batch.len());
+    for part in parts {
+        found.extend(part?);
+    }
+    if found.len() != batch.len() {
+        return Err(Error::Internal(format!(
+            "{} answers for {} lookups",
+            found.len(),
+            batch.len()
+        )));
+    }
+    Ok(found)
 }
 
 /// What the book holds of `e`.

@@ -60,6 +60,7 @@ pub(crate) use live::{
     Publication, current_generation, lock_for_writing, missing_base, publish, segment_path,
     unknown_segments_problem,
 };
+pub(crate) use lookups::lookup_threads;
 pub(crate) use open::looks_like_damaged_book;
 pub use options::WriterOptions;
 pub use overlap::{SharedFingerprints, shared_game_fingerprints, shared_game_ids};
