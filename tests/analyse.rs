@@ -254,3 +254,40 @@ fn fake_engines_that_crash_hang_or_babble_are_reported_and_the_run_finishes() {
     assert_eq!(r["analysed"], 3, "{r}");
     assert_eq!(r["failed"], serde_json::json!([]));
 }
+
+/// `--nodes N`: the same command again finds every position done (engines report the nodes of
+/// their last finished iteration, below N; a result of a search given N nodes counts as N), so
+/// a rerun, or a run resumed after a kill, does not analyse finished positions again.
+#[test]
+fn a_rerun_of_a_nodes_limited_analysis_finds_every_position_done() {
+    let Some(sf) = stockfish() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let book = sample_book(dir.path());
+    let run = |nodes: &str| -> serde_json::Value {
+        bookdb([
+            "analyse",
+            "--book",
+            s(&book),
+            "--engine",
+            &sf,
+            "--nodes",
+            nodes,
+            "--jobs",
+            "2",
+            "--hash",
+            "16",
+            "--limit",
+            "40",
+            "--json",
+        ])
+        .json()
+    };
+    let first = run("30500");
+    assert_eq!(first["analysed"], 40, "{first}");
+    let again = run("30500");
+    assert_eq!(again["analysed"], 0, "{again}");
+    assert_eq!(again["skipped"], 40, "{again}");
+    // More nodes than any stored result: analysed again.
+    let more = run("61000");
+    assert_eq!(more["analysed"], 40, "{more}");
+}

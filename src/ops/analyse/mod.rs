@@ -112,7 +112,8 @@ fn done(have: &[EvalResult], opts: &AnalyseOptions, legal: usize) -> bool {
         r.lines.len() >= lines
             && match opts.limit {
                 Limit::Depth(d) => r.depth >= d,
-                Limit::Nodes(n) => r.knodes.saturating_mul(1000) >= n,
+                // Stored in thousands: a search given N nodes stores ⌊N / 1000⌋.
+                Limit::Nodes(n) => r.knodes >= n / 1000,
                 Limit::MoveTime(_) => true,
             }
     })
@@ -185,11 +186,15 @@ fn reachable(book: &Book, plies: u32) -> Result<BTreeSet<Vec<u8>>> {
     Ok(seen)
 }
 
-/// The engine's lines as a result (White's point of view, moves as codes).
+/// The engine's lines as a result (White's point of view, moves as codes) of a search under
+/// `limit`. Its knodes: the most nodes a line reports, and for a search given N nodes (`go
+/// nodes N`, which ended with `bestmove`) at least N: engines report the nodes of their last
+/// finished iteration, below N, and a rerun of the same command must find it done.
 fn to_result(
     pos: &Chess,
     engine: &str,
     lines: &[InfoLine],
+    limit: Limit,
 ) -> std::result::Result<EvalResult, String> {
     let first = lines.first().ok_or("no line with a score and a pv")?;
     let mut out = Vec::new();
@@ -211,7 +216,10 @@ fn to_result(
     }
     let r = EvalResult {
         depth: first.depth,
-        knodes: lines.iter().map(|l| l.nodes).max().unwrap_or(0) / 1000,
+        knodes: match limit {
+            Limit::Nodes(n) => lines.iter().map(|l| l.nodes).max().unwrap_or(0).max(n),
+            _ => lines.iter().map(|l| l.nodes).max().unwrap_or(0),
+        } / 1000,
         engine: engine.chars().take(64).collect(),
         lines: out,
     };
@@ -253,7 +261,7 @@ fn worker(
             };
             let mut e = e;
             match e.search(&format!("{fen} 0 1"), opts.limit, opts.timeout) {
-                Ok(lines) => match to_result(&job.chess, &e.name, &lines) {
+                Ok(lines) => match to_result(&job.chess, &e.name, &lines, opts.limit) {
                     Ok(r) => {
                         outcome = Ok(r);
                         engine = Some(e);
