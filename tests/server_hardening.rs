@@ -477,3 +477,61 @@ fn serve_under_a_low_open_file_limit_caps_connections_and_keeps_following_the_bo
     assert!(!log.contains("Too many open files"), "{log}");
     assert_eq!(srv.stop().code(), Some(0));
 }
+
+/// An admin upload that trickles holds neither the server's stop nor the one admin slot: after
+/// SIGTERM it is given up (nothing imported; its client told 503) and the server exits while
+/// the client still sends; an upload that stalls longer than `--head-timeout` gets 408.
+#[test]
+fn slow_admin_uploads_neither_hold_the_stop_nor_the_admin_slot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let book = sample_book(tmp.path());
+    let games = common::stats(&book)["games"].clone();
+    let tf = token_file(tmp.path());
+    let head = format!(
+        "POST /v1/import HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 1000000\r\n\r\n"
+    );
+    // A stall past --head-timeout: 408, and the slot is free for the next upload.
+    let srv = Server::start(
+        &book,
+        &["--admin-token-file", s(&tf), "--head-timeout", "1"],
+    );
+    let mut c = TcpStream::connect(&srv.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    c.write_all(head.as_bytes()).unwrap();
+    c.write_all(b"[Event \"stall\"]\n").unwrap();
+    let mut answer = Vec::new();
+    let _ = c.read_to_end(&mut answer);
+    let r = common::server::parse(&answer).expect("an answer to a stalled upload");
+    assert_json_error(&r, 408, "a stalled upload");
+    assert!(r.error().contains("stalled"), "{}", r.body);
+    assert_eq!(srv.stop().code(), Some(0));
+    // SIGTERM while an upload trickles (a part every 0.2 s, within the head timeout).
+    let mut srv = Server::start(&book, &["--admin-token-file", s(&tf)]);
+    let mut c = TcpStream::connect(&srv.addr).unwrap();
+    c.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.write_all(head.as_bytes()).unwrap();
+    let trickle = std::thread::spawn(move || {
+        // Sends until the server is gone or 60 s passed; returns what the server answered.
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(60) {
+            if c.write_all(b"1. e4 e5 ").is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut answer = Vec::new();
+        let _ = c.read_to_end(&mut answer);
+        answer
+    });
+    std::thread::sleep(Duration::from_millis(1000));
+    srv.signal(libc::SIGTERM);
+    // Well before the 30 s grace period and the trickle's 60 s: the stop does not wait.
+    assert_eq!(srv.wait_exit(Duration::from_secs(20)).code(), Some(0));
+    let answer = trickle.join().unwrap();
+    if let Some(r) = common::server::parse(&answer) {
+        assert_json_error(&r, 503, "an upload given up at the stop");
+    }
+    assert_eq!(common::stats(&book)["games"], games, "nothing was imported");
+    common::verify(&book);
+}

@@ -71,7 +71,7 @@ async fn receive_and_import(
     guard: tokio::sync::OwnedMutexGuard<()>,
     body: Body,
 ) -> std::result::Result<Response, ApiError> {
-    let (dir, file) = receive(&s.path, body, s.max_upload).await?;
+    let (dir, file) = receive(&s, body).await?;
     let book = s.path.clone();
     let mut opts = ImportOptions {
         game: s.game,
@@ -201,10 +201,11 @@ fn file_len(p: &Path) -> u64 {
 /// Streams the body into a private directory beside the book (where the space for the book
 /// is): the directory (removed when dropped) and the file.
 async fn receive(
-    book: &Path,
+    s: &AppState,
     mut body: Body,
-    max: u64,
 ) -> std::result::Result<(tempfile::TempDir, PathBuf), ApiError> {
+    let (book, max, idle) = (&s.path, s.max_upload, s.upload_idle);
+    let mut stopping = s.stopping.subscribe();
     let io = |e: std::io::Error| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -245,7 +246,32 @@ async fn receive(
     let _ = std::os::unix::fs::fchown(&std_file, None, gid);
     let mut file = tokio::fs::File::from_std(std_file);
     let mut got: u64 = 0;
-    while let Some(frame) = body.frame().await {
+    loop {
+        // Each part of the body within `idle`, and none once the server stops: a client that
+        // stalls or trickles holds neither the one admin slot nor the server's stop for long.
+        let frame = tokio::select! {
+            f = tokio::time::timeout(idle, body.frame()) => match f {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(_) => {
+                    return Err(ApiError::new(
+                        StatusCode::REQUEST_TIMEOUT,
+                        format!(
+                            "the upload stalled: nothing came for {} s (--head-timeout) after {got} bytes; send it again",
+                            idle.as_secs()
+                        ),
+                    ));
+                }
+            },
+            _ = stopping.wait_for(|s| *s) => {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!(
+                        "the server is stopping: the upload was given up after {got} bytes, nothing was imported; send it again"
+                    ),
+                ));
+            }
+        };
         let frame = frame.map_err(|e| {
             ApiError::bad_request(format!("the upload broke off after {got} bytes: {e}"))
         })?;

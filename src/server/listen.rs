@@ -81,6 +81,7 @@ pub(super) async fn run(state: Arc<AppState>, opts: &ServeOptions) -> Result<()>
             a = listener.accept() => a,
             signal = &mut shutdown => {
                 tracing::info!(signal, "shutting down: finishing the requests in flight");
+                state.stopping.send_replace(true);
                 break;
             }
         };

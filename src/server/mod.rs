@@ -55,6 +55,8 @@ pub fn serve(opts: ServeOptions) -> Result<()> {
         admin,
         max_upload: opts.max_upload,
         import_lock: Arc::new(tokio::sync::Mutex::new(())),
+        stopping: tokio::sync::watch::Sender::new(false),
+        upload_idle: opts.head_timeout,
     });
     state.metrics.last_change_unix.store(unix_now(), Relaxed);
     // Build the opening-name table now rather than in the first request.

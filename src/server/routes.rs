@@ -348,6 +348,8 @@ mod tests {
             admin: None,
             max_upload: 1 << 20,
             import_lock: Arc::new(tokio::sync::Mutex::new(())),
+            stopping: tokio::sync::watch::Sender::new(false),
+            upload_idle: std::time::Duration::from_secs(10),
         })
     }
 

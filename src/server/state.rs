@@ -24,6 +24,12 @@ pub struct AppState {
     pub max_upload: u64,
     /// Held by the admin import running (one at a time); shutdown waits for it.
     pub import_lock: Arc<tokio::sync::Mutex<()>>,
+    /// Set when the server stops (SIGTERM, SIGINT): an upload still being received is given
+    /// up (it is not an import yet), one received whole is imported to its end.
+    pub stopping: tokio::sync::watch::Sender<bool>,
+    /// An admin upload that sends nothing for this long is refused (408) and its slot freed
+    /// (`--head-timeout`, which bounds a request head the same way).
+    pub upload_idle: std::time::Duration,
 }
 
 impl AppState {
