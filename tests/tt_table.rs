@@ -482,10 +482,11 @@ fn the_cli_reads_checks_and_compacts_a_table_and_a_book_command_refuses_it() {
 }
 
 /// A handle that verifies the files of the state it read, after another handle published the
-/// table again (a new base by compaction), is told the table moved on — not that it is damaged;
-/// refreshed, it verifies.
+/// table again (a new base by compaction), checks the files it has open (its snapshot: neither
+/// damage nor "busy", as `bookdb tt verify` beside a process growing the table was 10-46 % of
+/// the time); refreshed, it verifies the new state.
 #[test]
-fn verify_under_a_republished_table_says_busy_not_corrupt() {
+fn verify_under_a_republished_table_checks_the_files_it_has_open() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("moving.tt");
     let bs = boards(200, 11);
@@ -502,11 +503,9 @@ fn verify_under_a_republished_table_says_busy_not_corrupt() {
     }
     w.flush().unwrap();
     w.compact().unwrap();
-    let e = r.verify().unwrap_err();
-    assert!(
-        matches!(e, bookdb::store::error::Error::Busy { .. }),
-        "a republished table is not damage: {e}"
-    );
+    // The files this reader has open, though a new base took their name: its snapshot.
+    let stale = r.verify().unwrap();
+    assert_eq!((stale.files, stale.positions), (1, 100), "{stale:?}");
     assert!(r.refresh().unwrap());
     let check = r.verify().unwrap();
     assert_eq!(check.positions, 200);

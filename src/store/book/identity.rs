@@ -28,6 +28,11 @@ impl FileId {
         }
     }
 
+    /// The file's size in bytes when it was identified.
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
     /// The identity of the file at `path` now; `None` if there is none.
     pub(crate) fn at(path: &Path) -> Result<Option<FileId>> {
         match std::fs::metadata(path) {

@@ -295,6 +295,23 @@ impl TtFile {
         ))
     }
 
+    /// The key filter as the open file stores it.
+    fn stored_filter(&self) -> Result<KeyFilter> {
+        shield("reading a transposition table's filter", || {
+            let txn = self._db.begin_read()?;
+            let meta = txn.open_table(META).map_err(|e| {
+                corrupt_meta(&self.path, format!("the meta table cannot be read: {e}"))
+            })?;
+            let bytes = meta
+                .get(META_FILTER)?
+                .map(|v| v.value().to_vec())
+                .unwrap_or_default();
+            KeyFilter::decode(&bytes)
+                .map_err(|e| corrupt_meta(&self.path, format!("key filter: {e}")))
+        })
+        .map_err(|e| e.in_file(&self.path))
+    }
+
     /// Bytes the key filter holds in memory.
     pub(crate) fn filter_memory(&self) -> usize {
         self.filter.as_ref().map_or(0, KeyFilter::memory)
@@ -388,12 +405,14 @@ impl TtFile {
     /// meta's count equals the rows. Returns the entries.
     pub(crate) fn check(&self, key_of: Option<&KeyOf<'_>>) -> Result<u64> {
         let corrupt = |what: String| corrupt_meta(&self.path, what);
+        // A file opened without its filter (past the readers' filter budget) reads it from
+        // the file it has open, never by its name (a writer may have published over it).
+        let stored;
         let filter = match &self.filter {
             Some(f) => f,
             None => {
-                return Err(Error::Internal(
-                    "checking a file opened without its filter".into(),
-                ));
+                stored = self.stored_filter()?;
+                &stored
             }
         };
         let mut n = 0u64;
