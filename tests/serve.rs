@@ -516,10 +516,8 @@ fn slow_clients_and_connection_floods_are_cut_off_with_bounded_memory() {
         "slow client kept {:?}",
         t.elapsed()
     );
-    if !buf.is_empty() {
-        let r = common::server::parse(&buf).unwrap();
-        assert_eq!(r.status, 408, "{}", r.body);
-    }
+    // Closed without an answer (docs/SERVER.md: hyper sends none when its head timeout fires).
+    assert!(buf.is_empty(), "{}", String::from_utf8_lossy(&buf));
 
     // A flood: 1,500 connections held open. Past --max-connections they are closed at once;
     // the server answers again as soon as the flood goes; memory stays bounded.
