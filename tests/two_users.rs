@@ -266,16 +266,24 @@ fn setup(root: &Path, books_mode: u32) -> Option<(PathBuf, PathBuf, PathBuf)> {
     Some((books, first, second))
 }
 
+/// In a sticky, world-writable directory (as /tmp): the writer's book of the first half of the
+/// sample; the books' directory, the book and the second half. `None` (after a SKIP line) when
+/// users cannot be switched.
+fn writers_book(root: &Path) -> Option<(PathBuf, PathBuf, PathBuf)> {
+    let (books, first, second) = setup(root, 0o1777)?;
+    let book = books.join("games.book");
+    let args = ["import", s(&first), "--book", s(&book)];
+    must(writer(&args), "writer", &args);
+    Some((books, book, second))
+}
+
 #[test]
 fn another_users_refused_import_leaves_nothing_the_owner_cannot_remove() {
     // A sticky, world-writable directory (as /tmp): the owner's book, another user's import.
     let tmp = tempfile::tempdir().unwrap();
-    let Some((books, first, second)) = setup(tmp.path(), 0o1777) else {
+    let Some((books, book, second)) = writers_book(tmp.path()) else {
         return;
     };
-    let book = books.join("games.book");
-    let args = ["import", s(&first), "--book", s(&book)];
-    must(writer(&args), "writer", &args);
     let other = ["import", s(&second), "--book", s(&book)];
     let o = as_user(OTHER, OTHER, None, &other, &[]);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -393,12 +401,9 @@ fn a_user_at_its_thread_limit_is_told_so_and_the_import_runs_later() {
 #[test]
 fn the_owner_imports_into_a_book_of_read_only_files() {
     let tmp = tempfile::tempdir().unwrap();
-    let Some((books, first, second)) = setup(tmp.path(), 0o1777) else {
+    let Some((books, book, second)) = writers_book(tmp.path()) else {
         return;
     };
-    let book = books.join("games.book");
-    let args = ["import", s(&first), "--book", s(&book)];
-    must(writer(&args), "writer", &args);
     for e in std::fs::read_dir(&books).unwrap().flatten() {
         chmod(&e.path(), 0o444);
     }
