@@ -535,3 +535,53 @@ fn slow_admin_uploads_neither_hold_the_stop_nor_the_admin_slot() {
     assert_eq!(common::stats(&book)["games"], games, "nothing was imported");
     common::verify(&book);
 }
+
+/// A book gone from under a server (moved away, a restore in progress): it serves the state it
+/// has, counts every failed check, and logs the same error once, not at every check (10 lines a
+/// second by default, 20 at `--refresh-ms 50`); back, it says so.
+#[test]
+fn a_missing_book_is_logged_once_not_at_every_check() {
+    let tmp = tempfile::tempdir().unwrap();
+    let book = sample_book(tmp.path());
+    // (Server::start checks for changes every 50 ms.)
+    let srv = Server::start(&book, &[]);
+    let away = tmp.path().join("away.book");
+    std::fs::rename(&book, &away).unwrap();
+    let failed = "checking the book for changes failed";
+    let start = Instant::now();
+    while metric(
+        &srv.get("/metrics").body,
+        "bookdb_book_refresh_errors_total",
+    ) < 20
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no failed checks: {}",
+            srv.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        srv.get("/masters").status,
+        200,
+        "the state it has is served"
+    );
+    assert_eq!(
+        srv.log_text().matches(failed).count(),
+        1,
+        "{}",
+        srv.log_text()
+    );
+    std::fs::rename(&away, &book).unwrap();
+    let start = Instant::now();
+    while !srv.log_text().contains("can be checked for changes again") {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{}",
+            srv.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(srv.log_text().matches(failed).count(), 1);
+    assert_eq!(srv.stop().code(), Some(0));
+}

@@ -57,6 +57,7 @@ pub fn serve(opts: ServeOptions) -> Result<()> {
         import_lock: Arc::new(tokio::sync::Mutex::new(())),
         stopping: tokio::sync::watch::Sender::new(false),
         upload_idle: opts.head_timeout,
+        refresh_warned: std::sync::Mutex::new(None),
     });
     state.metrics.last_change_unix.store(unix_now(), Relaxed);
     // Build the opening-name table now rather than in the first request.

@@ -350,6 +350,7 @@ mod tests {
             import_lock: Arc::new(tokio::sync::Mutex::new(())),
             stopping: tokio::sync::watch::Sender::new(false),
             upload_idle: std::time::Duration::from_secs(10),
+            refresh_warned: std::sync::Mutex::new(None),
         })
     }
 

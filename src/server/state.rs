@@ -30,7 +30,14 @@ pub struct AppState {
     /// An admin upload that sends nothing for this long is refused (408) and its slot freed
     /// (`--head-timeout`, which bounds a request head the same way).
     pub upload_idle: std::time::Duration,
+    /// The refresh error last logged and when: the same error again is logged once a
+    /// [`REFRESH_WARN_EVERY`], not at every check (a book removed while served would log 10
+    /// lines a second); every one is counted in the metrics.
+    pub refresh_warned: std::sync::Mutex<Option<(String, std::time::Instant)>>,
 }
+
+/// The same refresh error is logged at most once in this long.
+pub const REFRESH_WARN_EVERY: Duration = Duration::from_secs(60);
 
 impl AppState {
     /// Moves to the newest published state; counts it. Errors leave the previous state served
@@ -38,6 +45,9 @@ impl AppState {
     pub fn refresh(&self) {
         match self.live.refresh() {
             Ok(true) => {
+                if let Ok(mut w) = self.refresh_warned.lock() {
+                    *w = None;
+                }
                 self.metrics.refreshes.fetch_add(1, Relaxed);
                 self.metrics.last_change_unix.store(unix_now(), Relaxed);
                 tracing::info!(
@@ -45,10 +55,31 @@ impl AppState {
                     "book changed; now serving it"
                 );
             }
-            Ok(false) => {}
+            Ok(false) => {
+                if let Ok(mut w) = self.refresh_warned.lock()
+                    && w.take().is_some()
+                {
+                    tracing::info!("the book can be checked for changes again");
+                }
+            }
             Err(e) => {
                 self.metrics.refresh_errors.fetch_add(1, Relaxed);
-                tracing::warn!(error = %e, "checking the book for changes failed; serving the previous state");
+                let text = e.to_string();
+                let now = std::time::Instant::now();
+                let due = match self.refresh_warned.lock() {
+                    Ok(mut w) => {
+                        let due = !matches!(&*w, Some((last, at))
+                            if *last == text && now.duration_since(*at) < REFRESH_WARN_EVERY);
+                        if due {
+                            *w = Some((text, now));
+                        }
+                        due
+                    }
+                    Err(_) => true,
+                };
+                if due {
+                    tracing::warn!(error = %e, "checking the book for changes failed; serving the previous state (the same error is logged again at most once a minute; bookdb_book_refresh_errors_total counts each)");
+                }
             }
         }
     }
