@@ -107,10 +107,7 @@ pub(super) fn apply_phase(
         game: opts.game,
         delta_min: opts.delta_min,
         writer_opts: &writer_opts,
-        lookup_threads: book::lookup_threads(match opts.jobs {
-            0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
-            j => j,
-        }),
+        lookup_threads: book::lookup_threads(opts.workers()),
     };
     apply(&target, new, added)
 }

@@ -534,12 +534,7 @@ pub(super) fn read_phase(
     // Fingerprints of the games read (`--dedupe`), in bounded memory; rebuilt on a resume.
     let mut seen = FingerprintSet::new(staging, fpset::capacity_for(opts.memory_mib.max(1) << 20));
     let mut read_fp = vec![None; plan.len()];
-    let jobs = if opts.jobs == 0 {
-        std::thread::available_parallelism().map_or(2, |n| n.get())
-    } else {
-        opts.jobs
-    }
-    .clamp(1, 256);
+    let jobs = opts.workers();
     // Half the budget for aggregation; the rest covers chunks in flight, the writer (model
     // sample, segments in flight) and the merge. The aggregators are sized for it up front;
     // untouched capacity costs no resident memory.

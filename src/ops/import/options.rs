@@ -53,6 +53,18 @@ pub struct ImportOptions {
     pub facets: Option<crate::store::facet::FacetSet>,
 }
 
+impl ImportOptions {
+    /// The import's worker threads: `jobs`, or every core for 0 (2 when the system does not
+    /// say), at most 256.
+    pub(crate) fn workers(&self) -> usize {
+        match self.jobs {
+            0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+            j => j,
+        }
+        .clamp(1, 256)
+    }
+}
+
 impl Default for ImportOptions {
     fn default() -> Self {
         ImportOptions {

@@ -101,13 +101,21 @@ pub(crate) fn lookup_batch(book: &Book, batch: &[Entry], threads: usize) -> Resu
 /// What the book holds of `e`.
 fn lookup(book: &Book, e: &Entry) -> Result<Found> {
     // Only the old entry's moves matter: its cells are passed over, not walked.
-    let old = match &e.pos {
-        Some(p) => book.lookup_read(p, CellRead::Skip)?,
-        None => book
-            .get_read(e.key, CellRead::Skip)?
-            .into_iter()
-            .find(|x| x.pos.is_none()),
-    };
-    let key_held = old.is_none() && !book.get_read(e.key, CellRead::Skip)?.is_empty();
-    Ok(Found { old, key_held })
+    match &e.pos {
+        Some(p) => {
+            let old = book.lookup_read(p, CellRead::Skip)?;
+            let key_held = old.is_none() && !book.get_read(e.key, CellRead::Skip)?.is_empty();
+            Ok(Found { old, key_held })
+        }
+        // A key-only entry: the key's entries read once answer both.
+        None => {
+            let all = book.get_read(e.key, CellRead::Skip)?;
+            let key_held = !all.is_empty();
+            let old = all.into_iter().find(|x| x.pos.is_none());
+            Ok(Found {
+                key_held: key_held && old.is_none(),
+                old,
+            })
+        }
+    }
 }
