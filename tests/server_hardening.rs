@@ -585,3 +585,98 @@ fn a_missing_book_is_logged_once_not_at_every_check() {
     assert_eq!(srv.log_text().matches(failed).count(), 1);
     assert_eq!(srv.stop().code(), Some(0));
 }
+
+/// Reads from `c` until the server closes; the bytes and how long it took.
+fn read_to_close(c: &mut TcpStream) -> (String, Duration) {
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let t = Instant::now();
+    let mut buf = Vec::new();
+    let _ = c.read_to_end(&mut buf);
+    (String::from_utf8_lossy(&buf).into_owned(), t.elapsed())
+}
+
+/// `--head-timeout` (campaign 10, 01): a request head begun and not finished in time is
+/// answered 408 with a JSON body (hyper's own timeout closed it without a word); an idle
+/// connection is closed without one; a head sent a byte at a time but finished in time, and
+/// requests pipelined in one write, are answered as usual.
+#[test]
+fn a_request_head_not_finished_in_time_gets_408_and_an_idle_connection_is_closed_silently() {
+    let tmp = tempfile::tempdir().unwrap();
+    let book = sample_book(tmp.path());
+    let srv = Server::start(&book, &["--head-timeout", "2"]);
+
+    let mut slow = TcpStream::connect(&srv.addr).unwrap();
+    slow.write_all(b"GET /masters HTTP/1.1\r\nHost: t\r\nAccept: */*")
+        .unwrap();
+    let (text, took) = read_to_close(&mut slow);
+    let r = common::server::parse(text.as_bytes()).expect("an answer");
+    assert_json_error(&r, 408, "a head not finished");
+    assert!(r.error().contains("--head-timeout"), "{}", r.error());
+    assert_eq!(r.header("connection"), Some("close"));
+    assert!(
+        took >= Duration::from_millis(1_500),
+        "cut off after {took:?}"
+    );
+
+    // Idle from the start, and idle after an answer: closed, nothing written.
+    let mut idle = TcpStream::connect(&srv.addr).unwrap();
+    assert_eq!(read_to_close(&mut idle).0, "");
+    let mut kept = TcpStream::connect(&srv.addr).unwrap();
+    kept.write_all(b"GET /masters HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let (text, _) = read_to_close(&mut kept);
+    assert_eq!(text.matches("HTTP/1.1 ").count(), 1, "{text}");
+    assert!(text.starts_with("HTTP/1.1 200 "), "{text}");
+
+    // A head trickled in seven parts over 1.4 s (the limit is for the whole head) is served.
+    let head = b"GET /masters HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    let mut trickle = TcpStream::connect(&srv.addr).unwrap();
+    for chunk in head.chunks(head.len() / 6 + 1) {
+        trickle.write_all(chunk).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (text, _) = read_to_close(&mut trickle);
+    assert!(text.starts_with("HTTP/1.1 200 "), "{text}");
+
+    // Pipelined: four requests in one write, four answers in order, then the close asked.
+    let mut piped = TcpStream::connect(&srv.addr).unwrap();
+    let mut all = Vec::new();
+    for (i, fen_moves) in ["", "e2e4", "d2d4", "e2e4,c7c5"].iter().enumerate() {
+        let close = if i == 3 { "Connection: close\r\n" } else { "" };
+        all.extend_from_slice(
+            format!("GET /masters?play={fen_moves} HTTP/1.1\r\nHost: t\r\n{close}\r\n").as_bytes(),
+        );
+    }
+    piped.write_all(&all).unwrap();
+    let (text, took) = read_to_close(&mut piped);
+    assert_eq!(text.matches("HTTP/1.1 200 ").count(), 4, "{text}");
+    assert!(
+        took < Duration::from_millis(1_500),
+        "pipelined answers took {took:?}"
+    );
+    let singles: Vec<u64> = ["", "e2e4", "d2d4", "e2e4,c7c5"]
+        .iter()
+        .map(|p| {
+            srv.get(&format!("/masters?play={p}")).json()["white"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let piped_whites: Vec<u64> = text
+        .split("HTTP/1.1 200 ")
+        .skip(1)
+        .map(|a| {
+            let body = a.split_once("\r\n\r\n").unwrap().1;
+            let body = &body[..body.rfind('}').unwrap() + 1];
+            serde_json::from_str::<serde_json::Value>(body).unwrap()["white"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(piped_whites, singles, "answers in the order asked");
+    assert!(
+        singles.windows(2).any(|w| w[0] != w[1]),
+        "the positions differ: {singles:?}"
+    );
+    assert_eq!(srv.stop().code(), Some(0));
+}

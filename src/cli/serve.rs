@@ -36,7 +36,7 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = bookdb::server::DEFAULT_BLOCK_CACHE_MIB as u64, value_name = "MIB",
           value_parser = clap::value_parser!(u64).range(0..=1 << 20))]
     cache_mib: u64,
-    /// Seconds a client may take to send a request's head (slow clients are cut off).
+    /// Seconds a client may take to send a request's head (then 408) or stay idle between requests.
     #[arg(long, default_value_t = 10, value_name = "SECONDS",
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     head_timeout: u64,

@@ -1,5 +1,6 @@
 //! Accepting connections: at most `--max-connections` at once (more are closed at once), a
-//! deadline for each request head (slow clients), and a graceful end on SIGTERM/SIGINT.
+//! deadline for each request head (slow clients: [`HeadTimer`]), and a graceful end on
+//! SIGTERM/SIGINT.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+use super::head_timer::{HeadTimer, backstop};
 use super::options::{MAX_HEAD, MAX_HEADERS, ServeOptions, connection_cap, open_file_limit};
 use super::routes::app;
 use super::state::AppState;
@@ -64,7 +66,7 @@ pub(super) async fn run(state: Arc<AppState>, opts: &ServeOptions) -> Result<()>
     let graceful = GracefulShutdown::new();
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(opts.head_timeout)
+        .header_read_timeout(backstop(opts.head_timeout))
         .max_buf_size(MAX_HEAD)
         .max_headers(MAX_HEADERS)
         // Flat writes: hyper's own refusals are then one write each, which JsonRefusals
@@ -104,7 +106,7 @@ pub(super) async fn run(state: Arc<AppState>, opts: &ServeOptions) -> Result<()>
         state.metrics.connections_total.fetch_add(1, Relaxed);
         state.metrics.connections_open.fetch_add(1, Relaxed);
         let conn = http.serve_connection(
-            TokioIo::new(JsonRefusals::new(stream)),
+            TokioIo::new(JsonRefusals::new(HeadTimer::new(stream, opts.head_timeout))),
             TowerToHyperService::new(router.clone()),
         );
         let conn = graceful.watch(conn);

@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod error;
+mod head_timer;
 mod listen;
 pub mod metrics;
 mod openings;
