@@ -91,11 +91,13 @@ async fn receive_and_import(
     // The import runs to its end even if the client goes away: the guard and the upload
     // directory live in the blocking task, and shutdown waits for the guard.
     let summary = tokio::task::spawn_blocking(move || {
-        let _guard = guard;
         let _dir = dir;
         let r = pipeline::import(&book, &[file.display().to_string()], &opts);
-        state.metrics.imports.fetch_add(1, Relaxed);
         state.refresh();
+        // Counted once the next admin import may begin (a client that waits for the count
+        // and sends the next upload is not refused as a second import).
+        drop(guard);
+        state.metrics.imports.fetch_add(1, Relaxed);
         r
     })
     .await
