@@ -191,7 +191,12 @@ fn run_fake(book: &Path, mode: &str, extra: &[&str]) -> serde_json::Value {
         "--json",
     ];
     args.extend_from_slice(extra);
-    bookdb(args).env("FAKE_MODE", mode).json()
+    // A run with failed positions stores the rest and exits 1 (as an import with a failed
+    // input), saying how many failed and that a rerun retries them.
+    let (r, err) = bookdb(args).env("FAKE_MODE", mode).json_exit(1);
+    assert!(err.contains("3 of 3 positions failed"), "{mode}: {err}");
+    assert!(err.contains("again to retry"), "{mode}: {err}");
+    r
 }
 
 #[test]

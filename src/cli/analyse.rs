@@ -81,6 +81,16 @@ impl Args {
         };
         let summary = analyse(&self.book.book, &opts)?;
         self.job.output.print(&summary)?;
-        Ok(ExitCode::SUCCESS)
+        if summary.failed.is_empty() {
+            return Ok(ExitCode::SUCCESS);
+        }
+        // As an import with a failed input: the rest is stored, the run is not a success.
+        eprintln!(
+            "bookdb: {} of {} positions failed (the summary lists them); the other results are stored. \
+             Run the same command again to retry them (finished positions are skipped)",
+            summary.failed.len(),
+            summary.failed.len() as u64 + summary.analysed
+        );
+        Ok(ExitCode::from(1))
     }
 }

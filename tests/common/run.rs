@@ -83,6 +83,17 @@ impl Bookdb {
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
     }
 
+    /// Runs it, asserts it exits with `code`, and parses its stdout as JSON; also stderr.
+    pub fn json_exit(self, code: i32) -> (serde_json::Value, String) {
+        let what = format!("{:?}", self.0.get_args().collect::<Vec<_>>());
+        let out = self.output();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(code), "bookdb {what}: {err}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let v = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+        (v, err)
+    }
+
     /// Runs it and asserts it exits with `code`; returns stderr.
     pub fn fails_with(self, code: i32) -> String {
         let what = format!("{:?}", self.0.get_args().collect::<Vec<_>>());

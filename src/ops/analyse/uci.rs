@@ -61,6 +61,40 @@ pub struct Engine {
     pub name: String,
 }
 
+/// The longest line kept from an engine (UCI lines are short; a longer one is cut here, the
+/// rest of it read and dropped, so a babbling engine cannot fill the memory).
+const MAX_LINE: usize = 64 * 1024;
+/// Lines read ahead of the analysis, per engine.
+const LINES_QUEUED: usize = 1024;
+
+/// Reads the next line of `r` into `buf` without its line end, at most `max` bytes of it (the
+/// rest of a longer line is skipped). False at the end of the stream with nothing read.
+fn read_line_capped(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::io::Result<bool> {
+    buf.clear();
+    let mut any = false;
+    loop {
+        let chunk = r.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(any);
+        }
+        any = true;
+        let (part, ends) = match memchr::memchr(b'\n', chunk) {
+            Some(i) => (&chunk[..i], Some(i + 1)),
+            None => (chunk, None),
+        };
+        let room = max.saturating_sub(buf.len());
+        buf.extend_from_slice(&part[..part.len().min(room)]);
+        let used = ends.unwrap_or(chunk.len());
+        r.consume(used);
+        if ends.is_some() {
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+            return Ok(true);
+        }
+    }
+}
+
 impl Engine {
     /// Starts `path` and sets it up; a binary that does not answer `uci` with `uciok` in
     /// time is refused.
@@ -77,7 +111,8 @@ impl Engine {
                 path: path.to_string(),
                 reason: e.to_string(),
             })?;
-        let (tx, out) = crossbeam_channel::unbounded();
+        // Bounded: an engine that writes faster than it is read waits on its pipe.
+        let (tx, out) = crossbeam_channel::bounded(LINES_QUEUED);
         let streams = [
             child
                 .stdout
@@ -91,8 +126,10 @@ impl Engine {
         for (is_err, stream) in streams.into_iter().flatten() {
             let tx = tx.clone();
             std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines() {
-                    let Ok(line) = line else { break };
+                let mut r = BufReader::new(stream);
+                let mut buf = Vec::new();
+                while let Ok(true) = read_line_capped(&mut r, &mut buf, MAX_LINE) {
+                    let line = String::from_utf8_lossy(&buf).into_owned();
                     if tx.send((is_err, line)).is_err() {
                         break;
                     }
@@ -298,5 +335,22 @@ mod tests {
         );
         assert!(parse_info("info depth x score cp 1 pv e2e4").is_err());
         assert!(parse_info("info depth 3 score cp 1 mate 2 pv e2e4").is_err());
+    }
+
+    #[test]
+    fn long_lines_are_cut_and_line_ends_taken_off() {
+        let long = "x".repeat(200_000);
+        let text = format!("uciok\r\ninfo string {long}\nreadyok\nlast");
+        // A small buffer: lines span many reads.
+        let mut r = std::io::BufReader::with_capacity(7, text.as_bytes());
+        let mut buf = Vec::new();
+        let mut lines = Vec::new();
+        while read_line_capped(&mut r, &mut buf, 100).unwrap() {
+            lines.push(String::from_utf8(buf.clone()).unwrap());
+        }
+        let want_long = format!("info string {}", &long[..100 - "info string ".len()]);
+        assert_eq!(lines, ["uciok", want_long.as_str(), "readyok", "last"]);
+        let mut empty = std::io::BufReader::new(&b""[..]);
+        assert!(!read_line_capped(&mut empty, &mut buf, 100).unwrap());
     }
 }
