@@ -98,6 +98,20 @@ fn follows(srv: &Server, want: &Path, what: &str) {
     eprintln!("{what}: {checked} positions answered as the restored book's dump");
 }
 
+/// The generation and state tag of the state that answers `/masters`, checked against the
+/// ones `/v1/book` says.
+fn served(srv: &Server) -> (String, String) {
+    let r = srv.get("/masters");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let g = r.header("x-bookdb-generation").unwrap().to_string();
+    let tag = r.header("x-bookdb-state").unwrap().to_string();
+    assert_eq!(tag.len(), 16, "{tag}");
+    let v = srv.get("/v1/book").json();
+    assert_eq!(v["served_generation"].to_string(), g);
+    assert_eq!(v["served_state"].as_str(), Some(tag.as_str()));
+    (g, tag)
+}
+
 /// (uci, white, draws, black, unknown) of each move of a `dump`-shaped object.
 fn counts(v: &serde_json::Value) -> Vec<(String, u64, u64, u64, u64)> {
     let n = |m: &serde_json::Value, k: &str| m[k].as_u64().unwrap_or(0);
@@ -202,8 +216,12 @@ fn a_restore_that_reuses_a_generation_with_another_segment_is_followed() {
     // segment of generation 3 (the same name, copied over R1's in place).
     restore_in_place(&b.r1, &b.book);
     follows(&srv, &b.r1, "R1 restored");
+    let r1 = served(&srv);
     restore_in_place(&b.r2, &b.book);
     follows(&srv, &b.r2, "R2 restored (generation 3 reused)");
+    let r2 = served(&srv);
+    assert_eq!(r1.0, r2.0, "the generation reused");
+    assert_ne!(r1.1, r2.1, "another segment, another state tag");
     assert_eq!(srv.stop().code(), Some(0));
 }
 
@@ -234,10 +252,23 @@ fn a_symlink_repointed_at_another_book_is_followed() {
     std::os::unix::fs::symlink("blue.book", &current).unwrap();
     let srv = Server::start(&current, &[]);
     follows(&srv, &blue, "the link's first book");
+    let blue_state = served(&srv);
     let next = dir.join("current.book.next");
     std::os::unix::fs::symlink("green.book", &next).unwrap();
     std::fs::rename(&next, &current).unwrap();
     follows(&srv, &green, "the re-pointed link");
+    // Both books are at generation 1: the generation repeats, the state tag does not (a
+    // client that keys its cache by the state sees the switch).
+    let green_state = served(&srv);
+    assert_eq!(
+        blue_state.0, green_state.0,
+        "both books at the same generation"
+    );
+    assert_ne!(
+        blue_state.1, green_state.1,
+        "another book, another state tag"
+    );
+    assert_eq!(served(&srv), green_state, "a state's tag is stable");
     // Writes through the link reach the book it leads to, and the server shows them.
     let more = dir.join("more.pgn");
     write_games(&more, &games_of(&sample_pgn())[150..160]);

@@ -122,7 +122,7 @@ async fn receive_and_import(
     let body = serde_json::to_string(&summary)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
     let body = super::redact::redact_paths(&body, &s.path);
-    Ok(json_ok(body, Some(s.live.snapshot().generation())).into_response())
+    Ok(json_ok(body, Some(&s.live.snapshot())).into_response())
 }
 
 /// The checks made before the body is read: the route is on, the token, the parameters, the

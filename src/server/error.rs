@@ -74,17 +74,20 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// A JSON answer computed from the book state of `generation` (said in a header, so clients
-/// and tests can tell which state answered).
-pub fn json_ok(body: String, generation: Option<u64>) -> Response {
+/// A JSON answer, computed from the book state `served` when there is one: its generation
+/// and state tag are said in headers, so clients and tests can tell which state answered.
+pub fn json_ok(body: String, served: Option<&crate::store::Book>) -> Response {
     let mut r = body.into_response();
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    if let Some(g) = generation {
-        r.headers_mut()
-            .insert("x-bookdb-generation", HeaderValue::from(g));
+    if let Some(book) = served {
+        let h = r.headers_mut();
+        h.insert("x-bookdb-generation", HeaderValue::from(book.generation()));
+        if let Ok(v) = HeaderValue::from_str(&book.state_tag()) {
+            h.insert("x-bookdb-state", v);
+        }
     }
     r
 }

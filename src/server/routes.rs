@@ -189,9 +189,9 @@ fn clip_path(p: &str) -> String {
     s
 }
 
-fn to_json<T: serde::Serialize>(v: &T, generation: u64) -> Result<Response, ApiError> {
+fn to_json<T: serde::Serialize>(v: &T, book: &crate::store::Book) -> Result<Response, ApiError> {
     serde_json::to_string(v)
-        .map(|b| json_ok(b, Some(generation)))
+        .map(|b| json_ok(b, Some(book)))
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("encoding: {e}")))
 }
 
@@ -223,7 +223,7 @@ async fn explorer(State(s): State<Arc<AppState>>, uri: Uri) -> Result<Response, 
     };
     to_json(
         &explore_games(&book, &line, p.moves, &counting, Some(wanted))?,
-        book.generation(),
+        &book,
     )
 }
 
@@ -256,7 +256,7 @@ async fn position(State(s): State<Arc<AppState>>, uri: Uri) -> Result<Response, 
     let p = params::position(uri.query().unwrap_or(""))?;
     let book = s.live.snapshot();
     let answer = position::probe(&book, s.game, &p.query())?;
-    to_json(&answer.json()?, book.generation())
+    to_json(&answer.json()?, &book)
 }
 
 /// `GET /api/cloud-eval`: lichess's cloud evaluation of a position (docs/CONTRACT.md §10);
@@ -272,7 +272,7 @@ async fn cloud_eval(State(s): State<Arc<AppState>>, uri: Uri) -> Result<Response
     let pos = crate::chess::parse_fen(&p.fen).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let book = s.live.snapshot();
     match crate::ops::evals::cloud::cloud_eval(&book, &p.fen, &pos, p.multi_pv)? {
-        Some(answer) => to_json(&answer, book.generation()),
+        Some(answer) => to_json(&answer, &book),
         None => Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "No cloud evaluation available for that position",
@@ -288,6 +288,7 @@ async fn book(State(s): State<Arc<AppState>>) -> Result<Response, ApiError> {
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
     if let Some(o) = v.as_object_mut() {
         o.insert("served_generation".into(), book.generation().into());
+        o.insert("served_state".into(), book.state_tag().into());
         // The book's file name; where the server keeps it is not the client's business.
         let name = s.path.file_name().map_or_else(
             || s.path.display().to_string(),
@@ -295,7 +296,7 @@ async fn book(State(s): State<Arc<AppState>>) -> Result<Response, ApiError> {
         );
         o.insert("path".into(), name.into());
     }
-    Ok(json_ok(v.to_string(), Some(book.generation())))
+    Ok(json_ok(v.to_string(), Some(&book)))
 }
 
 async fn health() -> Response {

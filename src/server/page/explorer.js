@@ -34,7 +34,7 @@ let othello = null; // othello.js's page, on an Othello book
 let state = { fen: null, line: [], idx: 0, filters: noFilters() };
 let orientation = "white";
 let current = null; // the last /lichess answer shown
-let generation = null; // the book state that answered it
+let generation = null; // the book state that answered it (its state tag)
 let bookFacets = null; // the facets /v1/book says the book keeps (a Set), null until known
 let viewFacets = null; // facetsKey() when the answer shown was asked for
 let requestSeq = 0;
@@ -209,7 +209,9 @@ async function fetchJson(url) {
     throw new Error(msg + " (HTTP " + r.status + ")");
   }
   if (body === null) throw new Error("The server's answer was not JSON.");
-  return { body, generation: r.headers.get("x-bookdb-generation") };
+  // The state tag names the book state (a generation can repeat when another book takes this
+  // one's place); a server without it says the generation.
+  return { body, generation: r.headers.get("x-bookdb-state") || r.headers.get("x-bookdb-generation") };
 }
 
 // Shows state `s`: fetches its position, then records it in the history ("push", "replace",
@@ -370,13 +372,13 @@ function poll() {
   } else if (!document.hidden) refreshBook(true);
 }
 
-// Reads /v1/book: the book's size, the facets it keeps, its generation. With `follow`, the view
+// Reads /v1/book: the book's size, the facets it keeps, its state. With `follow`, the view
 // is asked again when the book changed or its facets differ from the ones the view was asked
 // with (the history is asked for only when the book keeps months).
 async function refreshBook(follow) {
   try {
     const { body } = await fetchJson("/v1/book");
-    const g = String(body.served_generation);
+    const g = String(body.served_state !== undefined ? body.served_state : body.served_generation);
     renderBookInfo(body);
     if (!othello && typeof body.game === "string" && /othello/i.test(body.game)) {
       // An Othello book: othello.js's page takes the board and the table over.

@@ -147,7 +147,7 @@
         body = await r.json();
         if (!r.ok) throw new Error((body && body.error) + " (HTTP " + r.status + ")");
         if (mine !== seq) return;
-        generation = r.headers.get("x-bookdb-generation");
+        generation = r.headers.get("x-bookdb-state") || r.headers.get("x-bookdb-generation");
       } catch (e) {
         if (mine !== seq) return;
         els.error.textContent = e.message;
@@ -416,7 +416,7 @@
         try {
           const r = await fetch("/v1/book", { cache: "no-store" });
           const body = await r.json();
-          if (generation !== null && String(body.served_generation) !== generation) go(state, "none");
+          if (generation !== null && String(body.served_state !== undefined ? body.served_state : body.served_generation) !== generation) go(state, "none");
         } catch (_) { /* the next poll tries again */ }
       },
       POLL_MS,

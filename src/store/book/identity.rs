@@ -28,6 +28,17 @@ impl FileId {
         }
     }
 
+    /// Its fields as bytes (device, inode, size, mtime seconds and nanoseconds, LE).
+    pub(crate) fn to_bytes(self) -> [u8; 40] {
+        let mut b = [0u8; 40];
+        b[..8].copy_from_slice(&self.dev.to_le_bytes());
+        b[8..16].copy_from_slice(&self.ino.to_le_bytes());
+        b[16..24].copy_from_slice(&self.size.to_le_bytes());
+        b[24..32].copy_from_slice(&self.mtime.0.to_le_bytes());
+        b[32..].copy_from_slice(&self.mtime.1.to_le_bytes());
+        b
+    }
+
     /// The file's size in bytes when it was identified.
     pub(crate) fn size(&self) -> u64 {
         self.size

@@ -424,6 +424,20 @@ impl Book {
         self.generation
     }
 
+    /// An opaque name of the state this book shows: a hash (16 hex digits) of its generation
+    /// and the identities of its files (device, inode, size, modification time). Generations
+    /// are numbered per book: another book put in this one's place (a symlink switched, a
+    /// book removed and made again, a backup restored) can show a generation seen before,
+    /// and its state tag is still another.
+    pub fn state_tag(&self) -> String {
+        let mut bytes = Vec::with_capacity(8 + 40 * self.files.len());
+        bytes.extend_from_slice(&self.generation.to_le_bytes());
+        for f in &self.files {
+            bytes.extend_from_slice(&f.id.to_bytes());
+        }
+        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes))
+    }
+
     /// The book's files: the base first, then its delta segments by generation.
     #[doc(hidden)]
     pub fn files(&self) -> &[Arc<BookFile>] {
