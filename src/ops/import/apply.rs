@@ -328,8 +328,9 @@ impl NewEntries {
         }
     }
 
-    /// Checks that the file the entries go to fits beside the runs (and `book`'s files).
-    fn check_disk(&self, book: disk::BookNeed) -> Result<()> {
+    /// Checks that the file the entries go to fits beside the runs (and `book`'s files), or,
+    /// for entries held in memory, beside the book at `book_path`.
+    fn check_disk(&self, book_path: &Path, book: disk::BookNeed) -> Result<()> {
         match &self.sources {
             Sources::Runs(paths) => {
                 let staged = paths
@@ -342,7 +343,11 @@ impl NewEntries {
                     .map_or(Path::new("."), |p| crate::store::files::dir_of(p));
                 disk::check_apply(dir, staged, book)
             }
-            Sources::InMemory(_) => Ok(()),
+            Sources::InMemory(_) => disk::check_apply_in_memory(
+                crate::store::files::dir_of(book_path),
+                self.count,
+                book,
+            ),
         }
     }
 
@@ -397,7 +402,7 @@ fn apply(target: &Target<'_>, new: NewEntries, added: Additions) -> Result<Appli
             book.file_bytes(),
             target.delta_min,
         ) {
-            new.check_disk(disk::BookNeed::default())?;
+            new.check_disk(target.book_path, disk::BookNeed::default())?;
             let fold_due = book::publish_segment(
                 book,
                 new.merged(target.game)?,
@@ -416,9 +421,12 @@ fn apply(target: &Target<'_>, new: NewEntries, added: Additions) -> Result<Appli
             return Ok(Applied::Delta);
         }
     }
-    new.check_disk(disk::BookNeed {
-        base_bytes: old.as_ref().map_or(0, Book::file_bytes),
-    })?;
+    new.check_disk(
+        target.book_path,
+        disk::BookNeed {
+            base_bytes: old.as_ref().map_or(0, Book::file_bytes),
+        },
+    )?;
     rewrite(target, old, new, added)
 }
 

@@ -111,6 +111,24 @@ pub(super) fn check_apply(dir: &Path, staged: u64, book: BookNeed) -> Result<()>
     })
 }
 
+/// Bytes of the file an import writes per new entry when its entries never went to runs (a
+/// small import, aggregated in memory): books with facets, games and references take about
+/// 30 bytes a pair (docs/PERFORMANCE.md, the scale table), with a margin for a small file's
+/// fixed part.
+const BOOK_BYTES_PER_ENTRY: u64 = 40;
+
+/// Before the book is written from entries held in memory: `entries` new ones, the file
+/// beside the book in `dir`.
+pub(super) fn check_apply_in_memory(dir: &Path, entries: u64, book: BookNeed) -> Result<()> {
+    let file = entries.saturating_mul(BOOK_BYTES_PER_ENTRY) + book.base_bytes;
+    check_free(dir, file, || {
+        format!(
+            "{entries} new entries; the book file it writes needs about {}",
+            amount(file)
+        )
+    })
+}
+
 /// Before a merge pass of the runs: its output takes at most the `group_bytes` of its inputs,
 /// deleted only once it is recorded.
 pub(super) fn check_pass(dir: &Path, group_bytes: u64) -> Result<()> {
