@@ -181,7 +181,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, opts: &RewriteOptions) -> Result<Me
         true => match super::shared_games::collect(&books, out)? {
             Some(copies) => {
                 drop(books);
-                let s = copies.import(budget.mib)?;
+                let s = copies.import(budget.mib, budget.reader)?;
                 books = open_inputs(inputs, budget.reader)?.1;
                 Some(s)
             }

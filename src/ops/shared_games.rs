@@ -220,8 +220,14 @@ pub(crate) fn collect(books: &[Book], out: &Path) -> Result<Option<Copies>> {
 
 impl Copies {
     /// Imports the copies, each file with its facets, into scratch books (within
-    /// `memory_mib`: the caller's inputs are closed meanwhile).
-    pub(crate) fn import(self, memory_mib: usize) -> Result<SharedCopies> {
+    /// `memory_mib`: the caller's inputs are closed meanwhile), opened with `caches` as the
+    /// merge's inputs are (a scratch book's reads grow with the shared games: with the default
+    /// caches, redb kept up to 64 MiB of its pages).
+    pub(crate) fn import(
+        self,
+        memory_mib: usize,
+        caches: crate::store::CacheSizes,
+    ) -> Result<SharedCopies> {
         let mut scratch = Vec::new();
         for (bits, path, n) in &self.pgns {
             let book = self.dir.path().join(format!("copies-{bits:02x}.book"));
@@ -247,7 +253,7 @@ impl Copies {
                     s.games_imported, s.skipped_by_reason
                 )));
             }
-            scratch.push(Book::open(&book, Game::Chess.codec())?);
+            scratch.push(Book::open_with_caches(&book, Game::Chess.codec(), caches)?);
         }
         Ok(SharedCopies {
             games: self.games,
