@@ -418,9 +418,13 @@ const RECORDER: &str = r#"(() => {
   const log = [];
   Object.defineProperty(window, "__bookdbRequests", { value: log });
   const realFetch = window.fetch.bind(window);
-  const answer = (status, body, generation) => {
+  // The server's headers that say which book state answered, passed on as they came.
+  const answer = (status, body, from) => {
     const headers = { "content-type": "application/json" };
-    if (generation) headers["x-bookdb-generation"] = generation;
+    for (const h of ["x-bookdb-generation", "x-bookdb-state"]) {
+      const v = from ? from.headers.get(h) : null;
+      if (v) headers[h] = v;
+    }
     return new Response(JSON.stringify(body), { status, headers });
   };
   window.fetch = async (input, init) => {
@@ -437,14 +441,14 @@ const RECORDER: &str = r#"(() => {
       const r = await realFetch("/lichess?" + fwd.toString(), init);
       const body = await r.json();
       if (r.ok && q.get("history") === "true" && cfg.lichess.history) body.history = cfg.lichess.history;
-      return answer(r.status, body, r.headers.get("x-bookdb-generation"));
+      return answer(r.status, body, r);
     }
     if (url.pathname === "/v1/book" && cfg.book) {
       const r = await realFetch(input, init);
       const body = await r.json();
       if (cfg.book.facets === null) delete body.facets;
       else body.facets = cfg.book.facets;
-      return answer(r.status, body, r.headers.get("x-bookdb-generation"));
+      return answer(r.status, body, r);
     }
     return realFetch(input, init);
   };

@@ -80,17 +80,22 @@ impl Args {
             writer: rewrite.writer,
         };
         let summary = analyse(&self.book.book, &opts)?;
+        let json = self.job.output.json;
         self.job.output.print(&summary)?;
         if summary.failed.is_empty() {
             return Ok(ExitCode::SUCCESS);
         }
-        // As an import with a failed input: the rest is stored, the run is not a success.
-        eprintln!(
-            "bookdb: {} of {} positions failed (the summary lists them); the other results are stored. \
-             Run the same command again to retry them (finished positions are skipped)",
-            summary.failed.len(),
-            summary.failed.len() as u64 + summary.analysed
-        );
+        // As an import with a failed input: the rest is stored, the run is not a success (with
+        // --json, the answer's `failed` says which).
+        if !json {
+            bookdb::stderr_line!(
+                "bookdb: error: {} of {} positions failed (the summary lists them); the other \
+                 results are stored. Run the same command again to retry them (finished \
+                 positions are skipped)",
+                summary.failed.len(),
+                summary.failed.len() as u64 + summary.analysed
+            );
+        }
         Ok(ExitCode::from(1))
     }
 }

@@ -65,13 +65,15 @@ fn refusal(limit: Duration) -> Vec<u8> {
 /// Whether `tail` (the three bytes before `new`) and `new` hold an empty line ending a head;
 /// `tail` becomes the last three bytes seen.
 fn head_ends(tail: &mut [u8; 3], new: &[u8]) -> bool {
+    // The last four bytes seen: the three before `new`, then each of `new` in turn.
     let mut window = [0u8; 4];
-    window[..3].copy_from_slice(tail);
+    window[1..].copy_from_slice(tail);
     let mut found = false;
     for &b in new {
         window.copy_within(1.., 0);
         window[3] = b;
-        if &window == b"\r\n\r\n" || window[2..] == *b"\n\n" {
+        // An empty line as hyper takes it: CRLF or a bare LF ending the last field's line.
+        if &window == b"\r\n\r\n" || window[1..] == *b"\n\r\n" || window[2..] == *b"\n\n" {
             found = true;
             break;
         }
@@ -175,8 +177,10 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for HeadTimer<T> {
         if n > 0 {
             // An answer's head (not an interim 1xx such as 100 Continue) ends the request:
             // the clock runs for the next one. Writes of a long answer keep it running.
+            // hyper answers an HTTP/1.0 request in HTTP/1.0.
             let status = buf
                 .strip_prefix(b"HTTP/1.1 ")
+                .or_else(|| buf.strip_prefix(b"HTTP/1.0 "))
                 .and_then(|r| r.first().copied());
             if status.is_some_and(|d| d != b'1') || this.phase == Phase::Idle {
                 this.restart(Phase::Idle);
@@ -212,9 +216,18 @@ mod tests {
         let mut tail = [0; 3];
         assert!(!head_ends(&mut tail, b"GET / HTTP/1.1\r\n"));
         assert!(head_ends(&mut tail, b"\r\n"));
-        // Bare line feeds (hyper accepts them too).
+        // Bare line feeds (hyper accepts them too), also before a CRLF empty line.
         let mut tail = [0; 3];
         assert!(head_ends(&mut tail, b"GET / HTTP/1.1\nHost: x\n\n"));
+        let mut tail = [0; 3];
+        assert!(!head_ends(&mut tail, b"GET / HTTP/1.1\nHost: x\n"));
+        assert!(head_ends(&mut tail, b"\r\n"));
+        // Byte by byte.
+        let mut tail = [0; 3];
+        let head = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+        for (i, b) in head.iter().enumerate() {
+            assert_eq!(head_ends(&mut tail, &[*b]), i == head.len() - 1, "byte {i}");
+        }
         let mut tail = [0; 3];
         assert!(!head_ends(&mut tail, b"GET / HTTP/1.1\r\nHost: x\r\n"));
     }

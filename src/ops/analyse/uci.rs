@@ -61,11 +61,11 @@ pub struct Engine {
     pub name: String,
 }
 
-/// The longest line kept from an engine (UCI lines are short; a longer one is cut here, the
+/// The longest line kept from an engine (UCI lines are short: a 100-move `pv` is ~500 bytes; a longer one is cut here, the
 /// rest of it read and dropped, so a babbling engine cannot fill the memory).
-const MAX_LINE: usize = 64 * 1024;
-/// Lines read ahead of the analysis, per engine.
-const LINES_QUEUED: usize = 1024;
+const MAX_LINE: usize = 16 * 1024;
+/// Lines read ahead of the analysis, per engine (at most 4 MiB with [`MAX_LINE`]).
+const LINES_QUEUED: usize = 256;
 
 /// Reads the next line of `r` into `buf` without its line end, at most `max` bytes of it (the
 /// rest of a longer line is skipped). False at the end of the stream with nothing read.
@@ -73,7 +73,11 @@ fn read_line_capped(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std:
     buf.clear();
     let mut any = false;
     loop {
-        let chunk = r.fill_buf()?;
+        let chunk = match r.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
         if chunk.is_empty() {
             return Ok(any);
         }

@@ -111,10 +111,11 @@ pub(super) fn check_apply(dir: &Path, staged: u64, book: BookNeed) -> Result<()>
     })
 }
 
-/// Bytes of the file an import writes per new entry when its entries never went to runs (a
-/// small import, aggregated in memory): books with facets, games and references take about
-/// 30 bytes a pair (docs/PERFORMANCE.md, the scale table), with a margin for a small file's
-/// fixed part.
+/// Bytes of the file an import writes per new entry (a position and its moves) when its
+/// entries never went to runs (a small import, aggregated in memory): books with facets,
+/// games and references take about 30 bytes a (position, move) pair and a position has ~1.03
+/// pairs in generated books (docs/PERFORMANCE.md, the scale table); the rest is a margin for
+/// a small file's fixed part and positions with more moves.
 const BOOK_BYTES_PER_ENTRY: u64 = 40;
 
 /// Before the book is written from entries held in memory: `entries` new ones, the file
