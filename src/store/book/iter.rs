@@ -17,8 +17,19 @@ impl BookFile {
     /// Iterates this file's entries in (key, position) order: blocks and (before version 3)
     /// delta tier merged.
     pub(super) fn iter_as(self: &Arc<Self>, keep: Keep) -> Result<EntryIter<'_>> {
+        self.iter_with(keep, None)
+    }
+
+    /// [`BookFile::iter_as`] decoding its blocks on `pool` (the threads the files of a book
+    /// iterated together share: [`decode_pool`]), or on threads of its own with `None`.
+    pub(super) fn iter_with(
+        self: &Arc<Self>,
+        keep: Keep,
+        pool: Option<Arc<DecodePool>>,
+    ) -> Result<EntryIter<'_>> {
         let mut blocks = self.iter_blocks()?;
         blocks.keep = keep;
+        blocks.decoders = pool;
         let blocks: Box<dyn Iterator<Item = Result<Entry>> + '_> = Box::new(blocks);
         if self.meta.delta_entries == 0 {
             return Ok(MergeIter::new(vec![blocks]));
@@ -197,6 +208,17 @@ type DecodeJob = (Arc<BookFile>, Vec<(u64, Vec<u8>)>, Keep);
 
 /// The entries of each block of a [`DecodeJob`], or the first block's corruption.
 type Decoded = Result<Vec<Vec<Entry>>, Corruption>;
+/// Threads that decode batches of blocks, of any file.
+pub(super) type DecodePool = Workers<DecodeJob, Decoded>;
+
+/// A decoding pool for iterating several files together: one for all of them, rather than a
+/// pool of [`seal_threads`] for each (a fold reads a base and up to eight segments: eighteen
+/// threads, each with its own allocator heap, and entries freed on another thread than the
+/// one that made them). `None` on one core (each batch is then decoded in place).
+pub(super) fn decode_pool() -> Option<Arc<DecodePool>> {
+    let threads = seal_threads();
+    (threads > 1).then(|| Arc::new(Workers::new(threads, "bookdb-decode", decode_job)))
+}
 
 fn decode_job((file, blocks, keep): DecodeJob) -> Decoded {
     let games = file.game_cells();
@@ -211,7 +233,7 @@ pub(crate) struct BookIter<'a> {
     book: &'a Arc<BookFile>,
     /// The threads that decode each batch of blocks, started with the first batch and kept
     /// until the iterator ends (`store::workers` says why).
-    decoders: Option<Workers<DecodeJob, Decoded>>,
+    decoders: Option<Arc<DecodePool>>,
     table: Option<redb::ReadOnlyTable<u64, &'static [u8]>>,
     next_key: Option<u64>,
     buf: VecDeque<Entry>,
@@ -294,7 +316,7 @@ impl BookIter<'_> {
                 jobs.push((self.book.clone(), raw.by_ref().take(per).collect(), keep));
             }
             self.decoders
-                .get_or_insert_with(|| Workers::new(threads, "bookdb-decode", decode_job))
+                .get_or_insert_with(|| Arc::new(Workers::new(threads, "bookdb-decode", decode_job)))
                 .map(jobs)
                 .into_iter()
                 .map(|r| {

@@ -594,10 +594,15 @@ impl Book {
         if self.files.len() == 1 {
             return self.files[0].iter_as(keep(&self.files[0]));
         }
+        // One decoding pool for all the files (`iter::decode_pool`).
+        let pool = super::iter::decode_pool();
         let parts = self
             .files
             .iter()
-            .map(|f| f.iter_as(keep(f)).map(|i| Box::new(i) as EntryStream<'_>))
+            .map(|f| {
+                f.iter_with(keep(f), pool.clone())
+                    .map(|i| Box::new(i) as EntryStream<'_>)
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(MergeIter::new(parts))
     }
