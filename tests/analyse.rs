@@ -209,6 +209,8 @@ fn fake_engines_that_crash_hang_or_babble_are_reported_and_the_run_finishes() {
     for (mode, reason, words) in [
         ("crash", "exited", "segmentation fault"),
         ("hang", "no answer", "thinking forever"),
+        // Lines without end are no answer either (the run went on for ever).
+        ("chatter", "no answer within 1.0 s", "still thinking"),
         ("babble", "not UCI", "quick brown fox"),
     ] {
         let r = run_fake(&book, mode, &[]);

@@ -154,7 +154,7 @@ impl Engine {
         e.send("uci").map_err(|_| not_uci.clone())?;
         let deadline = Instant::now() + HANDSHAKE;
         loop {
-            let line = match e.recv(deadline) {
+            let line = match e.recv(deadline, HANDSHAKE) {
                 Ok(l) => l,
                 Err(EngineError::Hung(_) | EngineError::Died) => return Err(not_uci),
                 Err(other) => return Err(other),
@@ -183,10 +183,15 @@ impl Engine {
             .map_err(|_| EngineError::Died)
     }
 
-    /// The next line of stdout; stderr lines are only kept among the last words.
-    fn recv(&mut self, deadline: Instant) -> Result<String, EngineError> {
+    /// The next line of stdout before `deadline` (`limit` after the wait began); stderr lines
+    /// are only kept among the last words. An engine that goes on writing past the deadline
+    /// without the answer awaited is hung all the same.
+    fn recv(&mut self, deadline: Instant, limit: Duration) -> Result<String, EngineError> {
         loop {
             let wait = deadline.saturating_duration_since(Instant::now());
+            if wait.is_zero() {
+                return Err(EngineError::Hung(limit.as_secs_f64()));
+            }
             match self.out.recv_timeout(wait) {
                 Ok((is_err, line)) => {
                     if self.last.len() == LAST_WORDS {
@@ -198,7 +203,7 @@ impl Engine {
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => {
-                    return Err(EngineError::Hung(wait.as_secs_f64()));
+                    return Err(EngineError::Hung(limit.as_secs_f64()));
                 }
                 Err(RecvTimeoutError::Disconnected) => return Err(EngineError::Died),
             }
@@ -209,7 +214,7 @@ impl Engine {
         self.send("isready")?;
         let deadline = Instant::now() + HANDSHAKE;
         loop {
-            let line = self.recv(deadline)?;
+            let line = self.recv(deadline, HANDSHAKE)?;
             match line.split_whitespace().next() {
                 Some("readyok") => return Ok(()),
                 None | Some("info" | "id" | "option") => {}
@@ -237,7 +242,7 @@ impl Engine {
         let deadline = Instant::now() + timeout;
         let mut lines: Vec<Option<InfoLine>> = Vec::new();
         loop {
-            let line = self.recv(deadline)?;
+            let line = self.recv(deadline, timeout)?;
             let mut words = line.split_whitespace();
             match words.next() {
                 Some("bestmove") => break,
