@@ -600,7 +600,7 @@ impl Book {
             .files
             .iter()
             .map(|f| {
-                f.iter_with(keep(f), pool.clone())
+                f.iter_with(keep(f), pool.clone(), f.read_ahead_blocks())
                     .map(|i| Box::new(i) as EntryStream<'_>)
             })
             .collect::<Result<Vec<_>>>()?;
