@@ -85,7 +85,7 @@ pub fn json_ok(body: String, served: Option<&crate::store::Book>) -> Response {
     if let Some(book) = served {
         let h = r.headers_mut();
         h.insert("x-bookdb-generation", HeaderValue::from(book.generation()));
-        if let Ok(v) = HeaderValue::from_str(&book.state_tag()) {
+        if let Ok(v) = HeaderValue::from_str(book.state_tag()) {
             h.insert("x-bookdb-state", v);
         }
     }

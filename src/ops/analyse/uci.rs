@@ -61,8 +61,9 @@ pub struct Engine {
     pub name: String,
 }
 
-/// The longest line kept from an engine (UCI lines are short: a 100-move `pv` is ~500 bytes; a longer one is cut here, the
-/// rest of it read and dropped, so a babbling engine cannot fill the memory).
+/// The longest line kept from an engine (UCI lines are short: a 100-move `pv` is ~500
+/// bytes); a longer one is cut here, the rest of it read and dropped, so a babbling engine
+/// cannot fill the memory.
 const MAX_LINE: usize = 16 * 1024;
 /// Lines read ahead of the analysis, per engine (at most 4 MiB with [`MAX_LINE`]).
 const LINES_QUEUED: usize = 256;

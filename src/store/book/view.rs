@@ -37,6 +37,8 @@ pub struct Book {
     meta: BookMeta,
     /// The cache sizes its files were opened with (files opened by a refresh get the same).
     caches: CacheSizes,
+    /// [`Book::state_tag`], made once with the book.
+    state_tag: String,
 }
 
 impl std::fmt::Debug for Book {
@@ -307,6 +309,7 @@ impl Book {
         Ok(Some(Book {
             path: path.to_path_buf(),
             given: path.to_path_buf(),
+            state_tag: state_tag_of(generation, &files),
             files,
             manifest,
             generation,
@@ -425,17 +428,11 @@ impl Book {
     }
 
     /// An opaque name of the state this book shows: a hash (16 hex digits) of its generation
-    /// and the identities of its files (device, inode, size, modification time). Generations
-    /// are numbered per book: another book put in this one's place (a symlink switched, a
-    /// book removed and made again, a backup restored) can show a generation seen before,
-    /// and its state tag is still another.
-    pub fn state_tag(&self) -> String {
-        let mut bytes = Vec::with_capacity(8 + 40 * self.files.len());
-        bytes.extend_from_slice(&self.generation.to_le_bytes());
-        for f in &self.files {
-            bytes.extend_from_slice(&f.id.to_bytes());
-        }
-        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes))
+    /// and its files' identities. Generations are numbered per book: another book put in
+    /// this one's place (a symlink switched, a backup restored) can show a generation seen
+    /// before, and its state tag is still another.
+    pub fn state_tag(&self) -> &str {
+        &self.state_tag
     }
 
     /// The book's files: the base first, then its delta segments by generation.
@@ -746,6 +743,16 @@ fn view_meta(files: &[Arc<BookFile>]) -> BookMeta {
         .map(|f| f.meta().positions + f.meta().key_only)
         .sum();
     m
+}
+
+/// The state tag of a book of `generation` made of `files` ([`Book::state_tag`]).
+fn state_tag_of(generation: u64, files: &[Arc<BookFile>]) -> String {
+    let mut bytes = Vec::with_capacity(8 + 40 * files.len());
+    bytes.extend_from_slice(&generation.to_le_bytes());
+    for f in files {
+        bytes.extend_from_slice(&f.id.to_bytes());
+    }
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes))
 }
 
 /// A book that a long-lived reader (a server) keeps open while writers publish: hands out
