@@ -13,6 +13,17 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
+/// The threads a pool of this process takes: the cores, at most 8 (looked up once: it reads
+/// cgroup files).
+pub(crate) fn cores() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8)
+    })
+}
+
 /// A job, its index in its batch, and where its result goes.
 type Job<J, R> = (usize, J, Sender<(usize, Option<R>)>);
 

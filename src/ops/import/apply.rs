@@ -16,7 +16,7 @@ use crate::ops::progress::Progress;
 use crate::store::book::{self, Additions};
 use crate::store::entry::MergeIter;
 use crate::store::fpset;
-use crate::store::run::{RunModels, RunReader, RunWriter};
+use crate::store::run::{RunModels, RunReader, RunWriter, run_decoders};
 use crate::store::{Book, BookWriter, WriterOptions};
 
 /// Most runs merged at once; more are merged in passes. A run being read holds one block
@@ -160,11 +160,12 @@ pub(super) fn reduce_runs(
         }
         state.runs = rest;
         check_pass_disk(staging, &group)?;
+        let decoders = run_decoders();
         let readers = group
             .iter()
             .map(|(r, _)| {
                 RunReader::open_indexed_sharing(&staging.join(r), game.codec(), models)
-                    .map(RunReader::coded)
+                    .map(|r| r.decoding_on(decoders.clone()).coded())
             })
             .collect::<StoreResult<Vec<_>>>()?;
         let name = format!("run-{:06}.zst", state.next_run);
@@ -363,11 +364,14 @@ impl NewEntries {
                 Ok(Box::new(MergeIter::new(parts)))
             }
             Sources::Runs(paths) => {
+                // One pool decodes the blocks of all the runs ahead of the merge, which
+                // also feeds the book's writer.
+                let decoders = run_decoders();
                 let runs = paths
                     .iter()
                     .map(|p| {
                         RunReader::open_indexed_sharing(p, game.codec(), &self.models)
-                            .map(RunReader::coded)
+                            .map(|r| r.decoding_on(decoders.clone()).coded())
                     })
                     .collect::<StoreResult<Vec<_>>>()?;
                 Ok(Box::new(MergeIter::new(runs)))

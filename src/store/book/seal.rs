@@ -46,14 +46,9 @@ pub(super) struct SealPool {
     pub(super) spare: crossbeam_channel::Receiver<Vec<Entry>>,
 }
 
-/// Sealing threads: the cores, at most 8 (looked up once: it reads cgroup files).
+/// Sealing threads: the cores, at most 8 ([`crate::store::workers::cores`]).
 pub(super) fn seal_threads() -> usize {
-    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *THREADS.get_or_init(|| {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(8)
-    })
+    crate::store::workers::cores()
 }
 
 impl SealPool {

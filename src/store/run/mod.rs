@@ -11,13 +11,15 @@
 //! Coding runs as the book codes its blocks keeps the staging an import needs near the size of
 //! the book it makes (the per-entry stream of format 1 took ~2.5× the book; docs/PERFORMANCE.md).
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::block::{self, BlockView, CodedCells, PlainDecompressor, Prepared};
+use super::block::{self, CodedCells, Prepared};
 use super::entry::{Entry, MergeHead};
+use super::workers::Pending;
 use super::{IdentityModel, PositionCodec, PositionModel};
 use crate::store::error::{Error, Result};
 
@@ -334,17 +336,24 @@ pub(crate) fn read_end_frame(
     count: u64,
     crc: u32,
 ) -> std::result::Result<(), String> {
+    let (stored_count, stored_crc) = read_end_tail(src)?;
+    if stored_count != count || stored_crc != crc {
+        return Err("count or checksum mismatch".into());
+    }
+    Ok(())
+}
+
+/// Reads what follows an end frame marker: the stored item count and crc32, and that nothing
+/// follows them.
+fn read_end_tail(src: &mut dyn Read) -> std::result::Result<(u64, u32), String> {
     let mut tail = [0u8; 12];
     src.read_exact(&mut tail).map_err(|e| e.to_string())?;
     let (c, k) = tail.split_at(8);
     let stored_count = u64::from_le_bytes(c.try_into().unwrap_or_default());
     let stored_crc = u32::from_le_bytes(k.try_into().unwrap_or_default());
-    if stored_count != count || stored_crc != crc {
-        return Err("count or checksum mismatch".into());
-    }
     let mut rest = [0u8; 1];
     match src.read(&mut rest) {
-        Ok(0) => Ok(()),
+        Ok(0) => Ok((stored_count, stored_crc)),
         Ok(_) => Err("bytes after the end frame".into()),
         Err(e) => Err(e.to_string()),
     }
@@ -370,6 +379,13 @@ pub struct RunReader {
     /// Indexed moves come back as indices (`MoveRec::indexed`), for the import's merges:
     /// the book's and the runs' writers take them so, without generating moves again.
     keep: block::Keep,
+    /// The threads that decode this run's blocks ahead of the merge ([`RunReader::decoding_on`]);
+    /// `None`: each block is decoded in place when the merge reaches it.
+    decoders: Option<Arc<RunDecoders>>,
+    /// Blocks handed to `decoders`, in the run's order.
+    ahead: VecDeque<Pending<decode::RunDecoded>>,
+    /// The entry count the end frame stores, once read: checked when the last block is taken.
+    end_count: Option<u64>,
 }
 
 impl RunReader {
@@ -439,6 +455,9 @@ impl RunReader {
             done: false,
             last: LastKey::default(),
             keep: block::Keep::default(),
+            decoders: None,
+            ahead: VecDeque::new(),
+            end_count: None,
         };
         let mut magic = [0u8; 8];
         r.src
@@ -471,20 +490,33 @@ impl RunReader {
         Ok(r)
     }
 
+    /// This run's blocks decoded on `decoders` (a pool the runs of one merge share), each
+    /// [`decode::READ_AHEAD`] blocks ahead of the one the merge takes; `None` keeps decoding
+    /// in place.
+    pub(crate) fn decoding_on(mut self, decoders: Option<Arc<RunDecoders>>) -> RunReader {
+        self.decoders = decoders;
+        self
+    }
+
     fn damaged(&self, what: impl std::fmt::Display) -> Error {
         Error::Damaged(format!("run {} is damaged: {what}", self.name))
     }
 
-    /// Reads the next frame into `buf`; false at the end frame (whose count and checksum it
-    /// checks, and that nothing follows).
+    /// Reads the next frame into `buf`; false at the end frame (whose checksum it checks, and
+    /// that nothing follows; its count is kept in `end_count`, checked by [`Self::ended`]
+    /// once every block is taken).
     fn read_frame(&mut self) -> Result<bool> {
         let mut len = [0u8; 4];
         self.src.read_exact(&mut len).map_err(|e| self.damaged(e))?;
         let n = u32::from_le_bytes(len);
         if n == 0 {
-            return read_end_frame(&mut self.src, self.count, self.crc.clone().finalize())
-                .map(|()| false)
-                .map_err(|e| self.damaged(e));
+            let crc = self.crc.clone().finalize();
+            let (count, stored_crc) = read_end_tail(&mut self.src).map_err(|e| self.damaged(e))?;
+            if stored_crc != crc {
+                return Err(self.damaged("count or checksum mismatch"));
+            }
+            self.end_count = Some(count);
+            return Ok(false);
         }
         if n > MAX_FRAME {
             return Err(self.damaged(format!("frame of {n} bytes")));
@@ -498,27 +530,56 @@ impl RunReader {
         Ok(true)
     }
 
+    /// Takes the next block's entries into `block`: decoded here, or taken from `decoders`
+    /// after handing them the blocks that follow. False once every block is taken.
     fn next_block(&mut self) -> Result<bool> {
-        if !self.read_frame()? {
-            return Ok(false);
-        }
-        let ord = self.blocks;
-        self.blocks += 1;
-        let open = block::open_block(ord, &self.buf, &PlainDecompressor)
-            .map_err(|e| self.damaged(format!("block {ord}: {e}")))?;
-        if open.header.model_id != self.model_id || open.header.count == 0 {
-            return Err(self.damaged(format!(
-                "block {ord}: model {} and {} entries (the run's model is {})",
-                open.header.model_id, open.header.count, self.model_id
-            )));
-        }
-        let entries = BlockView::parse(ord, &open)
-            .and_then(|v| {
-                v.entries_cells_coded(self.codec.as_ref(), self.model.as_ref(), self.keep)
-            })
-            .map_err(|e| self.damaged(format!("block {ord}: {e}")))?;
-        self.block = entries.into_iter();
+        let decoded = match self.decoders.clone() {
+            None => {
+                if !self.read_frame()? {
+                    return self.ended();
+                }
+                let ord = self.blocks;
+                self.blocks += 1;
+                let (codec, model) = (self.codec.as_ref(), self.model.as_ref());
+                decode::decode_block(ord, &self.buf, codec, model, self.model_id, self.keep)
+            }
+            Some(pool) => {
+                while self.ahead.len() <= decode::READ_AHEAD && self.end_count.is_none() {
+                    if !self.read_frame()? {
+                        break;
+                    }
+                    let ord = self.blocks;
+                    self.blocks += 1;
+                    let job = (
+                        ord,
+                        std::mem::take(&mut self.buf),
+                        self.codec.clone(),
+                        self.model.clone(),
+                        self.model_id,
+                        self.keep,
+                    );
+                    self.ahead.push_back(pool.submit(vec![job]));
+                }
+                let Some(pending) = self.ahead.pop_front() else {
+                    return self.ended();
+                };
+                pending
+                    .wait()
+                    .pop()
+                    .flatten()
+                    .unwrap_or_else(|| Err("its decoding thread failed".into()))
+            }
+        };
+        self.block = decoded.map_err(|e| self.damaged(e))?.into_iter();
         Ok(true)
+    }
+
+    /// The run ends: every entry its end frame counts must have been taken.
+    fn ended(&self) -> Result<bool> {
+        if self.end_count != Some(self.count) {
+            return Err(self.damaged("count or checksum mismatch"));
+        }
+        Ok(false)
     }
 
     fn next_entry(&mut self) -> Result<Option<CodedCells>> {
@@ -606,7 +667,9 @@ impl MergeHead<Error> for RunHead {
     }
 }
 
+mod decode;
 mod models;
+pub(crate) use decode::{RunDecoders, run_decoders};
 pub(crate) use models::RunModels;
 
 #[cfg(test)]

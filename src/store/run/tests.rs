@@ -102,8 +102,25 @@ fn write(path: &Path, es: &[Entry]) -> u64 {
     w.finish().unwrap()
 }
 
+/// Reads a run back, decoded in place and decoded ahead on two threads: both give the same
+/// entries, or both an error.
 fn read(path: &Path) -> Result<Vec<Entry>> {
-    RunReader::open(path, codec())?.collect()
+    let in_place: Result<Vec<Entry>> = RunReader::open(path, codec())?.collect();
+    let pool = Some(decode::with_threads(2));
+    let ahead: Result<Vec<Entry>> =
+        RunReader::open(path, codec()).and_then(|r| r.decoding_on(pool).collect());
+    match (&in_place, &ahead) {
+        (Ok(a), Ok(b)) => assert!(a == b, "decoded ahead, the run reads otherwise"),
+        (Err(_), Err(_)) => {}
+        (a, b) => panic!(
+            "in place: {}, ahead: {}",
+            a.as_ref()
+                .map_or_else(|e| e.to_string(), |v| format!("{} entries", v.len())),
+            b.as_ref()
+                .map_or_else(|e| e.to_string(), |v| format!("{} entries", v.len()))
+        ),
+    }
+    in_place
 }
 
 /// More entries than the model sample and a block hold: the model is trained, many blocks
@@ -280,6 +297,20 @@ fn merging_coded_runs_equals_merging_decoded_runs() {
     .collect::<Result<_>>()
     .unwrap();
     assert_eq!(coded, decoded);
+    // The same merge with the runs' blocks decoded ahead on a pool they share (the import's).
+    let pool = Some(decode::with_threads(2));
+    let ahead: Vec<Entry> = MergeIter::new(
+        paths
+            .iter()
+            .map(|p| {
+                let r = RunReader::open_indexed(p, codec()).unwrap();
+                r.decoding_on(pool.clone()).coded()
+            })
+            .collect(),
+    )
+    .collect::<Result<_>>()
+    .unwrap();
+    assert_eq!(ahead, decoded);
     assert!(
         coded
             .iter()
