@@ -17,7 +17,8 @@ use common::server::Server;
 use common::*;
 use serde_json::{Value, json};
 
-/// What the page shows of the games: the ids of both lists, the banner, the URL and the rows.
+/// What the page shows of the games: the ids of both lists, the moves they show, the banner
+/// (as rendered: `null` when it takes no room), the URL and the rows.
 fn shown(b: &Browser) -> Value {
     b.js(
         r#"
@@ -26,7 +27,8 @@ fn shown(b: &Browser) -> Value {
             hidden: document.getElementById('games').hidden,
             top: ids('#top-games'),
             recent: ids('#recent-games'),
-            banner: document.getElementById('game-banner').hidden ? null
+            moves: Array.from(document.querySelectorAll('#recent-games button.game .move')).map(x => x.textContent),
+            banner: getComputedStyle(document.getElementById('game-banner')).display === 'none' ? null
                 : document.getElementById('game-title').textContent,
             search: location.search,
             rows: Array.from(document.querySelectorAll('#moves tbody tr')).map(tr => tr.dataset.uci),
@@ -99,6 +101,24 @@ fn the_explorer_lists_the_games_of_a_position_and_steps_through_one() {
     });
     assert_eq!(v["top"], ids(&api["topGames"]), "{v:#}");
     assert_eq!(v["banner"], Value::Null, "{v:#}");
+    // Each game's move from here reads in SAN, as the moves table does.
+    let sans: Vec<Value> = api["recentGames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            let m = api["moves"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["uci"] == g["uci"]);
+            m.map_or_else(
+                || panic!("{g} plays a move of the answer"),
+                |m| m["san"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(v["moves"], Value::Array(sans), "{v:#}");
 
     // A filter: the lists follow the server's answer under it.
     let blitz_less = srv.get("/lichess?play=e2e4,c7c5&moves=50&since=2000");

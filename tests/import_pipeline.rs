@@ -178,12 +178,22 @@ fn reimport_is_a_noop_and_force_counts_again() {
     assert_eq!(dump(&book), first);
     let human = Bookdb::import(&[&pgn], &book).ok();
     assert!(human.contains("already imported"), "{human}");
+    // The hint does not promise what --force cannot do in a book that stores games.
+    assert!(
+        human.contains("--force reads it again") && human.contains("counts each game once"),
+        "{human}"
+    );
     // A book that stores games knows them: --force reads the input again and skips each
     // game as a duplicate (brief §9: a game is never counted twice, whatever --dedupe).
     let forced = import(&[&pgn], &book, &["--force"]);
     assert_eq!(forced["games_imported"], 0, "{forced}");
     assert_eq!(forced["skipped_by_reason"]["duplicate"], 200, "{forced}");
     assert_eq!(dump(&book), first);
+    // Each skip says why without naming a --dedupe import that never ran.
+    let log = bookdb(["import", s(&pgn), "--book", s(&book), "--force"]).ok_output();
+    let err = String::from_utf8_lossy(&log.stderr).to_string();
+    assert!(err.contains("already counted in the book"), "{err}");
+    assert!(!err.contains("--dedupe import"), "{err}");
     // A counts-only book (--no-games) counts them again.
     let bare = dir.path().join("bare.book");
     import(&[&pgn], &bare, &["--no-games"]);

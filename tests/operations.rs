@@ -510,6 +510,18 @@ fn version_names_the_commit_and_format_versions() {
     assert!(v.contains("(commit "), "{v}");
     assert!(v.contains("book format version 11"), "{v}");
     assert!(v.contains("migrate"), "{v}");
+    // OPERATIONS.md shows this output: its format line is this build's.
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/OPERATIONS.md"))
+            .unwrap();
+    let line = v
+        .lines()
+        .find(|l| l.starts_with("book format version"))
+        .unwrap();
+    assert!(
+        doc.contains(line),
+        "docs/OPERATIONS.md's --version example does not show {line:?}"
+    );
 }
 
 #[test]

@@ -36,7 +36,8 @@ pub(crate) struct Args {
     /// and whole mainline, to give it back as PGN by id; Othello books keep none).
     #[arg(long)]
     no_games: bool,
-    /// Count inputs again even if the book already lists them as imported.
+    /// Read inputs again even if the book already lists them as imported (a book that stores
+    /// games, or a --dedupe import, still counts each game once).
     #[arg(long)]
     force: bool,
     /// Fingerprint every input's bytes even if its path, size, modification time and inode

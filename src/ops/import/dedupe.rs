@@ -80,7 +80,7 @@ impl Repeat {
     pub(super) fn detail(&self) -> String {
         match self {
             Repeat::FingerprintInBook => {
-                "already counted in the book by an earlier --dedupe import".into()
+                "already counted in the book (the same tags, result and moves)".into()
             }
             Repeat::IdInBook(id) => format!(
                 "the book already stores game {} with the same result and moves",

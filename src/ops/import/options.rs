@@ -212,7 +212,8 @@ impl std::fmt::Display for ImportSummary {
         for name in &s.already_imported {
             writeln!(
                 f,
-                "{name}: already imported into {}; skipped (use --force to count it again)",
+                "{name}: already imported into {}; skipped (--force reads it again; a book that \
+                 stores games, or a --dedupe import, still counts each game once)",
                 s.book_path
             )?;
         }

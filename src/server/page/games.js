@@ -35,6 +35,20 @@ function gameTitle(g) {
   return `${playerText(g.white)} – ${playerText(g.black)}`;
 }
 
+// A move of the position shown, in SAN: the answer's own, else the rules' (the answer lists
+// only its `moves` first moves); the UCI if neither reads it.
+function sanHere(uci) {
+  const m = current && (current.moves || []).find((x) => x.uci === uci);
+  if (m && m.san) return m.san;
+  try {
+    const r = Rules.replay(current && current.fen ? fullFen(current.fen) : null, [uci]);
+    if (!r.error && r.moves.length === 1) return r.moves[0].san;
+  } catch (e) {
+    // Fall through: the UCI is still a move.
+  }
+  return uci;
+}
+
 function fillGames(list, games) {
   list.textContent = "";
   for (const g of games) {
@@ -56,8 +70,8 @@ function fillGames(list, games) {
     date.className = "when";
     date.textContent = when;
     const mv = document.createElement("span");
-    mv.className = "uci";
-    mv.textContent = g.uci;
+    mv.className = "move";
+    mv.textContent = sanHere(g.uci);
     b.append(names, res, date, mv);
     li.append(b);
     list.append(li);
