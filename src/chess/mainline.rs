@@ -1,4 +1,4 @@
-//! A game's mainline as move ranks (docs/FORMAT.md §15.2, draft): each move stored as one byte,
+//! A game's mainline as move ranks (docs/FORMAT.md §15.2; frozen, §15.6): each move stored as one byte,
 //! its rank among the position's legal moves ordered by a fixed static score
 //! ([`ranked_moves`]), so that the moves players choose take small ranks and an entropy coder
 //! (the game block's zstd) stores a move in a few bits. The order is part of the format: a

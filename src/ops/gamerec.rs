@@ -1,4 +1,4 @@
-//! A chess game as a game store keeps it (docs/FORMAT.md §15, draft; brief §9): its id, the
+//! A chess game as a game store keeps it (docs/FORMAT.md §15; brief §9): its id, the
 //! kept tags and its whole mainline as move ranks ([`crate::chess::mainline`]), laid out as the
 //! fields of a [`StoredGame`]; and the way back to PGN.
 //!

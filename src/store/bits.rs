@@ -1,5 +1,5 @@
 //! Bit-level coding shared by the packed chunk formats (id index chunks, §15.5; reference
-//! chunks, §15.3): bits written most significant first, Rice and Elias-gamma codes, and a
+//! chunks, §15.4): bits written most significant first, Rice and Elias-gamma codes, and a
 //! reader that refuses to read past its bytes instead of panicking.
 
 /// A read past the end of the bits, or a code too long to be one this build writes.

@@ -1,5 +1,5 @@
 //! The file-handling rules every book writer (import, merge, compact, Polyglot import) follows:
-//! the exclusive writer lock, the names of a book's sidecar files, the removal of temporary
+//! the names of a book's sidecar files (the exclusive writer lock is `lock.rs`), the removal of temporary
 //! books left by interrupted writers, atomic writes of small files (crash points: `crash.rs`).
 
 use std::io::Write;

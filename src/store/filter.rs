@@ -1,5 +1,5 @@
 //! A Bloom filter over 64-bit keys: the key filter of published files — of a transposition
-//! table (docs/FORMAT.md §14.2, one per file) and of a book file (§4.8, one per partition of
+//! table (docs/FORMAT.md §14.2, one per file) and of a book file (§4.7, one per partition of
 //! its keys) — so that a probe of a key a file lacks costs a few memory reads instead of a
 //! B-tree lookup and a block. No false negatives; about 1% false positives at 10 bits a key.
 

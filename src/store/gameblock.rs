@@ -1,4 +1,4 @@
-//! Game blocks (docs/FORMAT.md §15.2): a game store's unit of storage, holding a run of
+//! Game blocks (docs/FORMAT.md §15.1): a game store's unit of storage, holding a run of
 //! games column by column (their ids, then each field's lengths and bytes: the names of all
 //! games together, the moves of all games together, ...) with a crc32. The store knows no
 //! game: a game is an id (below 2^48) and a fixed number of opaque fields that the game's layer

@@ -3,7 +3,7 @@
 //! newest. The selection is a function of the set of games alone, so merging the references of
 //! two books (the union of their lists, then the same selection) gives what one import of all
 //! the games gives, whatever the order of imports and merges: associative and commutative, as
-//! the property tests check. Not yet stored in books (issue 27).
+//! the property tests check. Stored per file in `game_refs` (`store::book::refs`, FORMAT §15.4).
 
 /// What a game's references need of it, as its codec reads it from the stored game
 /// ([`super::PositionCodec::index_game`]).

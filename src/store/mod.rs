@@ -1,6 +1,7 @@
 //! The storage layer. It knows nothing about chess: it stores 64-bit keys, opaque encoded
 //! positions and per-move records. A [`PositionCodec`] supplies the only game-specific parts:
-//! the key of an encoded position and a fixed-width planar form that compresses well.
+//! the key of an encoded position, its position models, the indexing of moves among the legal
+//! ones, and what a stored game counted.
 
 pub mod bits;
 pub mod block;

@@ -1,6 +1,7 @@
-//! The byte coding of a file's game references (docs/FORMAT.md §15.3): reference chunks (per
+//! The byte coding of a file's game references (docs/FORMAT.md §15.4): reference chunks (per
 //! entry block, per entry and move in the block's order, the numbers of the games the move's
-//! cells name) and fact chunks (per game number, its cell and strength, fixed width). Decoders
+//! cells name) and fact chunks (per game number, its cell, both Elos and its result, fixed
+//! width: `FACT_BYTES`). Decoders
 //! return errors on bad bytes and never panic.
 //!
 //! Reference chunk, version 2 (little-endian): `version u8 (2) | entries u32 | width u8 |

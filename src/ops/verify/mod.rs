@@ -1,4 +1,4 @@
-//! `bookdb verify` and `bookdb stats`.
+//! `bookdb verify` (`bookdb stats` is `ops::stats`).
 //!
 //! What `verify` proves is listed in docs/FORMAT.md §9 and docs/RELIABILITY.md ("Damage: what
 //! verify detects"). It checks each file of the book on every core: the calling thread reads

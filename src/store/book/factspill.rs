@@ -1,7 +1,7 @@
 //! The fact chunks a [`super::refs::RefBuilder`] has derived, kept in order within a bounded
 //! memory: past [`MEMORY_BYTES`] they are appended to a spill file beside the builder's runs
 //! and read back in order when the file is written or checked. A book of 32M games has ~190 MB
-//! of facts (6 bytes a game), which a rewrite or a `verify` held whole before.
+//! of facts (9 bytes a game: `FACT_BYTES`), which a rewrite or a `verify` held whole before.
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};

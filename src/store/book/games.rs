@@ -1,6 +1,7 @@
 //! The game store of a book file (format 6, docs/FORMAT.md §15): each file's games in
-//! (date, id) order, numbered densely from 0, as game blocks in `game_blocks` (first number →
-//! block) with an id index in `game_ids`; read by id across the book's files, and carried into
+//! (date, id) order, numbered densely from 0, as game blocks written back to back in
+//! `game_chunks` (found through `game_dir`: first number → offset, length; format 9) with an id
+//! index in `game_id_index` chunks (§15.5); read by id across the book's files, and carried into
 //! every rewrite ([`GameCarry`]), merged in the store's order.
 
 use std::cmp::Ordering;

@@ -1,5 +1,6 @@
 //! The id rows of a game store being written ([`IdRows`]): (game id, number) pairs that go
-//! into the `game_ids` table in key order once every game is stored, kept within a bounded
+//! into the id index (`game_id_index` chunks, FORMAT §15.5) in key order once every game is
+//! stored, kept within a bounded
 //! memory. Past the builder's share, the rows held are sorted and written as a run
 //! (`<prefix>.ids-<n>`, 12 bytes a row); the runs and the rows still held are merged when the
 //! rows are inserted. Before, every row was held to the end: 16 bytes a game, 128 MB at 8M

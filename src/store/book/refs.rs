@@ -1,9 +1,9 @@
-//! The game references of a book file (format 7, docs/FORMAT.md §15.3), a pure function of the
+//! The game references of a book file (format 7, docs/FORMAT.md §15.4), a pure function of the
 //! file's game store: per (position, move, cell) the newest and the strongest games
 //! ([`crate::store::gamerefs`]), kept per (position, move) as the union of its cells' lists in
 //! `game_refs` as one chunk per entry block (format 10: aligned with the block's entries, so a
-//! reference costs its game number only; `refzip`), with each game's cell and strength in
-//! `game_facts`. [`RefBuilder`] derives them while the store is written (its codec replays each
+//! reference costs its game number only; `refzip`), with each game's facts (cell, Elos, result)
+//! in `game_facts`. [`RefBuilder`] derives them while the store is written (its codec replays each
 //! game: [`PositionCodec::index_game`]), sorting within a memory budget and spilling sorted
 //! runs beside the file; reads find a position's entry and its block's chunk, and a game's
 //! facts.

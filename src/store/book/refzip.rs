@@ -1,4 +1,4 @@
-//! References aligned with entry blocks (format 10, docs/FORMAT.md §15.3): a file's entry
+//! References aligned with entry blocks (format 10, docs/FORMAT.md §15.4): a file's entry
 //! blocks read back as shapes (each entry's key and move codes, in block order:
 //! [`ShapeReader`]), a key-ordered stream of [`PosRefs`] zipped onto them as one reference
 //! chunk per entry block ([`Zipper`]), and the reverse, a file's chunks read back as that

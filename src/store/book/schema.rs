@@ -10,8 +10,9 @@ pub(crate) const BLOCKS: TableDefinition<u64, &[u8]> = TableDefinition::new("blo
 pub(crate) const DELTA: TableDefinition<(u64, &[u8]), &[u8]> = TableDefinition::new("delta");
 /// What was imported: input fingerprint → JSON record.
 pub(crate) const IMPORTS: TableDefinition<&str, &[u8]> = TableDefinition::new("imports");
-/// Fingerprints of the games `--dedupe` imports counted (docs/FORMAT.md §4.6); later `--dedupe`
-/// imports skip games found here. Absent in books never imported with `--dedupe`.
+/// Fingerprints of the games deduping imports counted (those that store games, or use
+/// `--dedupe`: docs/FORMAT.md §4.6); later deduping imports skip games found here. Absent in
+/// books only ever imported with `--no-games` and without `--dedupe`.
 pub(crate) const GAMES: TableDefinition<u128, ()> = TableDefinition::new("games");
 /// Engine evaluations (format version 5, docs/FORMAT.md §13): (key, packed position) → the
 /// kept results ([`crate::store::eval::encode`]). Absent in files without evaluations.
