@@ -151,6 +151,18 @@ pub enum Error {
 
 impl Error {
     /// This error with the file it concerns, when it is a corruption that does not name one.
+    /// redb refusing a read because an earlier read of the same file failed (`PreviousIo`:
+    /// redb stops serving a database after one I/O error).
+    pub(crate) fn is_previous_io(&self) -> bool {
+        matches!(
+            self,
+            Error::Db {
+                source: redb::Error::PreviousIo,
+                ..
+            }
+        )
+    }
+
     pub(crate) fn in_file(self, path: &std::path::Path) -> Self {
         match self {
             Error::Corrupt(corruption) => Error::CorruptFile {

@@ -456,6 +456,13 @@ fn copy_store(
         let mut facts = txn.open_table(GAME_FACTS)?;
         for row in f.fact_chunk_iter()? {
             let (k, v) = row?;
+            // Checked as a reader checks it: a damaged chunk is not carried over.
+            crate::store::refblock::check_facts(&v).map_err(|e| {
+                Error::Corrupt(Corruption::GameStore {
+                    at: format!("fact chunk {k}"),
+                    reason: e.to_string(),
+                })
+            })?;
             facts.insert(k, v.as_slice())?;
         }
         Ok(())

@@ -263,7 +263,16 @@ impl StoreTables {
         let mut to = txn.open_table(GAME_ID_INDEX)?;
         for row in ids.range::<u64>(..)? {
             let (k, v) = row?;
+            // Checked as a reader checks it (its crc32, its first id): a damaged chunk is not
+            // carried into the new file.
+            decode_ids(k.value(), v.value())?;
             to.insert(k.value(), v.value())?;
+        }
+        // Each block through the directory, as a sequential read takes them: the directory's
+        // order and offsets, and each block's crc32 (not decompressed).
+        let mut blocks = self.blocks()?;
+        while let Some((first, bytes)) = blocks.next_block()? {
+            crate::store::gameblock::check_sealed(&bytes).map_err(|e| bad(block_at(first), e))?;
         }
         Ok(())
     }

@@ -734,20 +734,23 @@ impl BookFile {
 /// Looks game fingerprints up in the `games` tables of a book's files (a read snapshot).
 #[doc(hidden)]
 pub struct GameIndex {
-    pub(super) tables: Vec<redb::ReadOnlyTable<u128, ()>>,
+    /// Each file's fingerprint table, with the file's path (for messages).
+    pub(super) tables: Vec<(std::path::PathBuf, redb::ReadOnlyTable<u128, ()>)>,
 }
 
 impl GameIndex {
     #[doc(hidden)]
     pub fn contains(&self, fingerprint: u128) -> Result<bool> {
-        shield("looking up a game fingerprint", || {
-            for t in &self.tables {
-                if t.get(fingerprint)?.is_some() {
-                    return Ok(true);
-                }
+        for (path, t) in &self.tables {
+            let found = shield("looking up a game fingerprint", || {
+                Ok(t.get(fingerprint)?.is_some())
+            })
+            .map_err(|e| e.in_file(path))?;
+            if found {
+                return Ok(true);
             }
-            Ok(false)
-        })
+        }
+        Ok(false)
     }
 }
 

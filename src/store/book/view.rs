@@ -653,8 +653,8 @@ impl Book {
     pub fn game_index(&self) -> Result<GameIndex> {
         let mut tables = Vec::new();
         for f in &self.files {
-            if let Some(t) = f.games_table()? {
-                tables.push(t);
+            if let Some(t) = f.games_table().map_err(|e| e.in_file(&f.path))? {
+                tables.push((f.path.clone(), t));
             }
         }
         Ok(GameIndex { tables })

@@ -56,7 +56,9 @@ pub struct BookWriter {
     reuse: Option<BookCompression>,
     /// redb files whose `games` tables (game fingerprints) are copied, streaming, in the last
     /// transaction: this import's (a staging table) and those of rewritten or merged books.
-    games_from: Vec<Arc<redb::ReadOnlyDatabase>>,
+    /// The files whose game fingerprints the new file records, with their paths (`None`: a
+    /// scratch table of this import's).
+    games_from: Vec<(Option<PathBuf>, Arc<redb::ReadOnlyDatabase>)>,
     /// Evaluations carried over and added, written in the last transaction (FORMAT §13).
     evals: super::evals::EvalCarry,
     /// The game store carried over and added, written in the last transaction (FORMAT §15).
@@ -173,7 +175,7 @@ impl BookWriter {
     /// Records in the new book the game fingerprints (`--dedupe`) that `games` holds
     /// ([`crate::store::fpset::sorted_table`]), copied in the last transaction.
     pub(crate) fn add_game_fingerprints_from(&mut self, games: crate::store::fpset::SortedGames) {
-        self.games_from.push(games.into_db());
+        self.games_from.push((None, games.into_db()));
     }
 
     /// Carries over to the new book everything of `book` that is not its entries: its games
@@ -249,7 +251,8 @@ impl BookWriter {
                 }
             }
         }
-        self.games_from.extend(files.iter().map(|f| f.db.clone()));
+        self.games_from
+            .extend(files.iter().map(|f| (Some(f.path.clone()), f.db.clone())));
         self.evals.carry(files);
         self.games.carry(files);
         Ok(())
@@ -724,7 +727,7 @@ impl BookWriter {
                 for (k, v) in &self.imports {
                     imp.insert(k.as_str(), v.as_slice())?;
                 }
-                crate::store::fpset::copy_game_fingerprints(&txn, &self.games_from)?;
+                super::overlap::copy_fingerprints(&txn, &self.games_from)?;
                 let evals = self.evals.write(&txn)?;
                 if evals > 0 {
                     m.insert(META_EVALS, evals.to_le_bytes().as_slice())?;
