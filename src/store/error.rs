@@ -150,9 +150,8 @@ pub enum Error {
 }
 
 impl Error {
-    /// This error with the file it concerns, when it is a corruption that does not name one.
-    /// redb refusing a read because an earlier read of the same file failed (`PreviousIo`:
-    /// redb stops serving a database after one I/O error).
+    /// Whether this is redb refusing a read because an earlier read of the same file failed
+    /// (`PreviousIo`: redb stops serving a database after one I/O error).
     pub(crate) fn is_previous_io(&self) -> bool {
         matches!(
             self,
@@ -163,6 +162,7 @@ impl Error {
         )
     }
 
+    /// This error with the file it concerns, when it is a corruption that does not name one.
     pub(crate) fn in_file(self, path: &std::path::Path) -> Self {
         match self {
             Error::Corrupt(corruption) => Error::CorruptFile {

@@ -65,7 +65,6 @@ impl<J: Send + 'static, R: Send + 'static> Workers<J, R> {
     }
 
     /// The number of threads running.
-    #[cfg(test)]
     pub(crate) fn threads(&self) -> usize {
         self.threads.len()
     }

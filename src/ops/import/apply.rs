@@ -22,8 +22,9 @@ use crate::store::{Book, BookWriter, WriterOptions};
 /// Most runs merged at once; more are merged in passes. A run being read holds one block
 /// (up to 1,024 entries decoded but for their cells, which stay coded until the merge takes
 /// the entry; its frame and a 64 KiB read buffer: ~0.5 MiB, at most ~2 MiB for a block of
-/// the heaviest opening positions), so the runs a merge reads at once take [`RUNS_PER_MIB`]
-/// per MiB of `--memory` (the same share as format 1).
+/// the heaviest opening positions) and, on two cores or more, the next one decoded ahead
+/// (`store::run::decode`): up to ~4 MiB, the share each run gets, as the merges read
+/// `--memory`/4 runs at once ([`RUNS_PER_MIB`] per 4 MiB).
 const MAX_FAN_IN: usize = 512;
 const RUNS_PER_MIB: usize = 1;
 

@@ -17,6 +17,8 @@ pub(super) struct FilterCheck<'a> {
     held: Option<(usize, Option<KeyFilter>)>,
     pub(super) partitions: u64,
     pub(super) problems: Vec<String>,
+    /// A partition could not be read at all (redb then refuses the file's later reads).
+    pub(super) read_failed: bool,
     /// Keys failing their partition are reported up to this many, then counted.
     failing: u64,
 }
@@ -34,6 +36,7 @@ impl<'a> FilterCheck<'a> {
             held: None,
             partitions: 0,
             problems: Vec::new(),
+            read_failed: false,
             failing: 0,
         })
     }
@@ -63,11 +66,9 @@ impl<'a> FilterCheck<'a> {
             if part >= self.index.firsts.len() {
                 return;
             }
-            let f = match self
-                .file
-                .filter_partition(part as u32)
-                .and_then(|b| load_partition(part, b))
-            {
+            let read = self.file.filter_partition(part as u32);
+            self.read_failed |= read.is_err();
+            let f = match read.and_then(|b| load_partition(part, b)) {
                 Ok(f) => {
                     self.partitions += 1;
                     Some(f)

@@ -312,7 +312,7 @@ fn verify_file(
     // end of the file (campaign 13) — the walk's refusal is that damage, reported after it.
     let mut stopped = None;
     if let Err(e) = walked {
-        if e.is_previous_io() && filter.as_ref().is_some_and(|f| !f.problems.is_empty()) {
+        if e.is_previous_io() && filter.as_ref().is_some_and(|f| f.read_failed) {
             stopped = Some(format!("the blocks' walk stopped after that: {e}"));
         } else {
             return Err(e.into());

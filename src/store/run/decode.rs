@@ -30,14 +30,18 @@ pub(super) type RunDecoded = Result<Vec<CodedCells>, String>;
 pub(crate) type RunDecoders = Workers<RunJob, RunDecoded>;
 
 /// Run blocks each reader keeps submitted beyond the one the merge is taking (each holds its
-/// frame bytes, then its decoded entries: about what the block being taken holds).
+/// frame bytes, then its decoded entries: about what the block being taken holds, so a run
+/// being read holds up to two decoded blocks: measured +0.8 MiB at `--memory 64` and +3 MiB
+/// at 256 on the bench set, docs/PERFORMANCE.md "Runs decoded ahead of the merge").
 pub(super) const READ_AHEAD: usize = 1;
 
-/// A pool for the runs of one merge; `None` on one core (each block is then decoded in place,
-/// when the merge reaches it).
+/// A pool for the runs of one merge; `None` on one core, or when the system starts none of
+/// its threads (each block is then decoded in place, when the merge reaches it).
 pub(crate) fn run_decoders() -> Option<Arc<RunDecoders>> {
     let threads = crate::store::workers::cores();
-    (threads > 1).then(|| with_threads(threads))
+    (threads > 1)
+        .then(|| with_threads(threads))
+        .filter(|p| p.threads() > 0)
 }
 
 /// A pool of `threads` decoding threads.

@@ -563,11 +563,17 @@ impl RunReader {
                 let Some(pending) = self.ahead.pop_front() else {
                     return self.ended();
                 };
-                pending
-                    .wait()
-                    .pop()
-                    .flatten()
-                    .unwrap_or_else(|| Err("its decoding thread failed".into()))
+                match pending.wait().pop().flatten() {
+                    Some(decoded) => decoded,
+                    // The job panicked (a bug, as the same panic decoding in place would be):
+                    // not damage of the run.
+                    None => {
+                        return Err(Error::Internal(format!(
+                            "run {}: decoding a block read ahead failed on its thread",
+                            self.name
+                        )));
+                    }
+                }
             }
         };
         self.block = decoded.map_err(|e| self.damaged(e))?.into_iter();

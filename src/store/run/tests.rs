@@ -238,6 +238,31 @@ fn run_damage_is_detected() {
         bad[i] ^= 0x10;
         assert!(damaged(&bad), "flip at {i} of {} undetected", bytes.len());
     }
+    // The end frame's count (8 bytes) and crc (4): read ahead, the count is checked only once
+    // the last block is taken.
+    for i in bytes.len() - 12..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[i] ^= 0x01;
+        assert!(damaged(&bad), "flip at {i}, in the end frame, undetected");
+    }
+}
+
+/// A reader decoding ahead dropped in the middle of its run (a merge that stopped on an
+/// error) leaves its pool to end: the pool's threads finish what was queued and join.
+#[test]
+fn a_reader_decoding_ahead_can_be_dropped_mid_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.zst");
+    write(&path, &entries(8, 3 * BLOCK_ENTRIES));
+    let pool = decode::with_threads(2);
+    let mut r = RunReader::open(&path, codec())
+        .unwrap()
+        .decoding_on(Some(pool.clone()));
+    assert!(r.next().unwrap().is_ok());
+    drop(r);
+    // The last holder of the pool joins its threads: this returns, it does not hang.
+    assert_eq!(Arc::strong_count(&pool), 1);
+    drop(pool);
 }
 
 proptest! {
