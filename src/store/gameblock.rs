@@ -275,14 +275,7 @@ impl BlockView {
         // (games, fields, split, head raw, head frame, body raw, body frame)
         let (n, nfields, split, head_raw, head_frame, body_raw, body_frame) = match version {
             1 => {
-                if bytes.len() < V1_HEADER {
-                    return Err(GameBlockError::Truncated(bytes.len()));
-                }
-                let stored = u32_at(10)?;
-                let mut h = crc32fast::Hasher::new();
-                h.update(&bytes[..10]);
-                h.update(&bytes[V1_HEADER..]);
-                check_crc(stored, h.finalize())?;
+                check_sealed(bytes)?;
                 let nfields = usize::from(bytes[5]);
                 let raw = u32_at(6)? as usize;
                 (
@@ -296,14 +289,7 @@ impl BlockView {
                 )
             }
             GAME_BLOCK_VERSION => {
-                if bytes.len() < HEADER {
-                    return Err(GameBlockError::Truncated(bytes.len()));
-                }
-                let stored = u32_at(19)?;
-                let mut h = crc32fast::Hasher::new();
-                h.update(&bytes[..19]);
-                h.update(&bytes[HEADER..]);
-                check_crc(stored, h.finalize())?;
+                check_sealed(bytes)?;
                 let (nfields, split) = (usize::from(bytes[5]), usize::from(bytes[6]));
                 if split > nfields {
                     return Err(GameBlockError::Payload("split past the fields"));

@@ -457,12 +457,8 @@ fn copy_store(
         for row in f.fact_chunk_iter()? {
             let (k, v) = row?;
             // Checked as a reader checks it: a damaged chunk is not carried over.
-            crate::store::refblock::check_facts(&v).map_err(|e| {
-                Error::Corrupt(Corruption::GameStore {
-                    at: format!("fact chunk {k}"),
-                    reason: e.to_string(),
-                })
-            })?;
+            crate::store::refblock::check_facts(&v)
+                .map_err(|e| bad(format!("fact chunk {k}"), e))?;
             facts.insert(k, v.as_slice())?;
         }
         Ok(())
